@@ -1,0 +1,416 @@
+//! Newline-delimited JSON (JSONL): the framing of the stdio transport.
+//!
+//! One JSON message per `\n`-terminated line. The [`JsonlDecoder`] is fed
+//! arbitrary byte chunks and reports every complete line exactly once; the
+//! [`encode`] functions write one message as compact JSON plus `\n`.
+//!
+//! ```text
+//!  chunk ──► memchr('\n') ──► whole line in the chunk? ──► borrowed, no copy
+//!                          └► line split across chunks ──► copied into `partial`
+//!                                                          (at most max_line_len)
+//!  line longer than max_line_len ──► LineTooLong, then every byte up to the
+//!                                    next '\n' is dropped unseen (never buffered)
+//! ```
+//!
+//! Each input byte is scanned once: a partial line is copied and remembered,
+//! never rescanned, so a long line arriving in small pieces costs linear time.
+//! Lines are trimmed of one trailing `\r` (CRLF is tolerated); blank lines are
+//! skipped. A line that is not UTF-8 or not JSON is a [`Malformed`] frame and
+//! decoding goes on: a server that logs to stdout does not kill the connection.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::preview;
+
+/// Default bound on one line: 16 MiB.
+///
+/// MCP tool results carry images and embedded resources as base64 inside a
+/// single line, so several MiB are legitimate; 16 MiB is four times the size
+/// the TypeScript SDK's default body limit allows, and small enough that a
+/// hostile server cannot make us hold more than that per connection.
+pub const DEFAULT_MAX_LINE_LEN: usize = 16 * 1024 * 1024;
+
+/// How many bytes of an offending line an error message quotes.
+pub const PREVIEW_LEN: usize = 120;
+
+/// Decoder configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonlConfig {
+    /// Longest accepted line in bytes, excluding the line ending.
+    pub max_line_len: usize,
+}
+
+impl Default for JsonlConfig {
+    fn default() -> Self {
+        JsonlConfig {
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+        }
+    }
+}
+
+/// A framing problem. Decoding continues after each one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonlError {
+    /// A line exceeded the limit. Its bytes up to the next `\n` are skipped
+    /// without being buffered; `seen` is how many had arrived when it was cut.
+    #[error("line exceeds the limit of {limit} bytes (max_line_len); skipped to the next newline")]
+    LineTooLong {
+        /// The configured `max_line_len`.
+        limit: usize,
+        /// Bytes of the line seen when the limit was crossed.
+        seen: usize,
+    },
+    /// The stream ended in the middle of a line (no final `\n`).
+    #[error("stream ended inside a line of {len} bytes without a newline: {preview}")]
+    TruncatedAtEof {
+        /// Length of the unterminated line.
+        len: usize,
+        /// Its start, printable.
+        preview: String,
+    },
+}
+
+/// A line that is not a JSON message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed line ({reason}): {preview}")]
+pub struct Malformed {
+    /// Why it was rejected (`invalid UTF-8 …` or the JSON parser's message).
+    pub reason: String,
+    /// The start of the line, printable.
+    pub preview: String,
+}
+
+impl Malformed {
+    fn new(reason: impl Into<String>, line: &[u8]) -> Self {
+        Malformed {
+            reason: reason.into(),
+            preview: preview(line, PREVIEW_LEN),
+        }
+    }
+}
+
+/// Incremental JSONL decoder. See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct JsonlDecoder {
+    config: JsonlConfig,
+    /// The start of a line whose `\n` has not arrived yet.
+    partial: Vec<u8>,
+    /// True while skipping the rest of an over-long line.
+    discarding: bool,
+    /// Bytes of the over-long line seen so far (for the error report).
+    discarded: usize,
+}
+
+impl JsonlDecoder {
+    /// A decoder with the default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder with the given limits.
+    pub fn with_config(config: JsonlConfig) -> Self {
+        JsonlDecoder {
+            config,
+            ..Self::default()
+        }
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> JsonlConfig {
+        self.config
+    }
+
+    /// Bytes held for an incomplete line (never more than `max_line_len`).
+    pub fn buffered(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Feeds a chunk; calls `on` with every line it completes (without its
+    /// line ending, blank lines skipped) or framing error, in stream order.
+    ///
+    /// Lines that lie wholly inside `input` are passed borrowed from it.
+    pub fn feed(&mut self, mut input: &[u8], mut on: impl FnMut(Result<&[u8], JsonlError>)) {
+        let limit = self.config.max_line_len;
+        while !input.is_empty() {
+            let newline = memchr::memchr(b'\n', input);
+            if self.discarding {
+                match newline {
+                    None => {
+                        self.discarded = self.discarded.saturating_add(input.len());
+                        return;
+                    }
+                    Some(i) => {
+                        self.discarding = false;
+                        self.discarded = 0;
+                        input = &input[i + 1..];
+                        continue;
+                    }
+                }
+            }
+            match newline {
+                Some(i) => {
+                    let piece = &input[..i];
+                    input = &input[i + 1..];
+                    if self.partial.is_empty() {
+                        deliver(piece, limit, &mut on);
+                    } else if self.partial.len() + piece.len() > limit + 1 {
+                        // +1: a trailing '\r' is not part of the line.
+                        let seen = self.partial.len() + piece.len();
+                        self.partial.clear();
+                        on(Err(JsonlError::LineTooLong { limit, seen }));
+                    } else {
+                        let mut line = std::mem::take(&mut self.partial);
+                        line.extend_from_slice(piece);
+                        deliver(&line, limit, &mut on);
+                        // Keep the allocation for the next partial line, but
+                        // don't hold on to a huge one.
+                        if line.capacity() <= 64 * 1024 {
+                            line.clear();
+                            self.partial = line;
+                        }
+                    }
+                }
+                None => {
+                    let total = self.partial.len() + input.len();
+                    if total > limit + 1 {
+                        self.partial.clear();
+                        self.discarding = true;
+                        self.discarded = total;
+                        on(Err(JsonlError::LineTooLong { limit, seen: total }));
+                    } else {
+                        self.partial.extend_from_slice(input);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Feeds a chunk and parses each line as JSON into `T`, calling `on` for
+    /// each message, malformed line or framing error.
+    pub fn feed_json<T: DeserializeOwned>(&mut self, input: &[u8], mut on: impl FnMut(Frame<T>)) {
+        self.feed(input, |line| {
+            on(match line {
+                Ok(line) => match parse_line(line) {
+                    Ok(v) => Frame::Message(v),
+                    Err(m) => Frame::Malformed(m),
+                },
+                Err(e) => Frame::Error(e),
+            })
+        });
+    }
+
+    /// The stream ended. Reports an unterminated final line, if any, and
+    /// resets the decoder. (A line still being skipped for its length was
+    /// reported already.)
+    pub fn finish(&mut self) -> Option<JsonlError> {
+        let discarding = std::mem::take(&mut self.discarding);
+        self.discarded = 0;
+        if discarding || self.partial.is_empty() {
+            self.partial.clear();
+            return None;
+        }
+        let line = std::mem::take(&mut self.partial);
+        let trimmed = trim_cr(&line);
+        if trimmed.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        Some(JsonlError::TruncatedAtEof {
+            len: line.len(),
+            preview: preview(&line, PREVIEW_LEN),
+        })
+    }
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    match line.split_last() {
+        Some((b'\r', rest)) => rest,
+        _ => line,
+    }
+}
+
+fn deliver(line: &[u8], limit: usize, on: &mut impl FnMut(Result<&[u8], JsonlError>)) {
+    let line = trim_cr(line);
+    if line.len() > limit {
+        on(Err(JsonlError::LineTooLong {
+            limit,
+            seen: line.len(),
+        }));
+        return;
+    }
+    // Blank lines are skipped. The first byte of a real message is `{` or
+    // `[`, so this check stops at once on every line that matters.
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    on(Ok(line));
+}
+
+/// One decoded item of [`JsonlDecoder::feed_json`].
+#[derive(Debug)]
+pub enum Frame<T> {
+    /// A line that parsed as `T`.
+    Message(T),
+    /// A line that is not UTF-8 or not valid JSON for `T`.
+    Malformed(Malformed),
+    /// A framing problem (over-long line).
+    Error(JsonlError),
+}
+
+/// Parses one line as JSON into `T`, checking UTF-8 first so that the error
+/// says which of the two went wrong.
+pub fn parse_line<T: DeserializeOwned>(line: &[u8]) -> Result<T, Malformed> {
+    let text = std::str::from_utf8(line).map_err(|e| {
+        Malformed::new(
+            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            line,
+        )
+    })?;
+    serde_json::from_str(text).map_err(|e| Malformed::new(format!("not JSON: {e}"), line))
+}
+
+/// Parses one line into raw JSON, validated but not interpreted.
+pub fn parse_raw(line: &[u8]) -> Result<Box<RawValue>, Malformed> {
+    parse_line(line)
+}
+
+/// Appends `message` as compact JSON plus `\n` to `out`.
+///
+/// The written line never contains a `\n` before its end: serde_json escapes
+/// newlines inside strings, and whitespace that a [`RawValue`] may carry
+/// between tokens is replaced by spaces.
+pub fn encode<T: Serialize + ?Sized>(message: &T, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let start = out.len();
+    serde_json::to_writer(&mut *out, message)?;
+    end_line(out, start);
+    Ok(())
+}
+
+/// Appends an already serialized JSON text plus `\n` to `out`, with the same
+/// guarantee as [`encode`]. The caller vouches that `json` is one valid JSON
+/// value (raw CR/LF can then only be whitespace between tokens).
+pub fn encode_raw(json: &[u8], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(json);
+    end_line(out, start);
+}
+
+fn end_line(out: &mut Vec<u8>, start: usize) {
+    // In valid JSON a raw CR or LF can only be insignificant whitespace
+    // (inside strings they must be escaped), so replacing it is lossless.
+    let written = &mut out[start..];
+    if memchr::memchr2(b'\n', b'\r', written).is_some() {
+        for b in written.iter_mut() {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(dec: &mut JsonlDecoder, input: &[u8]) -> Vec<Result<Vec<u8>, JsonlError>> {
+        let mut out = Vec::new();
+        dec.feed(input, |l| out.push(l.map(<[u8]>::to_vec)));
+        out
+    }
+
+    #[test]
+    fn whole_lines_are_borrowed_and_crlf_trimmed() {
+        let mut dec = JsonlDecoder::new();
+        let got = lines(&mut dec, b"{\"a\":1}\r\n\n  \r\n[2]\n");
+        assert_eq!(got, vec![Ok(b"{\"a\":1}".to_vec()), Ok(b"[2]".to_vec())]);
+        assert_eq!(dec.buffered(), 0);
+    }
+
+    #[test]
+    fn over_long_partial_line_is_not_buffered() {
+        let mut dec = JsonlDecoder::with_config(JsonlConfig { max_line_len: 8 });
+        let mut got = lines(&mut dec, b"0123456");
+        assert!(got.is_empty());
+        got = lines(&mut dec, b"789abcdef");
+        assert_eq!(
+            got,
+            vec![Err(JsonlError::LineTooLong {
+                limit: 8,
+                seen: 16
+            })]
+        );
+        assert_eq!(dec.buffered(), 0);
+        got = lines(&mut dec, &[b'x'; 1000]);
+        assert!(got.is_empty());
+        assert_eq!(dec.buffered(), 0);
+        got = lines(&mut dec, b"zz\n{}\n");
+        assert_eq!(got, vec![Ok(b"{}".to_vec())]);
+    }
+
+    #[test]
+    fn line_of_exactly_the_limit_passes_with_crlf() {
+        let mut dec = JsonlDecoder::with_config(JsonlConfig { max_line_len: 4 });
+        let got = lines(&mut dec, b"[12]\r\n[123]\n");
+        assert_eq!(got[0], Ok(b"[12]".to_vec()));
+        assert!(matches!(got[1], Err(JsonlError::LineTooLong { limit: 4, .. })));
+        // Split so that the '\r' arrives in the partial buffer.
+        let mut got = lines(&mut dec, b"[12]\r");
+        got.extend(lines(&mut dec, b"\n"));
+        assert_eq!(got, vec![Ok(b"[12]".to_vec())]);
+    }
+
+    #[test]
+    fn eof_inside_a_line_is_reported() {
+        let mut dec = JsonlDecoder::new();
+        assert!(lines(&mut dec, b"{\"jsonrpc\":").is_empty());
+        match dec.finish() {
+            Some(JsonlError::TruncatedAtEof { len, preview }) => {
+                assert_eq!(len, 11);
+                assert_eq!(preview, "{\"jsonrpc\":");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(dec.finish(), None);
+    }
+
+    #[test]
+    fn malformed_lines_do_not_stop_decoding() {
+        let mut dec = JsonlDecoder::new();
+        let mut got = Vec::new();
+        dec.feed_json::<serde_json::Value>(b"npm WARN something\n\xff\xfe\n{\"ok\":true}\n", |f| {
+            got.push(f)
+        });
+        assert_eq!(got.len(), 3);
+        match &got[0] {
+            Frame::Malformed(m) => {
+                assert!(m.reason.starts_with("not JSON"), "{m}");
+                assert_eq!(m.preview, "npm WARN something");
+            }
+            f => panic!("{f:?}"),
+        }
+        match &got[1] {
+            Frame::Malformed(m) => assert_eq!(m.reason, "invalid UTF-8 at byte 0"),
+            f => panic!("{f:?}"),
+        }
+        assert!(matches!(&got[2], Frame::Message(v) if v["ok"] == true));
+    }
+
+    #[test]
+    fn encoder_never_embeds_newlines() {
+        let raw = RawValue::from_string("{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}".into()).unwrap();
+        let mut out = Vec::new();
+        encode(&raw, &mut out).unwrap();
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(out.last(), Some(&b'\n'));
+        let back: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, serde_json::json!({"a": "x\ny", "b": [1, 2]}));
+
+        let mut out = Vec::new();
+        encode(&serde_json::json!({"m": "line1\nline2\r"}), &mut out).unwrap();
+        assert_eq!(out, b"{\"m\":\"line1\\nline2\\r\"}\n");
+    }
+}

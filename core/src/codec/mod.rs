@@ -1,0 +1,35 @@
+//! Byte-level codecs: bytes in, frames out (and frames in, bytes out).
+//!
+//! Every decoder here is incremental (fed arbitrary chunks, giving the same
+//! frames whatever the split), bounded (every buffer has a configurable limit
+//! and exceeding it is a typed error the decoder recovers from) and
+//! panic-free on any input (each has a fuzz target).
+//!
+//! - [`jsonl`]: newline-delimited JSON, the stdio transport's framing.
+//! - [`sse`]: WHATWG `text/event-stream`, used by both HTTP transports.
+//! - [`http1`]: an HTTP/1.1 client codec (request heads out, responses in).
+
+pub mod http1;
+pub mod jsonl;
+pub mod sse;
+
+/// A short, printable excerpt of `bytes` for error messages: at most
+/// `max` bytes, lossily decoded, control characters escaped, `…` appended
+/// when cut.
+pub fn preview(bytes: &[u8], max: usize) -> String {
+    let cut = bytes.len() > max;
+    let head = &bytes[..bytes.len().min(max)];
+    let text = String::from_utf8_lossy(head);
+    let mut out = String::with_capacity(text.len() + 4);
+    for ch in text.chars() {
+        if ch.is_control() {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
+    }
+    if cut {
+        out.push('…');
+    }
+    out
+}
