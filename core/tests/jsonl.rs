@@ -21,7 +21,10 @@ fn run_chunks(config: JsonlConfig, chunks: &[&[u8]]) -> Vec<Item> {
                 Err(e) => Item::Err(e),
             })
         });
-        assert!(dec.buffered() <= config.max_line_len + 1, "buffer exceeded its bound");
+        assert!(
+            dec.buffered() <= config.max_line_len + 1,
+            "buffer exceeded its bound"
+        );
     }
     if let Some(e) = dec.finish() {
         out.push(Item::Eof(e));
@@ -48,7 +51,11 @@ fn three_ways(config: JsonlConfig, input: &[u8]) -> Vec<Item> {
     let whole = normalize(run_chunks(config, &[input]));
     for split in 0..=input.len() {
         let (a, b) = input.split_at(split);
-        assert_eq!(normalize(run_chunks(config, &[a, b])), whole, "split at {split}");
+        assert_eq!(
+            normalize(run_chunks(config, &[a, b])),
+            whole,
+            "split at {split}"
+        );
     }
     let bytes: Vec<&[u8]> = input.chunks(1).collect();
     assert_eq!(normalize(run_chunks(config, &bytes)), whole, "byte by byte");
@@ -65,10 +72,16 @@ const DEFAULT: JsonlConfig = JsonlConfig {
 
 #[test]
 fn plain_lines() {
-    let got = three_ways(DEFAULT, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"a\":2}\n");
+    let got = three_ways(
+        DEFAULT,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"a\":2}\n",
+    );
     assert_eq!(
         got,
-        vec![line("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"), line("{\"a\":2}")]
+        vec![
+            line("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"),
+            line("{\"a\":2}")
+        ]
     );
 }
 
@@ -133,7 +146,10 @@ fn over_long_lines_are_skipped_and_decoding_recovers() {
 
 #[test]
 fn error_names_the_limit() {
-    let e = JsonlError::LineTooLong { limit: 1024, seen: 2048 };
+    let e = JsonlError::LineTooLong {
+        limit: 1024,
+        seen: 2048,
+    };
     assert!(e.to_string().contains("1024"), "{e}");
     assert!(e.to_string().contains("max_line_len"), "{e}");
 }
@@ -142,9 +158,10 @@ fn error_names_the_limit() {
 fn invalid_utf8_and_non_json_are_malformed_frames() {
     let mut dec = JsonlDecoder::new();
     let mut frames = Vec::new();
-    dec.feed_json::<serde_json::Value>(b"Server listening on stdio\n{\"x\":\xc3\x28}\n{\"x\":1}\n", |f| {
-        frames.push(f)
-    });
+    dec.feed_json::<serde_json::Value>(
+        b"Server listening on stdio\n{\"x\":\xc3\x28}\n{\"x\":1}\n",
+        |f| frames.push(f),
+    );
     let kinds: Vec<&str> = frames
         .iter()
         .map(|f| match f {

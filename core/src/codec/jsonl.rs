@@ -263,12 +263,8 @@ pub enum Frame<T> {
 /// Parses one line as JSON into `T`, checking UTF-8 first so that the error
 /// says which of the two went wrong.
 pub fn parse_line<T: DeserializeOwned>(line: &[u8]) -> Result<T, Malformed> {
-    let text = std::str::from_utf8(line).map_err(|e| {
-        Malformed::new(
-            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-            line,
-        )
-    })?;
+    let text = std::str::from_utf8(line)
+        .map_err(|e| Malformed::new(format!("invalid UTF-8 at byte {}", e.valid_up_to()), line))?;
     serde_json::from_str(text).map_err(|e| Malformed::new(format!("not JSON: {e}"), line))
 }
 
@@ -296,6 +292,13 @@ pub fn encode_raw(json: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(json);
     end_line(out, start);
+}
+
+/// Turns one serialized JSON text in `message` into a line in place: raw
+/// CR/LF (whitespace between tokens) become spaces and `\n` is appended.
+/// The caller vouches that `message` is one valid JSON value.
+pub fn end_line_in_place(message: &mut Vec<u8>) {
+    end_line(message, 0);
 }
 
 fn end_line(out: &mut Vec<u8>, start: usize) {
@@ -338,10 +341,7 @@ mod tests {
         got = lines(&mut dec, b"789abcdef");
         assert_eq!(
             got,
-            vec![Err(JsonlError::LineTooLong {
-                limit: 8,
-                seen: 16
-            })]
+            vec![Err(JsonlError::LineTooLong { limit: 8, seen: 16 })]
         );
         assert_eq!(dec.buffered(), 0);
         got = lines(&mut dec, &[b'x'; 1000]);
@@ -356,7 +356,10 @@ mod tests {
         let mut dec = JsonlDecoder::with_config(JsonlConfig { max_line_len: 4 });
         let got = lines(&mut dec, b"[12]\r\n[123]\n");
         assert_eq!(got[0], Ok(b"[12]".to_vec()));
-        assert!(matches!(got[1], Err(JsonlError::LineTooLong { limit: 4, .. })));
+        assert!(matches!(
+            got[1],
+            Err(JsonlError::LineTooLong { limit: 4, .. })
+        ));
         // Split so that the '\r' arrives in the partial buffer.
         let mut got = lines(&mut dec, b"[12]\r");
         got.extend(lines(&mut dec, b"\n"));
@@ -401,7 +404,8 @@ mod tests {
 
     #[test]
     fn encoder_never_embeds_newlines() {
-        let raw = RawValue::from_string("{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}".into()).unwrap();
+        let raw =
+            RawValue::from_string("{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}".into()).unwrap();
         let mut out = Vec::new();
         encode(&raw, &mut out).unwrap();
         assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
