@@ -17,9 +17,8 @@ use mcpwire::codec::sse::{SseDecoder, SseItem};
 const CHUNK: usize = 64 * 1024;
 
 fn message(i: usize, size: usize) -> String {
-    let head = format!(
-        r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":""#
-    );
+    let head =
+        format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":""#);
     let tail = r#""}],"isError":false}}"#;
     let fill = size.saturating_sub(head.len() + tail.len());
     let mut m = head;
@@ -54,7 +53,9 @@ fn sse_stream(total: usize) -> Vec<u8> {
 }
 
 fn chunked_body(body: &[u8]) -> Vec<u8> {
-    let mut s = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let mut s =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            .to_vec();
     for c in body.chunks(4096) {
         s.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
         s.extend_from_slice(c);

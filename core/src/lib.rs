@@ -17,4 +17,11 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod config;
+pub mod connection;
+pub mod mcp;
 pub mod rpc;
+pub mod transport;
+
+pub use config::ServerConfig;
+pub use connection::{Connection, ConnectionConfig, Input, Output, TransportSpec};

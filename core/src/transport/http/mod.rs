@@ -1,0 +1,831 @@
+//! The Streamable HTTP transport (MCP 2025-11-25): one POST per client
+//! message, JSON or SSE answers, sessions, resumption, the GET listener,
+//! 404 re-initialization, the legacy fallback and DELETE on close.
+//!
+//! ```text
+//!  session:  AwaitInit ─initialize POST─► Initializing ─initialized()─► Ready
+//!              ▲            │ 400/404/405 on the first one ─► FallbackToLegacy
+//!              │ reset_session()                                   │
+//!            Expired ◄─── SessionExpired ◄── 404 to a request carrying Mcp-Session-Id
+//!  close:    begin_close() ─► Abort all ─► DELETE ─(answer | failure | close_timeout)─► Finished
+//!
+//!  request:  POST ─► application/json ─► deliver at end
+//!                └─► text/event-stream ─► deliver each message … the response ─► done
+//!                      └ ends first ─(retry)─► GET + Last-Event-ID ─► SSE … (bounded attempts)
+//!  listener: GET ─► SSE ─► deliver ─ ends ─(retry)─► GET + Last-Event-ID
+//!                └─ fails ─(backoff)─► GET … max_listen_attempts ─► give up;  405 ─► off
+//! ```
+//!
+//! The transport speaks in exchanges ([`HttpRequest`] out; head, body
+//! chunks, end or failure in) and never reads a clock. Polling order: after
+//! every call drain [`StreamableHttp::poll_event`] until `None`, then read
+//! [`StreamableHttp::poll_timeout`] and call
+//! [`StreamableHttp::handle_timeout`] at that instant (spurious calls are
+//! harmless).
+//!
+//! A request's SSE stream has no timer of its own: the engine's deadline
+//! covers the whole exchange, and the [`Connection`](crate::Connection)
+//! reports the completion with [`StreamableHttp::request_done`].
+
+mod inbound;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::{
+    ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
+};
+use crate::codec::sse::{SseConfig, SseDecoder};
+use crate::rpc::{parse_message, Message, SendKind};
+
+/// `Accept` of every POST.
+const ACCEPT_POST: &str = "application/json, text/event-stream";
+/// `Accept` of every GET.
+const ACCEPT_SSE: &str = "text/event-stream";
+/// Headers the transport sets itself: same-named configured headers are
+/// skipped (lower case).
+const OWN_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+/// Bytes of an error body kept for the failure message (and for spotting a
+/// JSON-RPC error response in it); beyond that the exchange is aborted.
+const ERROR_BODY_LIMIT: usize = 8 * 1024;
+/// Bytes of an error body quoted in a failure message.
+const ERROR_TEXT_MAX: usize = 500;
+/// Bytes of an authentication header quoted in a failure message.
+const HINT_MAX: usize = 300;
+/// Messages held while a session is being (re)initialized.
+const MAX_HELD: usize = 4096;
+/// Sessions that may expire one after the other, without any exchange of
+/// theirs succeeding, before the connection is declared unusable (stops a
+/// re-initialize loop against a server that rejects every session).
+const MAX_CONSECUTIVE_EXPIRIES: u32 = 3;
+
+/// What the transport asks of the [`Connection`](crate::Connection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpEvent {
+    /// The driver MUST perform this exchange and report its response with
+    /// `handle_head`, `handle_body`, `handle_end` or `handle_failed`.
+    Request(HttpRequest),
+    /// The driver MUST stop that exchange (drop its connection); no more
+    /// inputs for it are expected (late ones are ignored).
+    Abort(ExchangeId),
+    /// The Connection MUST complete our request `id` with this failure.
+    Fail {
+        /// The request id.
+        id: u64,
+        /// Why it failed.
+        failure: RequestFailure,
+    },
+    /// Log-worthy; no action.
+    Diagnostic(String),
+    /// The connection is unusable (e.g. the server sent an invalid
+    /// `Mcp-Session-Id`): the Connection closes everything with this
+    /// message. The transport ignores further input (`begin_close` just
+    /// reports [`HttpEvent::Finished`]).
+    Fatal(String),
+    /// A request carrying the session id got 404: the session is gone. The
+    /// Connection MUST call `reset_session()` and send a new `initialize`;
+    /// meanwhile every send is held, and the request that met the 404 is
+    /// sent again (once) after `initialized()`.
+    SessionExpired,
+    /// The POST of the first `initialize` got 400, 404 or 405: the server
+    /// may speak the legacy HTTP+SSE transport. The Connection switches to
+    /// it and sends these messages again, in order (the `initialize` first).
+    /// This transport is then unusable.
+    FallbackToLegacy {
+        /// The messages to send again, as given to `send`.
+        resend: Vec<(Vec<u8>, SendKind)>,
+    },
+    /// `begin_close()` has completed (the DELETE was answered, failed or
+    /// timed out, or there was nothing to delete). The last event.
+    Finished,
+}
+
+/// Where the session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No `initialize` sent since `new()` / `reset_session()`.
+    AwaitInit,
+    /// The `initialize` (request `id`) is out; waiting for `initialized()`.
+    /// `answered`: its response has been delivered. If it fails (or is
+    /// completed unanswered), the phase returns to `AwaitInit` so that the
+    /// next request is a new `initialize` (e.g. after a 401 and a login).
+    Initializing { id: u64, answered: bool },
+    /// Messages flow.
+    Ready,
+    /// A 404 ended the session; waiting for `reset_session()`.
+    Expired,
+    /// The DELETE is out (if any); `Finished` at its answer or `until`.
+    Closing {
+        delete: Option<ExchangeId>,
+        until: Instant,
+    },
+    /// Fatal error or fallback: unusable, `Finished` not yet reported.
+    Dead,
+    /// `Finished` reported.
+    Closed,
+}
+
+/// Whom an exchange serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// The POST of our request `id`.
+    Request(u64),
+    /// A GET resuming the stream of our request `id`.
+    Resume(u64),
+    /// The POST of a notification or response (described for diagnostics).
+    Notify(String),
+    /// The GET listener.
+    Listen,
+    /// The DELETE.
+    Close,
+}
+
+/// What an exchange's body is being read as.
+#[derive(Debug)]
+enum Body {
+    /// No head yet.
+    Head,
+    /// An `application/json` answer, buffered up to `max_body`.
+    Json(Vec<u8>),
+    /// A `text/event-stream`, decoded by the owner's decoder.
+    Sse,
+    /// A non-2xx answer, read (bounded) for the message.
+    Error(ErrorBody),
+    /// Nothing wanted from it.
+    Discard,
+}
+
+/// A non-2xx answer being read.
+#[derive(Debug)]
+struct ErrorBody {
+    status: u16,
+    reason: String,
+    /// At most [`ERROR_BODY_LIMIT`] bytes.
+    text: Vec<u8>,
+    /// More than `text` was sent.
+    truncated: bool,
+    /// ` (WWW-Authenticate: …)` and ` (Mcp-Auth-Server: …)`, if present.
+    hints: String,
+}
+
+/// One exchange in flight.
+#[derive(Debug)]
+struct Exchange {
+    owner: Owner,
+    body: Body,
+    /// The session generation whose `Mcp-Session-Id` it carried, if any.
+    session: Option<u64>,
+}
+
+/// One of our requests on the wire (its POST, its stream or a resumption).
+#[derive(Debug)]
+struct Pending {
+    /// The message, kept until its POST is answered (for a fallback or a
+    /// resend after 404).
+    message: Option<Vec<u8>>,
+    /// The exchange currently serving it (POST or resuming GET), if any.
+    exchange: Option<ExchangeId>,
+    /// Its SSE stream's decoder, kept across resumptions (last event id,
+    /// retry).
+    sse: Option<SseDecoder>,
+    /// When to resume its stream.
+    resume_at: Option<Instant>,
+    /// Resumption GETs since the last event.
+    attempts: u32,
+    /// Already sent again after a 404.
+    resent: bool,
+    /// The session generation it was sent in.
+    generation: u64,
+    /// Its response has been delivered.
+    answered: bool,
+}
+
+/// The GET listener's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListenState {
+    /// Not opened (before `initialized()`, or `listen` is off).
+    Off,
+    /// The GET is out or its stream is open.
+    Open(ExchangeId),
+    /// Reopen at this instant.
+    Waiting(Instant),
+    /// The server answered 405: it offers no listener.
+    Disabled,
+    /// Too many failures.
+    GaveUp,
+}
+
+#[derive(Debug)]
+struct Listener {
+    state: ListenState,
+    sse: SseDecoder,
+    /// Consecutive failures (reset by any event).
+    failures: u32,
+    /// The current stream has produced an event.
+    saw_event: bool,
+}
+
+/// The Streamable HTTP transport's state (see the [module docs](self)).
+#[derive(Debug)]
+pub struct StreamableHttp {
+    url: HttpUrl,
+    config: HttpConfig,
+    phase: Phase,
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+    /// Incremented by `reset_session()`.
+    generation: u64,
+    consecutive_expiries: u32,
+    next_exchange: u64,
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    pending: BTreeMap<u64, Pending>,
+    /// Messages waiting for `initialized()`, in send order.
+    held: VecDeque<(Vec<u8>, SendKind)>,
+    /// Requests that met a 404 of an old session, to send again (once).
+    resend: Vec<(u64, Vec<u8>)>,
+    listener: Listener,
+    events: VecDeque<HttpEvent>,
+}
+
+impl StreamableHttp {
+    /// The MCP endpoint.
+    pub fn url(&self) -> &HttpUrl {
+        &self.url
+    }
+
+    /// The id the next exchange would get (a transport that takes over,
+    /// after a fallback, numbers its exchanges from here).
+    pub fn next_exchange(&self) -> ExchangeId {
+        ExchangeId(self.next_exchange)
+    }
+
+    /// A transport for the MCP endpoint `url`. Nothing is sent until the
+    /// first [`send`](Self::send), which must be the `initialize` request.
+    pub fn new(url: HttpUrl, config: HttpConfig) -> Self {
+        let sse = decoder(&config);
+        StreamableHttp {
+            url,
+            config,
+            phase: Phase::AwaitInit,
+            session_id: None,
+            protocol_version: None,
+            generation: 0,
+            consecutive_expiries: 0,
+            next_exchange: 0,
+            exchanges: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            held: VecDeque::new(),
+            resend: Vec::new(),
+            listener: Listener {
+                state: ListenState::Off,
+                sse,
+                failures: 0,
+                saw_event: false,
+            },
+            events: VecDeque::new(),
+        }
+    }
+
+    // ---- app calls ----------------------------------------------------
+
+    /// Sends one outbound JSON-RPC message (compact JSON from the engine)
+    /// in its own POST. The first request after [`new`](Self::new) or
+    /// [`reset_session`](Self::reset_session) is the `initialize`: it goes
+    /// out alone; every other message is held until
+    /// [`initialized`](Self::initialized). After close, a request fails at
+    /// once.
+    pub fn send(&mut self, _now: Instant, message: Vec<u8>, kind: SendKind) {
+        match self.phase {
+            Phase::AwaitInit => match kind {
+                SendKind::Request { id } => {
+                    self.phase = Phase::Initializing {
+                        id,
+                        answered: false,
+                    };
+                    self.post(message, kind, false);
+                }
+                _ => self.hold(message, kind),
+            },
+            Phase::Initializing { .. } | Phase::Expired => self.hold(message, kind),
+            Phase::Ready => self.post(message, kind, false),
+            Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
+                if let SendKind::Request { id } = kind {
+                    self.fail(id, RequestFailure::Other("the connection is closed".into()));
+                }
+            }
+        }
+    }
+
+    /// The `initialize` result arrived and `notifications/initialized` has
+    /// been given to [`send`](Self::send): records the negotiated version
+    /// (sent as `MCP-Protocol-Version` from now on), releases the held
+    /// messages (`notifications/initialized` first, then requests that met
+    /// a 404 of the previous session, then the rest in send order) and
+    /// opens the GET listener if configured.
+    pub fn initialized(&mut self, _now: Instant, protocol_version: &str) {
+        if !matches!(self.phase, Phase::AwaitInit | Phase::Initializing { .. }) {
+            return;
+        }
+        self.protocol_version = Some(protocol_version.to_owned());
+        self.phase = Phase::Ready;
+        let held = std::mem::take(&mut self.held);
+        let (first, rest): (Vec<_>, Vec<_>) = held
+            .into_iter()
+            .partition(|(m, k)| is_initialized_notification(m, k));
+        for (m, k) in first {
+            self.post(m, k, false);
+        }
+        self.flush_resends();
+        for (m, k) in rest {
+            self.post(m, k, false);
+        }
+        if self.config.listen
+            && matches!(
+                self.listener.state,
+                ListenState::Off | ListenState::Waiting(_) | ListenState::GaveUp
+            )
+        {
+            self.listener.failures = 0;
+            self.open_listener();
+        }
+    }
+
+    /// Before sending `initialize` again after [`HttpEvent::SessionExpired`]:
+    /// forgets the session id and the version, fails the requests whose
+    /// streams belonged to the old session, closes the listener. The next
+    /// request sent goes out alone (without `Mcp-Session-Id`); every other
+    /// send is held until [`initialized`](Self::initialized).
+    pub fn reset_session(&mut self) {
+        if matches!(
+            self.phase,
+            Phase::Closing { .. } | Phase::Dead | Phase::Closed
+        ) {
+            return;
+        }
+        self.fail_session_streams();
+        self.stop_listener();
+        self.session_id = None;
+        self.protocol_version = None;
+        self.generation += 1;
+        self.phase = Phase::AwaitInit;
+    }
+
+    /// The engine completed our request `id` (response, timeout, cancel):
+    /// stops resuming its stream, forgets it if it was still held, and
+    /// aborts its exchange if one is open.
+    pub fn request_done(&mut self, id: u64) {
+        if self.phase
+            == (Phase::Initializing {
+                id,
+                answered: false,
+            })
+        {
+            // Timed out or cancelled: the next request is a new initialize.
+            self.initialize_failed();
+        }
+        self.held.retain(|(_, k)| *k != SendKind::Request { id });
+        self.resend.retain(|(r, _)| *r != id);
+        if let Some(p) = self.pending.remove(&id) {
+            self.abort_exchange(p.exchange);
+        }
+    }
+
+    /// Graceful close: aborts every open exchange, sends DELETE with the
+    /// session id if there is one (any answer or failure will do), then
+    /// reports [`HttpEvent::Finished`], also after `close_timeout` without
+    /// an answer. Pending requests are not failed: the Connection closes
+    /// them. Idempotent.
+    pub fn begin_close(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Closing { .. } | Phase::Closed => return,
+            Phase::Dead => return self.finish(),
+            _ => {}
+        }
+        // After a 404 the server has already ended the session.
+        let delete = self.session_id.is_some() && self.phase != Phase::Expired;
+        self.abort_all();
+        if delete {
+            let ex = self.next_id();
+            let headers = self.headers(None, false);
+            self.open(
+                ex,
+                HttpMethod::Delete,
+                headers,
+                Vec::new(),
+                ExchangePurpose::Close,
+                Owner::Close,
+            );
+            self.phase = Phase::Closing {
+                delete: Some(ex),
+                until: after(now, self.config.close_timeout),
+            };
+        } else {
+            self.finish();
+        }
+    }
+
+    // ---- timers and polling ---------------------------------------------
+
+    /// Fires the timers due at `now`: resumptions, the listener's reopen,
+    /// the close timeout. Spurious or repeated calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Closing { delete, until } => {
+                if now >= until {
+                    self.abort_exchange(delete);
+                    self.diag("no answer to the DELETE of the session in time; closing anyway");
+                    self.finish();
+                }
+                return;
+            }
+            Phase::Dead | Phase::Closed => return,
+            _ => {}
+        }
+        let due: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.resume_at.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.resume(id);
+        }
+        if let ListenState::Waiting(at) = self.listener.state {
+            if at <= now {
+                if self.phase == Phase::Ready {
+                    self.open_listener();
+                } else {
+                    self.listener.state = ListenState::Off;
+                }
+            }
+        }
+    }
+
+    /// The earliest instant [`handle_timeout`](Self::handle_timeout) has
+    /// something to do, if any.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Closing { until, .. } => return Some(until),
+            Phase::Dead | Phase::Closed => return None,
+            _ => {}
+        }
+        let listen = match self.listener.state {
+            ListenState::Waiting(at) => Some(at),
+            _ => None,
+        };
+        self.pending
+            .values()
+            .filter_map(|p| p.resume_at)
+            .chain(listen)
+            .min()
+    }
+
+    /// The next thing the Connection must do (see [`HttpEvent`]).
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<HttpEvent> {
+        self.events.pop_front()
+    }
+
+    /// The session id the server assigned, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    // ---- sending --------------------------------------------------------
+
+    fn next_id(&mut self) -> ExchangeId {
+        let id = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        id
+    }
+
+    /// The headers of a request: `Accept`, `Content-Type`, the configured
+    /// ones (except those the transport sets), the session id and the
+    /// negotiated version when known.
+    fn headers(&self, accept: Option<&str>, json_body: bool) -> Vec<(String, String)> {
+        let mut h = Vec::with_capacity(self.config.headers.len() + 5);
+        if let Some(accept) = accept {
+            h.push(("Accept".to_owned(), accept.to_owned()));
+        }
+        if json_body {
+            h.push(("Content-Type".to_owned(), "application/json".to_owned()));
+        }
+        for (name, value) in &self.config.headers {
+            if !OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o)) {
+                h.push((name.clone(), value.clone()));
+            }
+        }
+        if let Some(s) = &self.session_id {
+            h.push(("Mcp-Session-Id".to_owned(), s.clone()));
+        }
+        if let Some(v) = &self.protocol_version {
+            h.push(("MCP-Protocol-Version".to_owned(), v.clone()));
+        }
+        h
+    }
+
+    /// Emits an exchange and records it.
+    fn open(
+        &mut self,
+        ex: ExchangeId,
+        method: HttpMethod,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        purpose: ExchangePurpose,
+        owner: Owner,
+    ) {
+        let session = self.session_id.as_ref().map(|_| self.generation);
+        self.exchanges.insert(
+            ex,
+            Exchange {
+                owner,
+                body: Body::Head,
+                session,
+            },
+        );
+        self.events.push_back(HttpEvent::Request(HttpRequest {
+            exchange: ex,
+            method,
+            url: self.url.clone(),
+            headers,
+            body,
+            purpose,
+        }));
+    }
+
+    /// POSTs one message now.
+    fn post(&mut self, message: Vec<u8>, kind: SendKind, resent: bool) {
+        let ex = self.next_id();
+        let (owner, purpose) = match kind {
+            SendKind::Request { id } => {
+                let p = Pending {
+                    message: Some(message.clone()),
+                    exchange: Some(ex),
+                    sse: None,
+                    resume_at: None,
+                    attempts: 0,
+                    resent,
+                    generation: self.generation,
+                    answered: false,
+                };
+                if let Some(old) = self.pending.insert(id, p) {
+                    // An id is never reused; if it were, the old one's
+                    // exchange must not outlive its record.
+                    self.abort_exchange(old.exchange);
+                }
+                (Owner::Request(id), ExchangePurpose::Request)
+            }
+            SendKind::Notification => (
+                Owner::Notify("notification".into()),
+                ExchangePurpose::Notify,
+            ),
+            SendKind::Response { id } => (
+                Owner::Notify(format!("response to server request {id}")),
+                ExchangePurpose::Notify,
+            ),
+        };
+        let headers = self.headers(Some(ACCEPT_POST), true);
+        self.open(ex, HttpMethod::Post, headers, message, purpose, owner);
+    }
+
+    fn hold(&mut self, message: Vec<u8>, kind: SendKind) {
+        if self.held.len() >= MAX_HELD {
+            let why =
+                format!("more than {MAX_HELD} messages wait for the session to be initialized");
+            match kind {
+                SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
+                _ => self.diag(format!("message dropped: {why}")),
+            }
+            return;
+        }
+        self.held.push_back((message, kind));
+    }
+
+    /// Sends again (once) the requests that met a 404 of an old session.
+    fn flush_resends(&mut self) {
+        let mut resend = std::mem::take(&mut self.resend);
+        resend.sort_by_key(|(id, _)| *id);
+        for (id, message) in resend {
+            self.post(message, SendKind::Request { id }, true);
+        }
+    }
+
+    /// GETs a request's stream again with `Last-Event-ID`.
+    fn resume(&mut self, id: u64) {
+        let resumable = matches!(self.phase, Phase::Ready | Phase::Initializing { .. });
+        let generation = self.generation;
+        let ex = ExchangeId(self.next_exchange);
+        let Some(p) = self.pending.get_mut(&id) else {
+            return;
+        };
+        p.resume_at = None;
+        if !resumable || p.generation != generation {
+            self.fail_pending(id, RequestFailure::SessionExpired);
+            return;
+        }
+        p.attempts += 1;
+        p.exchange = Some(ex);
+        let last = p
+            .sse
+            .as_ref()
+            .map(|d| d.last_event_id().to_owned())
+            .unwrap_or_default();
+        self.next_exchange += 1;
+        let mut headers = self.headers(Some(ACCEPT_SSE), false);
+        headers.push(("Last-Event-ID".to_owned(), last));
+        self.open(
+            ex,
+            HttpMethod::Get,
+            headers,
+            Vec::new(),
+            ExchangePurpose::Resume,
+            Owner::Resume(id),
+        );
+    }
+
+    fn open_listener(&mut self) {
+        let ex = self.next_id();
+        let mut headers = self.headers(Some(ACCEPT_SSE), false);
+        let last = self.listener.sse.last_event_id();
+        if !last.is_empty() && is_header_value(last) {
+            headers.push(("Last-Event-ID".to_owned(), last.to_owned()));
+        }
+        self.listener.state = ListenState::Open(ex);
+        self.listener.saw_event = false;
+        self.open(
+            ex,
+            HttpMethod::Get,
+            headers,
+            Vec::new(),
+            ExchangePurpose::Listen,
+            Owner::Listen,
+        );
+    }
+
+    // ---- session and failure bookkeeping --------------------------------
+
+    /// Closes the listener (for a new session: its event ids are forgotten).
+    fn stop_listener(&mut self) {
+        if let ListenState::Open(ex) = self.listener.state {
+            self.abort_exchange(Some(ex));
+        }
+        if self.listener.state != ListenState::Disabled {
+            self.listener.state = ListenState::Off;
+        }
+        self.listener.sse = decoder(&self.config);
+        self.listener.failures = 0;
+        self.listener.saw_event = false;
+    }
+
+    /// Fails, with `SessionExpired`, every request whose stream (open,
+    /// awaiting resumption, or expected elsewhere) belongs to the session
+    /// being given up. Requests whose POST is still unanswered stay: their
+    /// own answer (a 404 makes them be sent again) decides.
+    fn fail_session_streams(&mut self) {
+        let doomed: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                !p.exchange
+                    .and_then(|ex| self.exchanges.get(&ex))
+                    .is_some_and(|x| {
+                        matches!(x.owner, Owner::Request(_))
+                            && matches!(x.body, Body::Head | Body::Json(_))
+                    })
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in doomed {
+            self.fail_pending(id, RequestFailure::SessionExpired);
+        }
+    }
+
+    /// A 404 answered an exchange that carried the session of `generation`.
+    fn session_gone(&mut self, generation: u64) {
+        if generation != self.generation || self.phase != Phase::Ready {
+            return;
+        }
+        self.consecutive_expiries += 1;
+        if self.consecutive_expiries > MAX_CONSECUTIVE_EXPIRIES {
+            self.fatal(format!(
+                "the server ended {} sessions in a row (HTTP 404) before anything succeeded in them",
+                self.consecutive_expiries
+            ));
+            return;
+        }
+        self.phase = Phase::Expired;
+        self.fail_session_streams();
+        self.stop_listener();
+        self.events.push_back(HttpEvent::SessionExpired);
+    }
+
+    /// Forgets request `id` and fails it, unless its response was delivered.
+    fn fail_pending(&mut self, id: u64, failure: RequestFailure) {
+        if let Some(p) = self.pending.remove(&id) {
+            self.abort_exchange(p.exchange);
+            if !p.answered {
+                self.fail(id, failure);
+            }
+        }
+    }
+
+    fn fail(&mut self, id: u64, failure: RequestFailure) {
+        if matches!(self.phase, Phase::Initializing { id: init, .. } if init == id) {
+            self.initialize_failed();
+        }
+        self.events.push_back(HttpEvent::Fail { id, failure });
+    }
+
+    /// The `initialize` failed: the next request is a new one, without the
+    /// session id its answer may have carried.
+    fn initialize_failed(&mut self) {
+        self.phase = Phase::AwaitInit;
+        self.session_id = None;
+    }
+
+    fn diag(&mut self, message: impl Into<String>) {
+        self.events.push_back(HttpEvent::Diagnostic(message.into()));
+    }
+
+    /// Aborts the exchange if it is still open.
+    fn abort_exchange(&mut self, ex: Option<ExchangeId>) {
+        if let Some(ex) = ex {
+            if self.exchanges.remove(&ex).is_some() {
+                self.events.push_back(HttpEvent::Abort(ex));
+            }
+        }
+    }
+
+    /// Aborts every exchange and forgets every request and held message.
+    fn abort_all(&mut self) {
+        let open = std::mem::take(&mut self.exchanges);
+        self.events.extend(open.into_keys().map(HttpEvent::Abort));
+        self.pending.clear();
+        self.held.clear();
+        self.resend.clear();
+        if self.listener.state != ListenState::Disabled {
+            self.listener.state = ListenState::Off;
+        }
+    }
+
+    fn fatal(&mut self, message: String) {
+        self.abort_all();
+        self.phase = Phase::Dead;
+        self.events.push_back(HttpEvent::Fatal(message));
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Closed;
+        self.events.push_back(HttpEvent::Finished);
+    }
+}
+
+/// A fresh SSE decoder with the configured event limit.
+fn decoder(config: &HttpConfig) -> SseDecoder {
+    SseDecoder::with_config(SseConfig {
+        max_event_size: config.max_event,
+    })
+}
+
+/// Whether `value` can go in a header as is (no control bytes but HTAB).
+fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || !(b < 0x20 || b == 0x7f))
+}
+
+/// Whether a message is the `notifications/initialized` notification.
+fn is_initialized_notification(message: &[u8], kind: &SendKind) -> bool {
+    *kind == SendKind::Notification
+        && std::str::from_utf8(message).is_ok_and(|text| {
+            matches!(
+                parse_message(text),
+                Ok(Message::Notification { method, .. }) if method == "notifications/initialized"
+            )
+        })
+}
+
+/// `now + delay`, saturating instead of overflowing (a configured
+/// `max_retry` or `close_timeout` may be huge): at most a year ahead.
+fn after(now: Instant, delay: Duration) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    now.checked_add(delay.min(YEAR)).unwrap_or(now)
+}
+
+/// The reconnection delay of a stream: its `retry`, else the default,
+/// at most `max_retry`.
+fn retry_delay(config: &HttpConfig, sse: &SseDecoder) -> Duration {
+    sse.retry()
+        .unwrap_or(config.default_retry)
+        .min(config.max_retry)
+}

@@ -1,0 +1,705 @@
+//! Legacy HTTP+SSE transport (MCP 2024-11-05): one long GET event stream
+//! brings the server's messages; every client message is POSTed to the URI
+//! named by the stream's first `endpoint` event.
+//!
+//! ```text
+//!   new() ──► GET url  (Accept: text/event-stream)                  [Listen]
+//!     head 2xx text/event-stream ──► SSE decoder
+//!       event: endpoint  data: /message?sessionId=…  ──► url.join(data)
+//!             other origin ─► Fatal · a second endpoint ─► Diagnostic
+//!             held messages ──► POST endpoint, in order     [Request | Notify]
+//!       event: message   data: {json}  ──► deliver(json)   (empty data skipped)
+//!       any other event type ──► Diagnostic
+//!     head not 2xx / not SSE ──► bounded body preview ──► Fatal "HTTP <status>: …"
+//!     stream ends or fails ──► Fatal (this era has no resumption)
+//!   POST answer 2xx (202) ──► body drained · not 2xx ──► Fail{id} / Diagnostic
+//!   begin_close() ──► Abort(stream), Abort(each POST) ──► Finished
+//! ```
+//!
+//! `LegacySse` has the same driving interface as the Streamable HTTP
+//! transport: the driver performs each `LegacyEvent::Request` and reports
+//! its response with `handle_head`, `handle_body`, `handle_end` or
+//! `handle_failed`. After every call, drain `poll_event` until it returns
+//! `None`. The transport keeps no timer of its own (request deadlines are
+//! the engine's), so `poll_timeout` is always `None`.
+//!
+//! Peer bytes never panic it and every buffer is bounded: messages held
+//! before the endpoint is known (`MAX_HELD_MESSAGES`, `MAX_HELD_BYTES`),
+//! one SSE event ([`HttpConfig::max_event`]), error bodies quoted in
+//! messages (`PREVIEW_BYTES`) and drained `2xx` POST bodies
+//! ([`HttpConfig::max_body`]).
+
+// The `Connection` does not drive this transport yet; remove this once it does.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use super::{
+    ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
+    ResponseHead,
+};
+use crate::codec::preview;
+use crate::codec::sse::{SseConfig, SseDecoder, SseEnd, SseEvent, SseItem};
+use crate::rpc::SendKind;
+
+/// Most messages held while the server's `endpoint` event has not arrived.
+const MAX_HELD_MESSAGES: usize = 64;
+/// Most bytes held while the server's `endpoint` event has not arrived.
+const MAX_HELD_BYTES: usize = 8 * 1024 * 1024;
+/// Body bytes of an error answer kept to quote in its message.
+const PREVIEW_BYTES: usize = 512;
+/// Bytes of a header value or event data quoted in a message.
+const QUOTE_BYTES: usize = 200;
+
+/// What the legacy transport asks of the driver (mirrors the Streamable
+/// HTTP transport's events, minus what legacy cannot do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LegacyEvent {
+    /// The driver must perform this exchange and report its response.
+    Request(HttpRequest),
+    /// The driver must stop this exchange (close its connection) and report
+    /// nothing more about it.
+    Abort(ExchangeId),
+    /// Our request `id` failed at the transport level: the `Connection`
+    /// completes it with this failure.
+    Fail {
+        /// Our request id.
+        id: u64,
+        /// Why.
+        failure: RequestFailure,
+    },
+    /// Something worth reporting that changes nothing (ignored event, failed
+    /// notification POST, dropped oversized event…).
+    Diagnostic(String),
+    /// The transport is unusable; every exchange has been aborted (the
+    /// `Abort`s come first). The `Connection` closes everything with this
+    /// message. Nothing but `Finished` follows.
+    Fatal(String),
+    /// [`LegacySse::begin_close`] completed. Nothing follows.
+    Finished,
+}
+
+/// Lifecycle of the whole transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// `Fatal` was emitted; waiting for `begin_close` to say `Finished`.
+    Failed,
+    /// `Finished` was emitted.
+    Closed,
+}
+
+/// The GET event stream.
+#[derive(Debug)]
+enum Stream {
+    /// Requested, no head yet.
+    Opening,
+    /// 2xx `text/event-stream`: bytes go to the decoder.
+    Open,
+    /// Refused: reading a bounded preview of the body for the message.
+    Refused(Refusal),
+    /// Ended, failed or aborted.
+    Gone,
+}
+
+/// One POST in flight.
+#[derive(Debug)]
+struct Post {
+    kind: SendKind,
+    /// The engine is done with this request: its failures are ignored.
+    done: bool,
+    answer: Answer,
+}
+
+/// Where a POST's response is.
+#[derive(Debug)]
+enum Answer {
+    /// No head yet.
+    Waiting,
+    /// 2xx: the body is ignored; counts the bytes seen.
+    Draining(usize),
+    /// Not 2xx: reading a bounded preview of the body.
+    Refused(Refusal),
+}
+
+/// A message waiting for the endpoint.
+#[derive(Debug)]
+struct Held {
+    message: Vec<u8>,
+    kind: SendKind,
+}
+
+/// A refused response: status, hints and a bounded body preview, turned
+/// into `HTTP <status>: <text>[ (hints)]` once the body ends or the preview
+/// is full.
+#[derive(Debug)]
+struct Refusal {
+    status: u16,
+    reason: String,
+    hints: Vec<String>,
+    /// At most `PREVIEW_BYTES + 1` bytes (one more shows it was cut).
+    body: Vec<u8>,
+}
+
+impl Refusal {
+    fn new(head: &ResponseHead) -> Self {
+        let mut hints = Vec::new();
+        if let Some(challenge) = head.header("www-authenticate") {
+            hints.push(format!(
+                "WWW-Authenticate: {}",
+                preview(challenge, QUOTE_BYTES)
+            ));
+        }
+        if (300..400).contains(&head.status) {
+            if let Some(location) = head.header("location") {
+                hints.push(format!(
+                    "redirect to {} not followed",
+                    preview(location, QUOTE_BYTES)
+                ));
+            }
+        }
+        Refusal {
+            status: head.status,
+            reason: preview(head.reason.as_bytes(), QUOTE_BYTES),
+            hints,
+            body: Vec::new(),
+        }
+    }
+
+    /// Keeps the start of the body; true once the preview is full (the
+    /// rest of the body is not needed).
+    fn push(&mut self, data: &[u8]) -> bool {
+        let room = (PREVIEW_BYTES + 1).saturating_sub(self.body.len());
+        self.body.extend_from_slice(&data[..data.len().min(room)]);
+        self.body.len() > PREVIEW_BYTES
+    }
+
+    fn message(&self) -> String {
+        let body = self.body.trim_ascii();
+        let text = if !body.is_empty() {
+            preview(body, PREVIEW_BYTES)
+        } else if !self.reason.is_empty() {
+            self.reason.clone()
+        } else {
+            String::from("(no body)")
+        };
+        let mut message = format!("HTTP {}: {text}", self.status);
+        if !self.hints.is_empty() {
+            message.push_str(" (");
+            message.push_str(&self.hints.join("; "));
+            message.push(')');
+        }
+        message
+    }
+}
+
+/// The legacy HTTP+SSE transport's state (see the [module docs](self)).
+#[derive(Debug)]
+pub(crate) struct LegacySse {
+    url: HttpUrl,
+    config: HttpConfig,
+    next_exchange: u64,
+    phase: Phase,
+    stream_exchange: ExchangeId,
+    stream: Stream,
+    decoder: SseDecoder,
+    endpoint: Option<HttpUrl>,
+    held: VecDeque<Held>,
+    held_bytes: usize,
+    posts: BTreeMap<ExchangeId, Post>,
+    events: VecDeque<LegacyEvent>,
+}
+
+impl LegacySse {
+    /// Opens the event stream right away: emits GET `url` (Accept:
+    /// text/event-stream, config headers, purpose Listen). Exchange ids
+    /// start at 0.
+    pub fn new(now: Instant, url: HttpUrl, config: HttpConfig) -> Self {
+        Self::starting_at(now, url, config, ExchangeId(0))
+    }
+
+    /// As [`new`](Self::new), numbering exchanges from `first` (so that they
+    /// cannot be mistaken for those of a transport used before, e.g. after
+    /// falling back from Streamable HTTP).
+    pub fn starting_at(_now: Instant, url: HttpUrl, config: HttpConfig, first: ExchangeId) -> Self {
+        let decoder = SseDecoder::with_config(SseConfig {
+            max_event_size: config.max_event,
+        });
+        let mut t = LegacySse {
+            url,
+            config,
+            next_exchange: first.0,
+            phase: Phase::Running,
+            stream_exchange: first,
+            stream: Stream::Opening,
+            decoder,
+            endpoint: None,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            posts: BTreeMap::new(),
+            events: VecDeque::new(),
+        };
+        t.stream_exchange = t.next_exchange();
+        let headers = t.headers(&[("Accept", "text/event-stream")]);
+        t.events.push_back(LegacyEvent::Request(HttpRequest {
+            exchange: t.stream_exchange,
+            method: HttpMethod::Get,
+            url: t.url.clone(),
+            headers,
+            body: Vec::new(),
+            purpose: ExchangePurpose::Listen,
+        }));
+        t
+    }
+
+    /// One outbound JSON-RPC message; held (in order, bounded) until the
+    /// `endpoint` event arrived, then POSTed to the endpoint. Beyond the
+    /// bound a request fails and anything else is dropped with a
+    /// diagnostic. Ignored once the transport failed or closed.
+    pub fn send(&mut self, _now: Instant, message: Vec<u8>, kind: SendKind) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if self.endpoint.is_some() {
+            self.post(message, kind);
+            return;
+        }
+        if self.held.len() >= MAX_HELD_MESSAGES
+            || self.held_bytes.saturating_add(message.len()) > MAX_HELD_BYTES
+        {
+            let why = format!(
+                "the server has not sent its `endpoint` event yet and {} messages ({} bytes) \
+                 already wait for it (limits: {MAX_HELD_MESSAGES} messages, {MAX_HELD_BYTES} bytes)",
+                self.held.len(),
+                self.held_bytes
+            );
+            self.refuse(&kind, why);
+            return;
+        }
+        self.held_bytes += message.len();
+        self.held.push_back(Held { message, kind });
+    }
+
+    /// The head of exchange `ex` arrived.
+    pub fn handle_head(
+        &mut self,
+        _now: Instant,
+        ex: ExchangeId,
+        head: &ResponseHead,
+        _deliver: &mut dyn FnMut(&[u8]),
+    ) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if ex == self.stream_exchange {
+            if !matches!(self.stream, Stream::Opening) {
+                return;
+            }
+            let media_type = head.media_type();
+            if head.is_success() && media_type.as_deref() == Some("text/event-stream") {
+                self.stream = Stream::Open;
+                return;
+            }
+            let mut refusal = Refusal::new(head);
+            if head.is_success() {
+                refusal.hints.insert(
+                    0,
+                    format!(
+                        "expected Content-Type text/event-stream, got {}",
+                        media_type.map_or_else(
+                            || String::from("none"),
+                            |m| preview(m.as_bytes(), QUOTE_BYTES)
+                        )
+                    ),
+                );
+            }
+            self.stream = Stream::Refused(refusal);
+        } else if let Some(post) = self.posts.get_mut(&ex) {
+            if matches!(post.answer, Answer::Waiting) {
+                post.answer = if head.is_success() {
+                    Answer::Draining(0)
+                } else {
+                    Answer::Refused(Refusal::new(head))
+                };
+            }
+        }
+    }
+
+    /// Body bytes of exchange `ex`; each `message` event of the stream goes
+    /// to `deliver`.
+    pub fn handle_body(
+        &mut self,
+        _now: Instant,
+        ex: ExchangeId,
+        data: &[u8],
+        deliver: &mut dyn FnMut(&[u8]),
+    ) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if ex == self.stream_exchange {
+            match &mut self.stream {
+                Stream::Open => {
+                    // The decoder is moved out while it calls back into self.
+                    let mut decoder = std::mem::take(&mut self.decoder);
+                    decoder.feed(data, |item| self.on_item(item, deliver));
+                    self.decoder = decoder;
+                }
+                Stream::Refused(refusal) => {
+                    if refusal.push(data) {
+                        let message = refusal.message();
+                        self.fatal(message);
+                    }
+                }
+                Stream::Opening | Stream::Gone => {}
+            }
+            return;
+        }
+        let Some(post) = self.posts.get_mut(&ex) else {
+            return;
+        };
+        match &mut post.answer {
+            Answer::Waiting => {}
+            Answer::Draining(seen) => {
+                *seen = seen.saturating_add(data.len());
+                if *seen > self.config.max_body {
+                    let limit = self.config.max_body;
+                    self.posts.remove(&ex);
+                    self.events.push_back(LegacyEvent::Abort(ex));
+                    self.events.push_back(LegacyEvent::Diagnostic(format!(
+                        "the answer to POST {ex} exceeds {limit} bytes; stopped reading it"
+                    )));
+                }
+            }
+            Answer::Refused(refusal) => {
+                if refusal.push(data) {
+                    let failure = http_failure(refusal);
+                    if let Some(post) = self.posts.remove(&ex) {
+                        self.events.push_back(LegacyEvent::Abort(ex));
+                        self.post_failed(post, failure);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Exchange `ex` ended normally.
+    pub fn handle_end(&mut self, _now: Instant, ex: ExchangeId, _deliver: &mut dyn FnMut(&[u8])) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if ex == self.stream_exchange {
+            let message = match std::mem::replace(&mut self.stream, Stream::Gone) {
+                Stream::Open => {
+                    let mut message = if self.endpoint.is_some() {
+                        String::from("SSE stream closed by the server")
+                    } else {
+                        String::from(
+                            "SSE stream closed by the server before it sent an `endpoint` event",
+                        )
+                    };
+                    if self.decoder.finish() == SseEnd::IncompleteEvent {
+                        message.push_str(" (an incomplete event was discarded)");
+                    }
+                    message
+                }
+                Stream::Refused(refusal) => refusal.message(),
+                Stream::Opening => String::from("SSE stream ended without a response"),
+                Stream::Gone => return,
+            };
+            self.fatal(message);
+            return;
+        }
+        let Some(post) = self.posts.remove(&ex) else {
+            return;
+        };
+        match post.answer {
+            Answer::Draining(_) => {}
+            Answer::Waiting => {
+                let failure = RequestFailure::Other(String::from(
+                    "the server closed the connection without an answer",
+                ));
+                self.post_failed(post, failure);
+            }
+            Answer::Refused(ref refusal) => {
+                let failure = http_failure(refusal);
+                self.post_failed(post, failure);
+            }
+        }
+    }
+
+    /// Exchange `ex` failed (connection refused, reset, bad framing…).
+    pub fn handle_failed(
+        &mut self,
+        _now: Instant,
+        ex: ExchangeId,
+        error: &str,
+        _deliver: &mut dyn FnMut(&[u8]),
+    ) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if ex == self.stream_exchange {
+            let message = match std::mem::replace(&mut self.stream, Stream::Gone) {
+                Stream::Open if self.endpoint.is_none() => {
+                    format!("{error} (the server sent no `endpoint` event before)")
+                }
+                Stream::Open | Stream::Opening => error.to_string(),
+                Stream::Refused(refusal) => refusal.message(),
+                Stream::Gone => return,
+            };
+            self.fatal(message);
+            return;
+        }
+        let Some(post) = self.posts.remove(&ex) else {
+            return;
+        };
+        let failure = match &post.answer {
+            Answer::Refused(refusal) => http_failure(refusal),
+            Answer::Waiting | Answer::Draining(_) => RequestFailure::Other(error.to_string()),
+        };
+        self.post_failed(post, failure);
+    }
+
+    /// A timer fired; the transport has none, so this does nothing.
+    pub fn handle_timeout(&mut self, _now: Instant) {}
+
+    /// When to call [`handle_timeout`](Self::handle_timeout): never.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Initialization done; nothing changes on the wire for this transport
+    /// (2024-11-05 has no protocol version header).
+    pub fn initialized(&mut self, _now: Instant, _protocol_version: &str) {}
+
+    /// Our request `id` completed: a late failure of its POST is ignored,
+    /// and if it was still held it is not sent at all.
+    pub fn request_done(&mut self, id: u64) {
+        let before = self.held.len();
+        let mut freed = 0;
+        self.held.retain(|h| {
+            let keep = !matches!(h.kind, SendKind::Request { id: i } if i == id);
+            if !keep {
+                freed += h.message.len();
+            }
+            keep
+        });
+        if self.held.len() != before {
+            self.held_bytes -= freed;
+        }
+        for post in self.posts.values_mut() {
+            if matches!(post.kind, SendKind::Request { id: i } if i == id) {
+                post.done = true;
+            }
+        }
+    }
+
+    /// Graceful close: aborts the stream and any POSTs in flight, drops
+    /// held messages, then `Finished` (once).
+    pub fn begin_close(&mut self, _now: Instant) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.abort_all();
+        self.phase = Phase::Closed;
+        self.events.push_back(LegacyEvent::Finished);
+    }
+
+    /// The next thing for the driver to do, in order.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<LegacyEvent> {
+        self.events.pop_front()
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// Where messages are POSTed, once the server said so.
+    pub fn endpoint(&self) -> Option<&HttpUrl> {
+        self.endpoint.as_ref()
+    }
+
+    fn next_exchange(&mut self) -> ExchangeId {
+        let ex = ExchangeId(self.next_exchange);
+        self.next_exchange = self.next_exchange.wrapping_add(1);
+        ex
+    }
+
+    /// Our headers, then the configured ones (except those we set).
+    fn headers(&self, ours: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut headers: Vec<(String, String)> = ours
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        headers.extend(
+            self.config
+                .headers
+                .iter()
+                .filter(|(n, _)| !ours.iter().any(|(o, _)| o.eq_ignore_ascii_case(n)))
+                .cloned(),
+        );
+        headers
+    }
+
+    /// POSTs one message to the endpoint.
+    fn post(&mut self, message: Vec<u8>, kind: SendKind) {
+        let Some(url) = self.endpoint.clone() else {
+            return;
+        };
+        let exchange = self.next_exchange();
+        let purpose = match kind {
+            SendKind::Request { .. } => ExchangePurpose::Request,
+            SendKind::Notification | SendKind::Response { .. } => ExchangePurpose::Notify,
+        };
+        let headers = self.headers(&[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ]);
+        self.events.push_back(LegacyEvent::Request(HttpRequest {
+            exchange,
+            method: HttpMethod::Post,
+            url,
+            headers,
+            body: message,
+            purpose,
+        }));
+        self.posts.insert(
+            exchange,
+            Post {
+                kind,
+                done: false,
+                answer: Answer::Waiting,
+            },
+        );
+    }
+
+    /// A message that cannot be sent: fails a request, reports the rest.
+    fn refuse(&mut self, kind: &SendKind, why: String) {
+        let event = match kind {
+            SendKind::Request { id } => LegacyEvent::Fail {
+                id: *id,
+                failure: RequestFailure::Other(format!("request not sent: {why}")),
+            },
+            SendKind::Notification => {
+                LegacyEvent::Diagnostic(format!("notification not sent: {why}"))
+            }
+            SendKind::Response { id } => LegacyEvent::Diagnostic(format!(
+                "answer to the server's request {id} not sent: {why}"
+            )),
+        };
+        self.events.push_back(event);
+    }
+
+    /// The POST of `post` failed with `failure`.
+    fn post_failed(&mut self, post: Post, failure: RequestFailure) {
+        let event = match post.kind {
+            SendKind::Request { id } if !post.done => LegacyEvent::Fail { id, failure },
+            SendKind::Request { .. } => return,
+            SendKind::Notification => {
+                LegacyEvent::Diagnostic(format!("a notification POST failed: {failure}"))
+            }
+            SendKind::Response { id } => LegacyEvent::Diagnostic(format!(
+                "the POST answering the server's request {id} failed: {failure}"
+            )),
+        };
+        self.events.push_back(event);
+    }
+
+    /// One item decoded from the stream.
+    fn on_item(&mut self, item: SseItem, deliver: &mut dyn FnMut(&[u8])) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        match item {
+            SseItem::Event(SseEvent { event, data, .. }) => match event.as_str() {
+                "message" => {
+                    if !data.trim().is_empty() {
+                        deliver(data.as_bytes());
+                    }
+                }
+                "endpoint" => self.on_endpoint(&data),
+                other => self.events.push_back(LegacyEvent::Diagnostic(format!(
+                    "ignored an SSE event of type `{}` ({} bytes of data)",
+                    preview(other.as_bytes(), QUOTE_BYTES),
+                    data.len()
+                ))),
+            },
+            SseItem::Error(e) => self
+                .events
+                .push_back(LegacyEvent::Diagnostic(format!("SSE stream: {e}"))),
+        }
+    }
+
+    /// An `endpoint` event: the first one says where to POST.
+    fn on_endpoint(&mut self, data: &str) {
+        let reference = data.trim();
+        if let Some(endpoint) = &self.endpoint {
+            let message = format!(
+                "ignored a second `endpoint` event (`{}`); messages still go to {endpoint}",
+                preview(reference.as_bytes(), QUOTE_BYTES)
+            );
+            self.events.push_back(LegacyEvent::Diagnostic(message));
+            return;
+        }
+        if reference.is_empty() {
+            self.fatal(String::from("the server's `endpoint` event names no URI"));
+            return;
+        }
+        let endpoint = match self.url.join(reference) {
+            Ok(endpoint) => endpoint,
+            Err(e) => {
+                self.fatal(format!("the server's `endpoint` event is not usable: {e}"));
+                return;
+            }
+        };
+        if !endpoint.same_origin(&self.url) {
+            let message = format!(
+                "refused the server's endpoint {endpoint}: it is not on the origin of the SSE \
+                 stream {} (scheme, host and port must match)",
+                self.url
+            );
+            self.fatal(message);
+            return;
+        }
+        self.endpoint = Some(endpoint);
+        self.held_bytes = 0;
+        while let Some(held) = self.held.pop_front() {
+            self.post(held.message, held.kind);
+        }
+    }
+
+    /// Stops every exchange in flight and drops held messages.
+    fn abort_all(&mut self) {
+        if !matches!(self.stream, Stream::Gone) {
+            self.stream = Stream::Gone;
+            self.events
+                .push_back(LegacyEvent::Abort(self.stream_exchange));
+        }
+        for ex in std::mem::take(&mut self.posts).into_keys() {
+            self.events.push_back(LegacyEvent::Abort(ex));
+        }
+        self.held.clear();
+        self.held_bytes = 0;
+    }
+
+    /// The transport is unusable: abort everything, then `Fatal` (once).
+    fn fatal(&mut self, message: String) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        self.abort_all();
+        self.phase = Phase::Failed;
+        self.events.push_back(LegacyEvent::Fatal(message));
+    }
+}
+
+/// The failure of a request whose POST was refused.
+fn http_failure(refusal: &Refusal) -> RequestFailure {
+    RequestFailure::Http {
+        status: refusal.status,
+        message: refusal.message(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! Transports: what goes on the wire for each kind of server, as sans-IO
+//! state machines driven by the [`Connection`](crate::Connection).
+//!
+//! - [`stdio`]: a child process, JSONL on stdin/stdout, stderr captured.
+//! - [`http`]: Streamable HTTP (POST per message; JSON or SSE answers;
+//!   sessions, resumption, the GET listener, 404 re-initialize, DELETE).
+//! - [`legacy`]: the 2024-11-05 HTTP+SSE transport (GET stream with an
+//!   `endpoint` event, POST to it).
+//!
+//! HTTP transports speak in *exchanges*: they emit an [`HttpRequest`] with an
+//! [`ExchangeId`] and consume the head, body chunks and end (or failure) of
+//! its response. The driver performs each exchange with any HTTP client
+//! (the core's own [`codec::http1`](crate::codec::http1) over TCP/TLS, or
+//! another) and reports back.
+
+pub mod http;
+pub mod legacy;
+pub mod stdio;
+pub mod url;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use crate::codec::http1::ResponseHead;
+pub use url::HttpUrl;
+
+/// Identifies one HTTP exchange (request and its response) of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExchangeId(pub u64);
+
+impl fmt::Display for ExchangeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// The HTTP methods the transports use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpMethod {
+    /// Opens an SSE stream (listener, resumption, legacy stream).
+    Get,
+    /// Sends one JSON-RPC message.
+    Post,
+    /// Ends a session.
+    Delete,
+}
+
+impl HttpMethod {
+    /// `GET`, `POST`, `DELETE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Delete => "DELETE",
+        }
+    }
+}
+
+/// What an exchange is for; lets a driver pick a connection for it (a
+/// long-lived stream deserves its own, a POST may reuse a pooled one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExchangePurpose {
+    /// A POST carrying a request; its answer may be a long SSE stream.
+    Request,
+    /// A POST carrying a notification or response (expects 202).
+    Notify,
+    /// A GET for server-initiated messages (may stay open indefinitely).
+    Listen,
+    /// A GET resuming a request's stream with `Last-Event-ID`.
+    Resume,
+    /// The DELETE that ends a session.
+    Close,
+}
+
+/// One HTTP request the driver must perform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Names the exchange in the inputs that report its response.
+    pub exchange: ExchangeId,
+    /// The method.
+    pub method: HttpMethod,
+    /// The absolute URL.
+    pub url: HttpUrl,
+    /// Headers, in order (the driver adds `Host`, `Content-Length` and
+    /// connection management; nothing else).
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for GET and DELETE).
+    pub body: Vec<u8>,
+    /// What it is for.
+    pub purpose: ExchangePurpose,
+}
+
+impl HttpRequest {
+    /// The value of a header set on this request.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Options of the HTTP transports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Headers sent on every request (e.g. `Authorization`).
+    pub headers: Vec<(String, String)>,
+    /// Largest JSON response body accepted (default 16 MiB).
+    pub max_body: usize,
+    /// Largest SSE event accepted (default 16 MiB).
+    pub max_event: usize,
+    /// Wait before resuming a stream when the server gave no `retry`
+    /// (default 1 s).
+    pub default_retry: Duration,
+    /// Longest wait between reconnection attempts, whatever `retry` says
+    /// (default 30 s).
+    pub max_retry: Duration,
+    /// Resumption attempts for one request's stream before it fails with
+    /// `No response received for request ID <id>` (default 3).
+    pub max_resume_attempts: u32,
+    /// Whether to open the GET listener for server-initiated messages
+    /// after initialization (default true).
+    pub listen: bool,
+    /// Attempts to reopen a failed GET listener before giving up on it
+    /// (default 5, with exponential backoff from `default_retry`).
+    pub max_listen_attempts: u32,
+    /// How long `close` waits for the DELETE before finishing anyway
+    /// (default 2 s).
+    pub close_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            headers: Vec::new(),
+            max_body: 16 * 1024 * 1024,
+            max_event: 16 * 1024 * 1024,
+            default_retry: Duration::from_secs(1),
+            max_retry: Duration::from_secs(30),
+            max_resume_attempts: 3,
+            listen: true,
+            max_listen_attempts: 5,
+            close_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why one request failed at the transport level (the [`Connection`]
+/// completes it with [`RequestError::Transport`](crate::rpc::RequestError)).
+///
+/// [`Connection`]: crate::Connection
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestFailure {
+    /// A non-2xx answer: `HTTP <status>: <text>` with hints appended.
+    Http {
+        /// The status code.
+        status: u16,
+        /// The full message.
+        message: String,
+    },
+    /// The server ended the session the request belonged to.
+    SessionExpired,
+    /// The response stream ended and resumption gave up.
+    NoResponse {
+        /// The request id.
+        id: u64,
+    },
+    /// Anything else (connection refused, reset, bad framing…).
+    Other(String),
+}
+
+impl fmt::Display for RequestFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestFailure::Http { message, .. } => f.write_str(message),
+            RequestFailure::SessionExpired => f.write_str("session expired"),
+            RequestFailure::NoResponse { id } => {
+                write!(f, "No response received for request ID {id}")
+            }
+            RequestFailure::Other(m) => f.write_str(m),
+        }
+    }
+}
