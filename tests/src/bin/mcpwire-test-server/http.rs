@@ -1,0 +1,987 @@
+//! Streamable HTTP transport on 127.0.0.1, endpoint `/mcp`.
+//!
+//! One thread per TCP connection, HTTP/1.1 keep-alive, request bodies with
+//! Content-Length or chunked. A request POST is handled on its connection's
+//! thread, so concurrent calls need concurrent connections (as any HTTP/1.1
+//! client does). SSE bodies are always chunked, JSON bodies use
+//! Content-Length (both chunked in 1-3 byte pieces under `--tiny-chunks`).
+
+use crate::protocol::{
+    classify, error_response, handle_notification, handle_request, lock, log_notification, Ctx,
+    Incoming, Outbound, Outcome, Peer, SUPPORTED_VERSIONS,
+};
+use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;
+const MAX_HEADERS: usize = 64;
+
+pub fn run(ctx: Arc<Ctx>) -> ! {
+    let listener = match TcpListener::bind(("127.0.0.1", ctx.opts.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "mcpwire-test-server: cannot listen on 127.0.0.1:{}: {e}",
+                ctx.opts.port
+            );
+            std::process::exit(1);
+        }
+    };
+    let port = match listener.local_addr() {
+        Ok(a) => a.port(),
+        Err(e) => {
+            eprintln!("mcpwire-test-server: local_addr: {e}");
+            std::process::exit(1);
+        }
+    };
+    if !ctx.opts.ignore_stdin_eof {
+        // Exit when the parent goes away (or drops our stdin), so that a test
+        // which spawns the server and forgets it never leaks a process.
+        let ctx = ctx.clone();
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 4096];
+            let mut stdin = io::stdin();
+            loop {
+                match stdin.read(&mut sink) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            ctx.log.event("stdin_eof", json!({}));
+            eprintln!("mcpwire-test-server: stdin closed, exiting");
+            std::process::exit(0);
+        });
+    }
+    let server = Arc::new(Server {
+        ctx,
+        port,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    {
+        let mut out = io::stdout();
+        let _ = writeln!(out, "listening on http://127.0.0.1:{port}/mcp");
+        let _ = out.flush();
+    }
+    eprintln!("mcpwire-test-server: listening on http://127.0.0.1:{port}/mcp");
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let server = server.clone();
+                std::thread::spawn(move || server.serve(stream));
+            }
+            Err(e) => eprintln!("mcpwire-test-server: accept failed: {e}"),
+        }
+    }
+    std::process::exit(1)
+}
+
+// ---------------------------------------------------------------- sessions
+
+struct Session {
+    id: String,
+    peer: Peer,
+    alive: AtomicBool,
+    next_event: AtomicU64,
+    /// Senders of the open listener (GET) streams.
+    listeners: Mutex<Vec<mpsc::Sender<Value>>>,
+    /// Messages of dropped streams, by the last event id sent on them.
+    resumable: Mutex<HashMap<String, Vec<Value>>>,
+}
+
+impl Session {
+    fn next_event_id(&self) -> String {
+        format!("ev-{}", self.next_event.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Sends to the most recent live listener stream.
+    fn push_listener(&self, msg: &Value) -> bool {
+        let mut listeners = lock(&self.listeners);
+        while let Some(tx) = listeners.last() {
+            if tx.send(msg.clone()).is_ok() {
+                return true;
+            }
+            listeners.pop();
+        }
+        eprintln!("mcpwire-test-server: no listener stream, dropped {msg}");
+        false
+    }
+
+    fn end(&self) {
+        self.alive.store(false, Ordering::SeqCst);
+        lock(&self.listeners).clear();
+        lock(&self.resumable).clear();
+        self.peer.clear_pending();
+    }
+}
+
+fn random_token() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut s = String::new();
+    for _ in 0..2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(COUNTER.fetch_add(1, Ordering::SeqCst));
+        h.write_u32(std::process::id());
+        if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            h.write_u128(t.as_nanos());
+        }
+        s.push_str(&format!("{:016x}", h.finish()));
+    }
+    s
+}
+
+// ---------------------------------------------------------------- requests
+
+struct Request {
+    method: String,
+    path: String,
+    http10: bool,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn wants_close(&self) -> bool {
+        let conn = self.header("connection").unwrap_or("").to_ascii_lowercase();
+        if self.http10 {
+            !conn.contains("keep-alive")
+        } else {
+            conn.split(',').any(|t| t.trim() == "close")
+        }
+    }
+}
+
+enum ReadError {
+    Io,
+    /// Status to answer before closing.
+    Bad(u16, &'static str),
+}
+
+impl From<io::Error> for ReadError {
+    fn from(_: io::Error) -> Self {
+        ReadError::Io
+    }
+}
+
+struct Reader {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    /// Reads more bytes; `Ok(0)` at EOF.
+    fn fill(&mut self) -> io::Result<usize> {
+        let mut tmp = [0u8; 16 * 1024];
+        loop {
+            match self.stream.read(&mut tmp) {
+                Ok(n) => {
+                    self.buf.extend_from_slice(&tmp[..n]);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn fill_or_eof(&mut self) -> Result<(), ReadError> {
+        match self.fill()? {
+            0 => Err(ReadError::Io),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next request; `Ok(None)` when the client closed between requests.
+    fn next(&mut self) -> Result<Option<Request>, ReadError> {
+        let mut req = loop {
+            if !self.buf.is_empty() {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut parsed = httparse::Request::new(&mut headers);
+                match parsed.parse(&self.buf) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        let req = Request {
+                            method: parsed.method.unwrap_or("").to_string(),
+                            path: parsed.path.unwrap_or("").to_string(),
+                            http10: parsed.version == Some(0),
+                            headers: parsed
+                                .headers
+                                .iter()
+                                .map(|h| {
+                                    (
+                                        h.name.to_ascii_lowercase(),
+                                        String::from_utf8_lossy(h.value).into_owned(),
+                                    )
+                                })
+                                .collect(),
+                            body: Vec::new(),
+                        };
+                        self.buf.drain(..n);
+                        break req;
+                    }
+                    Ok(httparse::Status::Partial) if self.buf.len() > MAX_HEAD => {
+                        return Err(ReadError::Bad(431, "request head too large"));
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return Err(ReadError::Bad(431, "too many headers"));
+                    }
+                    Err(_) => return Err(ReadError::Bad(400, "malformed request head")),
+                }
+            }
+            if self.fill()? == 0 {
+                return if self.buf.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(ReadError::Io)
+                };
+            }
+        };
+
+        let chunked = req
+            .header("transfer-encoding")
+            .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
+        let length = match req.header("content-length") {
+            Some(v) if !chunked => Some(
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| ReadError::Bad(400, "bad Content-Length"))?,
+            ),
+            _ => None,
+        };
+        let expects_body = chunked || length.unwrap_or(0) > 0;
+        if expects_body
+            && req
+                .header("expect")
+                .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+        {
+            self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        }
+        if chunked {
+            req.body = self.read_chunked()?;
+        } else if let Some(len) = length {
+            if len > MAX_BODY {
+                return Err(ReadError::Bad(413, "body too large"));
+            }
+            while self.buf.len() < len {
+                self.fill_or_eof()?;
+            }
+            req.body = self.buf.drain(..len).collect();
+        }
+        Ok(Some(req))
+    }
+
+    fn read_chunked(&mut self) -> Result<Vec<u8>, ReadError> {
+        let mut body = Vec::new();
+        loop {
+            let (consumed, size) = loop {
+                match httparse::parse_chunk_size(&self.buf) {
+                    Ok(httparse::Status::Complete(v)) => break v,
+                    Ok(httparse::Status::Partial) => self.fill_or_eof()?,
+                    Err(_) => return Err(ReadError::Bad(400, "bad chunk size")),
+                }
+            };
+            self.buf.drain(..consumed);
+            if size == 0 {
+                // Trailers, up to and including the empty line.
+                loop {
+                    match self.buf.windows(2).position(|w| w == b"\r\n") {
+                        Some(0) => {
+                            self.buf.drain(..2);
+                            return Ok(body);
+                        }
+                        Some(pos) => {
+                            self.buf.drain(..pos + 2);
+                        }
+                        None => self.fill_or_eof()?,
+                    }
+                }
+            }
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > MAX_BODY || body.len() + size > MAX_BODY {
+                return Err(ReadError::Bad(413, "body too large"));
+            }
+            while self.buf.len() < size + 2 {
+                self.fill_or_eof()?;
+            }
+            if &self.buf[size..size + 2] != b"\r\n" {
+                return Err(ReadError::Bad(400, "bad chunk terminator"));
+            }
+            body.extend_from_slice(&self.buf[..size]);
+            self.buf.drain(..size + 2);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- writing
+
+struct Wire {
+    stream: TcpStream,
+    tiny: bool,
+    rng: u64,
+    broken: bool,
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        _ => "Unknown",
+    }
+}
+
+impl Wire {
+    fn write(&mut self, data: &[u8]) {
+        if self.broken {
+            return;
+        }
+        if let Err(e) = self.stream.write_all(data) {
+            eprintln!("mcpwire-test-server: write failed: {e}");
+            self.broken = true;
+        }
+    }
+
+    fn head(&mut self, status: u16, headers: &[(&str, String)], close: bool) {
+        let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if close {
+            head.push_str("Connection: close\r\n");
+        }
+        head.push_str("\r\n");
+        self.write(head.as_bytes());
+    }
+
+    /// A complete response. `headers` must not contain framing headers.
+    fn respond(
+        &mut self,
+        status: u16,
+        headers: &[(&str, String)],
+        content_type: Option<&str>,
+        body: &[u8],
+        close: bool,
+    ) {
+        let mut all: Vec<(&str, String)> = headers.to_vec();
+        if let Some(ct) = content_type {
+            all.push(("Content-Type", ct.to_string()));
+        }
+        if self.tiny && !body.is_empty() {
+            all.push(("Transfer-Encoding", "chunked".into()));
+            self.head(status, &all, close);
+            self.chunk(body);
+            self.end_chunks();
+        } else {
+            all.push(("Content-Length", body.len().to_string()));
+            let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+            for (k, v) in &all {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            if close {
+                head.push_str("Connection: close\r\n");
+            }
+            head.push_str("\r\n");
+            let mut bytes = head.into_bytes();
+            bytes.extend_from_slice(body);
+            self.write(&bytes);
+        }
+    }
+
+    fn json_error(&mut self, status: u16, message: &str, close: bool) {
+        let body = error_response(&Value::Null, -32000, message).to_string();
+        self.respond(
+            status,
+            &[],
+            Some("application/json"),
+            body.as_bytes(),
+            close,
+        );
+    }
+
+    fn next_chunk_len(&mut self) -> usize {
+        // xorshift64
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        1 + (self.rng % 3) as usize
+    }
+
+    /// One chunk of a chunked body (1-3 byte chunks, each written by its own
+    /// write call, under `--tiny-chunks`).
+    fn chunk(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        if self.tiny {
+            let mut rest = data;
+            while !rest.is_empty() && !self.broken {
+                let n = self.next_chunk_len().min(rest.len());
+                let mut piece = format!("{n:x}\r\n").into_bytes();
+                piece.extend_from_slice(&rest[..n]);
+                piece.extend_from_slice(b"\r\n");
+                self.write(&piece);
+                rest = &rest[n..];
+            }
+        } else {
+            let mut piece = format!("{:x}\r\n", data.len()).into_bytes();
+            piece.extend_from_slice(data);
+            piece.extend_from_slice(b"\r\n");
+            self.write(&piece);
+        }
+    }
+
+    fn end_chunks(&mut self) {
+        self.write(b"0\r\n\r\n");
+    }
+
+    /// Has the client closed its side? (Used by idle listener streams.)
+    fn client_gone(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let mut b = [0u8; 1];
+        let gone = match self.stream.peek(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+        };
+        let _ = self.stream.set_nonblocking(false);
+        gone
+    }
+}
+
+fn sse_event(id: Option<&str>, retry: Option<u64>, data: &str) -> Vec<u8> {
+    let mut ev = String::new();
+    if let Some(id) = id {
+        ev.push_str(&format!("id: {id}\n"));
+    }
+    if let Some(retry) = retry {
+        ev.push_str(&format!("retry: {retry}\n"));
+    }
+    if data.is_empty() {
+        ev.push_str("data:\n");
+    } else {
+        ev.push_str("event: message\n");
+        for line in data.split('\n') {
+            ev.push_str("data: ");
+            ev.push_str(line);
+            ev.push('\n');
+        }
+    }
+    ev.push('\n');
+    ev.into_bytes()
+}
+
+/// The SSE response of one request POST; the head is written on first use.
+struct SseSink<'a> {
+    wire: RefCell<&'a mut Wire>,
+    session: &'a Session,
+    started: Cell<bool>,
+    close: bool,
+}
+
+impl SseSink<'_> {
+    fn start(&self) {
+        if !self.started.replace(true) {
+            self.wire.borrow_mut().head(
+                200,
+                &[
+                    ("Content-Type", "text/event-stream".into()),
+                    ("Cache-Control", "no-cache".into()),
+                    ("Transfer-Encoding", "chunked".into()),
+                    ("Mcp-Session-Id", self.session.id.clone()),
+                ],
+                self.close,
+            );
+        }
+    }
+
+    fn event(&self, id: Option<&str>, retry: Option<u64>, data: &str) -> bool {
+        self.start();
+        let mut wire = self.wire.borrow_mut();
+        wire.chunk(&sse_event(id, retry, data));
+        !wire.broken
+    }
+
+    fn end(&self) {
+        self.start();
+        self.wire.borrow_mut().end_chunks();
+    }
+}
+
+impl Outbound for SseSink<'_> {
+    fn send(&self, msg: &Value) -> bool {
+        let id = self.session.next_event_id();
+        self.event(Some(&id), None, &msg.to_string())
+    }
+    fn send_raw(&self, text: &str) -> bool {
+        let id = self.session.next_event_id();
+        self.event(Some(&id), None, text)
+    }
+    fn send_on_listener(&self, msg: &Value) -> bool {
+        self.session.push_listener(msg)
+    }
+}
+
+/// `--json-responses`: messages before the response go to the listener stream.
+struct ListenerSink<'a>(&'a Session);
+
+impl Outbound for ListenerSink<'_> {
+    fn send(&self, msg: &Value) -> bool {
+        self.0.push_listener(msg)
+    }
+    fn send_raw(&self, text: &str) -> bool {
+        eprintln!("mcpwire-test-server: --json-responses: dropped raw {text:.80}");
+        false
+    }
+}
+
+// ---------------------------------------------------------------- server
+
+struct Server {
+    ctx: Arc<Ctx>,
+    port: u16,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// Keep the connection open after this response?
+type KeepAlive = bool;
+
+impl Server {
+    fn serve(&self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let (read_half, write_half) = match (stream.try_clone(), stream.try_clone()) {
+            (Ok(r), Ok(w)) => (r, w),
+            _ => return,
+        };
+        let mut reader = Reader {
+            stream: read_half,
+            buf: Vec::new(),
+        };
+        let mut wire = Wire {
+            stream: write_half,
+            tiny: self.ctx.opts.tiny_chunks,
+            rng: {
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_u8(0);
+                h.finish() | 1
+            },
+            broken: false,
+        };
+        loop {
+            let req = match reader.next() {
+                Ok(Some(req)) => req,
+                Ok(None) | Err(ReadError::Io) => break,
+                Err(ReadError::Bad(status, msg)) => {
+                    wire.respond(status, &[], Some("text/plain"), msg.as_bytes(), true);
+                    break;
+                }
+            };
+            let close = req.wants_close();
+            let keep = self.handle(&req, &mut wire, close);
+            if !keep || close || wire.broken {
+                break;
+            }
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+
+    fn handle(&self, req: &Request, wire: &mut Wire, close: bool) -> KeepAlive {
+        let ctx = &self.ctx;
+        let path = req.path.split('?').next().unwrap_or("");
+        ctx.log.http(&req.method, &req.path, &req.headers);
+
+        if let Some(token) = &ctx.opts.require_auth {
+            if path == "/.well-known/oauth-protected-resource"
+                || path == "/.well-known/oauth-protected-resource/mcp"
+            {
+                let body = json!({
+                    "resource": format!("http://127.0.0.1:{}/mcp", self.port),
+                    "bearer_methods_supported": ["header"],
+                });
+                wire.respond(
+                    200,
+                    &[],
+                    Some("application/json"),
+                    body.to_string().as_bytes(),
+                    close,
+                );
+                return true;
+            }
+            if path == "/mcp" && req.header("authorization") != Some(&format!("Bearer {token}")) {
+                let challenge = format!(
+                    "Bearer resource_metadata=\"http://127.0.0.1:{}/.well-known/oauth-protected-resource\"",
+                    self.port
+                );
+                let body = json!({"error": "invalid_token",
+                                  "error_description": "missing or wrong bearer token"});
+                wire.respond(
+                    401,
+                    &[("WWW-Authenticate", challenge)],
+                    Some("application/json"),
+                    body.to_string().as_bytes(),
+                    close,
+                );
+                return true;
+            }
+        }
+        if path != "/mcp" {
+            wire.respond(404, &[], Some("text/plain"), b"not found", close);
+            return true;
+        }
+        match req.method.as_str() {
+            "POST" => self.post(req, wire, close),
+            "GET" => self.get(req, wire, close),
+            "DELETE" => self.delete(req, wire, close),
+            _ => {
+                wire.respond(
+                    405,
+                    &[("Allow", "GET, POST, DELETE".into())],
+                    Some("text/plain"),
+                    b"method not allowed",
+                    close,
+                );
+                true
+            }
+        }
+    }
+
+    /// The session named by the request's `Mcp-Session-Id` (400 if absent,
+    /// 404 if unknown or ended).
+    fn session_for(&self, req: &Request) -> Result<Arc<Session>, (u16, &'static str)> {
+        let Some(id) = req.header("mcp-session-id") else {
+            return Err((400, "Bad Request: missing Mcp-Session-Id header"));
+        };
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or((404, "Session not found"))
+    }
+
+    fn end_session(&self, id: &str) {
+        if let Some(session) = lock(&self.sessions).remove(id) {
+            session.end();
+            self.ctx.log.event("session_ended", json!({"session": id}));
+        }
+    }
+
+    fn post(&self, req: &Request, wire: &mut Wire, close: bool) -> KeepAlive {
+        let ct = req
+            .header("content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if !ct.starts_with("application/json") {
+            wire.json_error(415, "Content-Type must be application/json", close);
+            return true;
+        }
+        let accept = req.header("accept").unwrap_or("").to_ascii_lowercase();
+        if !(accept.contains("*/*")
+            || (accept.contains("application/json") && accept.contains("text/event-stream")))
+        {
+            wire.json_error(
+                406,
+                "Not Acceptable: Accept must list application/json and text/event-stream",
+                close,
+            );
+            return true;
+        }
+        let msg: Value = match serde_json::from_slice(&req.body) {
+            Ok(v) => v,
+            Err(_) => {
+                self.ctx.log.invalid("http", &req.body);
+                let body = error_response(&Value::Null, -32700, "Parse error").to_string();
+                wire.respond(400, &[], Some("application/json"), body.as_bytes(), close);
+                return true;
+            }
+        };
+        self.ctx.log.message("http", &msg);
+        let incoming = classify(&msg);
+
+        let session = match &incoming {
+            Incoming::Request { method, .. } if method == "initialize" => {
+                let session = Arc::new(Session {
+                    id: random_token(),
+                    peer: Peer::default(),
+                    alive: AtomicBool::new(true),
+                    next_event: AtomicU64::new(0),
+                    listeners: Mutex::new(Vec::new()),
+                    resumable: Mutex::new(HashMap::new()),
+                });
+                lock(&self.sessions).insert(session.id.clone(), session.clone());
+                self.ctx
+                    .log
+                    .event("session_created", json!({"session": session.id}));
+                session
+            }
+            _ => match self.session_for(req) {
+                Ok(s) => s,
+                Err((status, message)) => {
+                    wire.json_error(status, message, close);
+                    return true;
+                }
+            },
+        };
+        if let Some(v) = req.header("mcp-protocol-version") {
+            if !SUPPORTED_VERSIONS.contains(&v) {
+                wire.json_error(400, "Bad Request: unsupported MCP-Protocol-Version", close);
+                return true;
+            }
+        }
+
+        match incoming {
+            Incoming::Notification { method, params } => {
+                handle_notification(&self.ctx, &session.peer, &method, &params);
+                wire.respond(202, &[], None, b"", close);
+                true
+            }
+            Incoming::Response { id, message } => {
+                if !session.peer.deliver(&id, message) {
+                    eprintln!("mcpwire-test-server: response with unknown id {id}");
+                }
+                wire.respond(202, &[], None, b"", close);
+                true
+            }
+            Incoming::Invalid { id, reason } => {
+                let body = error_response(&id, -32600, &format!("Invalid Request: {reason}"));
+                wire.respond(
+                    400,
+                    &[],
+                    Some("application/json"),
+                    body.to_string().as_bytes(),
+                    close,
+                );
+                true
+            }
+            Incoming::Request { id, method, params } => {
+                self.request(&session, &id, &method, &params, wire, close)
+            }
+        }
+    }
+
+    fn request(
+        &self,
+        session: &Session,
+        id: &Value,
+        method: &str,
+        params: &Value,
+        wire: &mut Wire,
+        close: bool,
+    ) -> KeepAlive {
+        let json_mode = self.ctx.opts.json_responses;
+        let cancel = session.peer.begin(id);
+        let sink = SseSink {
+            wire: RefCell::new(wire),
+            session,
+            started: Cell::new(false),
+            close,
+        };
+        // Tool calls get their SSE head at once (as real servers do), so that a
+        // client sees 200 before a slow call ends; the tools that need another
+        // status or no answer at all keep it back.
+        let tool = params["name"].as_str().unwrap_or("");
+        if !json_mode && method == "tools/call" && !matches!(tool, "http_500" | "crash") {
+            sink.start();
+        }
+        let outcome = if json_mode {
+            let listener = ListenerSink(session);
+            handle_request(
+                &self.ctx,
+                &session.peer,
+                id,
+                method,
+                params,
+                &cancel,
+                &listener,
+            )
+        } else {
+            handle_request(&self.ctx, &session.peer, id, method, params, &cancel, &sink)
+        };
+        session.peer.finish(id);
+        let outcome = if cancel.load(Ordering::SeqCst) {
+            Outcome::Silent
+        } else {
+            outcome
+        };
+        let session_header = [("Mcp-Session-Id", session.id.clone())];
+
+        let reply = |v: &Value| {
+            if json_mode {
+                sink.wire.borrow_mut().respond(
+                    200,
+                    &session_header,
+                    Some("application/json"),
+                    v.to_string().as_bytes(),
+                    close,
+                );
+            } else {
+                sink.send(v);
+                sink.end();
+            }
+        };
+        match outcome {
+            Outcome::Reply(v) => reply(&v),
+            Outcome::ExpireSession(v) => {
+                reply(&v);
+                self.end_session(&session.id);
+            }
+            Outcome::Silent => {
+                if json_mode && !sink.started.get() {
+                    return false; // nothing to say: close without a response
+                }
+                sink.end();
+            }
+            Outcome::Crash { message, .. } => {
+                eprintln!("{message}");
+                let _ = sink.wire.borrow().stream.shutdown(Shutdown::Both);
+                return false;
+            }
+            Outcome::Http500 => {
+                if sink.started.get() {
+                    sink.end();
+                    return false;
+                }
+                sink.wire.borrow_mut().respond(
+                    500,
+                    &[],
+                    Some("text/plain"),
+                    b"boom: internal failure",
+                    close,
+                );
+            }
+            Outcome::SseDrop {
+                after_ms,
+                retry_ms,
+                reply,
+            } => {
+                let event_id = session.next_event_id();
+                lock(&session.resumable).insert(event_id.clone(), vec![reply]);
+                sink.event(Some(&event_id), Some(retry_ms), "");
+                std::thread::sleep(Duration::from_millis(after_ms));
+                sink.end();
+            }
+        }
+        true
+    }
+
+    fn get(&self, req: &Request, wire: &mut Wire, close: bool) -> KeepAlive {
+        let last_event_id = req.header("last-event-id");
+        if last_event_id.is_none() && self.ctx.opts.no_listener {
+            wire.respond(
+                405,
+                &[("Allow", "POST, DELETE".into())],
+                Some("text/plain"),
+                b"no listener stream here",
+                close,
+            );
+            return true;
+        }
+        let accept = req.header("accept").unwrap_or("").to_ascii_lowercase();
+        if !(accept.contains("text/event-stream") || accept.contains("*/*")) {
+            wire.json_error(
+                406,
+                "Not Acceptable: Accept must list text/event-stream",
+                close,
+            );
+            return true;
+        }
+        let session = match self.session_for(req) {
+            Ok(s) => s,
+            Err((status, message)) => {
+                wire.json_error(status, message, close);
+                return true;
+            }
+        };
+        let sse_head = [
+            ("Content-Type", "text/event-stream".to_string()),
+            ("Cache-Control", "no-cache".to_string()),
+            ("Transfer-Encoding", "chunked".to_string()),
+            ("Mcp-Session-Id", session.id.clone()),
+        ];
+
+        if let Some(last) = last_event_id {
+            let Some(messages) = lock(&session.resumable).remove(last) else {
+                wire.json_error(400, "Bad Request: unknown Last-Event-ID", close);
+                return true;
+            };
+            wire.head(200, &sse_head, close);
+            for m in messages {
+                let id = session.next_event_id();
+                wire.chunk(&sse_event(Some(&id), None, &m.to_string()));
+            }
+            wire.end_chunks();
+            return true;
+        }
+
+        // The listener stream: open until the session ends or the client leaves.
+        let (tx, rx) = mpsc::channel();
+        {
+            let mut listeners = lock(&session.listeners);
+            if !session.alive.load(Ordering::SeqCst) {
+                drop(listeners);
+                wire.json_error(404, "Session not found", close);
+                return true;
+            }
+            listeners.push(tx);
+        }
+        wire.head(200, &sse_head, close);
+        let open = log_notification("mcpwire-test-server", "listener open");
+        wire.chunk(&sse_event(
+            Some(&session.next_event_id()),
+            None,
+            &open.to_string(),
+        ));
+        loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(msg) => {
+                    let id = session.next_event_id();
+                    wire.chunk(&sse_event(Some(&id), None, &msg.to_string()));
+                    if wire.broken {
+                        return false;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if wire.broken || wire.client_gone() {
+                        return false;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    wire.end_chunks();
+                    return true;
+                }
+            }
+        }
+    }
+
+    fn delete(&self, req: &Request, wire: &mut Wire, close: bool) -> KeepAlive {
+        match self.session_for(req) {
+            Ok(session) => {
+                self.end_session(&session.id);
+                wire.respond(200, &[], None, b"", close);
+            }
+            Err((status, message)) => wire.json_error(status, message, close),
+        }
+        true
+    }
+}

@@ -1,0 +1,74 @@
+//! `--log-file`: one JSON object per line, appended and flushed at once, so a
+//! test can read the file while the server runs.
+//!
+//! Line shapes (`ms` = milliseconds since the server started):
+//! * `{"ms":N,"via":"stdio"|"http","message":{..}}`   a received JSON message
+//! * `{"ms":N,"via":"stdio"|"http","invalid":"<text>"}` a received non-JSON body/line
+//! * `{"ms":N,"http":{"method":"POST","path":"/mcp","headers":{..}}}` an HTTP request
+//!   (header names lower-cased), logged before its body
+//! * `{"ms":N,"event":"<what>",..}` server events: `stdin_eof`, `session_created`,
+//!   `session_ended`
+
+use serde_json::{json, Value};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub struct Log {
+    start: Instant,
+    file: Option<Mutex<File>>,
+}
+
+impl Log {
+    pub fn open(path: Option<&Path>) -> std::io::Result<Log> {
+        let file = match path {
+            Some(p) => Some(Mutex::new(
+                OpenOptions::new().create(true).append(true).open(p)?,
+            )),
+            None => None,
+        };
+        Ok(Log {
+            start: Instant::now(),
+            file,
+        })
+    }
+
+    fn write(&self, mut line: Value) {
+        let Some(file) = &self.file else { return };
+        line["ms"] = json!(self.start.elapsed().as_millis() as u64);
+        let mut text = line.to_string();
+        text.push('\n');
+        let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = f.write_all(text.as_bytes()).and_then(|()| f.flush()) {
+            eprintln!("mcpwire-test-server: log file write failed: {e}");
+        }
+    }
+
+    pub fn message(&self, via: &str, message: &Value) {
+        self.write(json!({"via": via, "message": message}));
+    }
+
+    pub fn invalid(&self, via: &str, raw: &[u8]) {
+        self.write(json!({"via": via, "invalid": String::from_utf8_lossy(raw)}));
+    }
+
+    pub fn http(&self, method: &str, path: &str, headers: &[(String, String)]) {
+        let headers: serde_json::Map<String, Value> = headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        self.write(json!({"http": {"method": method, "path": path, "headers": headers}}));
+    }
+
+    pub fn event(&self, event: &str, extra: Value) {
+        let mut line = json!({ "event": event });
+        if let Value::Object(map) = extra {
+            for (k, v) in map {
+                line[k] = v;
+            }
+        }
+        self.write(line);
+    }
+}

@@ -1,0 +1,104 @@
+//! Command-line flags.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+usage: mcpwire-test-server [--http [--port N]] [flags]
+
+modes:
+  (default)              stdio: one JSON-RPC message per line on stdin/stdout
+  --http                 Streamable HTTP on http://127.0.0.1:PORT/mcp; the first
+                         stdout line is `listening on http://127.0.0.1:PORT/mcp`;
+                         exits when stdin reaches EOF (keep a pipe open!)
+  --port N               HTTP port (0 or absent: ephemeral)
+
+flags:
+  --max-lifetime SECS    exit after SECS seconds (default 300, 0 = never)
+  --ignore-stdin-eof     keep running after stdin EOF (both modes)
+  --log-file PATH        append one JSON line per received message / HTTP request
+  --no-tools-cap         omit the tools capability from initialize
+  --repeat-cursor        tools/list page 2 returns the same nextCursor again
+  --json-responses       HTTP: answer requests with application/json, not SSE
+  --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
+  --require-auth TOKEN   HTTP: 401 unless `Authorization: Bearer TOKEN`
+  --tiny-chunks          HTTP: every body chunked in 1-3 byte chunks
+";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub http: bool,
+    pub port: u16,
+    pub max_lifetime: Option<Duration>,
+    pub ignore_stdin_eof: bool,
+    pub log_file: Option<PathBuf>,
+    pub no_tools_cap: bool,
+    pub repeat_cursor: bool,
+    pub json_responses: bool,
+    pub no_listener: bool,
+    pub require_auth: Option<String>,
+    pub tiny_chunks: bool,
+}
+
+pub enum ParseError {
+    Help,
+    Bad(String),
+}
+
+impl Options {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, ParseError> {
+        let mut o = Options {
+            http: false,
+            port: 0,
+            max_lifetime: Some(Duration::from_secs(300)),
+            ignore_stdin_eof: false,
+            log_file: None,
+            no_tools_cap: false,
+            repeat_cursor: false,
+            json_responses: false,
+            no_listener: false,
+            require_auth: None,
+            tiny_chunks: false,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (arg.clone(), None),
+            };
+            let mut value = |name: &str| -> Result<String, ParseError> {
+                inline
+                    .clone()
+                    .or_else(|| args.next())
+                    .ok_or_else(|| ParseError::Bad(format!("{name} needs a value")))
+            };
+            match flag.as_str() {
+                "-h" | "--help" => return Err(ParseError::Help),
+                "--http" => o.http = true,
+                "--port" => {
+                    let v = value("--port")?;
+                    o.port = v
+                        .parse()
+                        .map_err(|_| ParseError::Bad(format!("bad --port {v:?}")))?;
+                }
+                "--max-lifetime" => {
+                    let v = value("--max-lifetime")?;
+                    let secs: u64 = v
+                        .parse()
+                        .map_err(|_| ParseError::Bad(format!("bad --max-lifetime {v:?}")))?;
+                    o.max_lifetime = (secs > 0).then(|| Duration::from_secs(secs));
+                }
+                "--ignore-stdin-eof" => o.ignore_stdin_eof = true,
+                "--log-file" => o.log_file = Some(PathBuf::from(value("--log-file")?)),
+                "--no-tools-cap" => o.no_tools_cap = true,
+                "--repeat-cursor" => o.repeat_cursor = true,
+                "--json-responses" => o.json_responses = true,
+                "--no-listener" => o.no_listener = true,
+                "--require-auth" => o.require_auth = Some(value("--require-auth")?),
+                "--tiny-chunks" => o.tiny_chunks = true,
+                other => return Err(ParseError::Bad(format!("unknown argument {other:?}"))),
+            }
+        }
+        Ok(o)
+    }
+}

@@ -1,0 +1,818 @@
+//! Transport-independent MCP behaviour: message classification, methods, tools.
+//!
+//! A transport (stdio or HTTP) classifies each received message, hands
+//! notifications and responses to [`handle_notification`] / [`Peer::deliver`]
+//! and requests to [`handle_request`], which returns an [`Outcome`]: usually a
+//! response to write, sometimes a deliberate misbehaviour for the transport to
+//! perform (crash, HTTP 500, dropped SSE stream, expired session).
+
+use crate::log::Log;
+use crate::opts::Options;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub const LATEST_VERSION: &str = "2025-11-25";
+pub const SERVER_NAME: &str = "mcpwire-test-server";
+
+/// How long `ask` waits for the client's answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Global state shared by every connection / session.
+pub struct Ctx {
+    pub opts: Options,
+    pub log: Log,
+    /// Every `requestId` seen in `notifications/cancelled`, in arrival order.
+    cancelled: Mutex<Vec<Value>>,
+    log_level: Mutex<String>,
+}
+
+impl Ctx {
+    pub fn new(opts: Options, log: Log) -> Ctx {
+        Ctx {
+            opts,
+            log,
+            cancelled: Mutex::new(Vec::new()),
+            log_level: Mutex::new("info".into()),
+        }
+    }
+}
+
+/// State of one client: the stdio peer, or one HTTP session.
+#[derive(Default)]
+pub struct Peer {
+    /// Ids of server-to-client requests; starts at 0 like many real servers.
+    next_server_id: AtomicI64,
+    /// Server-to-client requests awaiting the client's answer, by id JSON text.
+    pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    /// Client requests in flight, by id JSON text, with their cancel flag.
+    inflight: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+impl Peer {
+    /// Registers a client request as in flight; the flag is set by a
+    /// `notifications/cancelled` naming it.
+    pub fn begin(&self, id: &Value) -> Arc<AtomicBool> {
+        let flag = Arc::new(AtomicBool::new(false));
+        lock(&self.inflight).insert(id.to_string(), flag.clone());
+        flag
+    }
+
+    pub fn finish(&self, id: &Value) {
+        lock(&self.inflight).remove(&id.to_string());
+    }
+
+    fn cancel(&self, id: &Value) -> bool {
+        match lock(&self.inflight).get(&id.to_string()) {
+            Some(flag) => {
+                flag.store(true, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Routes a client's response to the server request waiting for it.
+    /// Returns `false` for an unknown id.
+    pub fn deliver(&self, id: &Value, message: Value) -> bool {
+        match lock(&self.pending).remove(&id.to_string()) {
+            Some(tx) => {
+                let _ = tx.send(message);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets every pending server request (their waiters see a disconnect).
+    pub fn clear_pending(&self) {
+        lock(&self.pending).clear();
+    }
+}
+
+/// Where messages that precede the final response go (progress, log lines,
+/// server-to-client requests, garbage).
+pub trait Outbound {
+    /// Sends one JSON-RPC message; `false` if there is nowhere to send it.
+    fn send(&self, msg: &Value) -> bool;
+    /// Sends raw text as one "message" (a stdout line, an SSE event's data).
+    fn send_raw(&self, text: &str) -> bool;
+    /// Sends on the HTTP listener (GET) stream; elsewhere same as `send`.
+    fn send_on_listener(&self, msg: &Value) -> bool {
+        self.send(msg)
+    }
+}
+
+/// What the transport must do once a request has been handled.
+pub enum Outcome {
+    /// Write this response message.
+    Reply(Value),
+    /// Write nothing (the request was cancelled).
+    Silent,
+    /// stdio: print `message` to stderr and exit with `code`.
+    /// HTTP: close the connection without answering.
+    Crash { code: i32, message: String },
+    /// HTTP: answer the POST with status 500 and a text body.
+    Http500,
+    /// HTTP: send a priming event (id, `retry: retry_ms`, empty data), wait
+    /// `after_ms`, end the stream; `reply` is delivered on a GET that resumes
+    /// with `Last-Event-ID`.
+    SseDrop {
+        after_ms: u64,
+        retry_ms: u64,
+        reply: Value,
+    },
+    /// Write `reply`, then forget the HTTP session.
+    ExpireSession(Value),
+}
+
+pub enum Incoming {
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Response {
+        id: Value,
+        message: Value,
+    },
+    Invalid {
+        id: Value,
+        reason: String,
+    },
+}
+
+pub fn classify(msg: &Value) -> Incoming {
+    let invalid = |id: Option<&Value>, reason: &str| Incoming::Invalid {
+        id: id
+            .filter(|id| id.is_string() || id.is_number())
+            .cloned()
+            .unwrap_or(Value::Null),
+        reason: reason.to_string(),
+    };
+    let Some(obj) = msg.as_object() else {
+        return invalid(None, "message is not a JSON object");
+    };
+    let id = obj.get("id");
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    match (obj.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) => {
+            if id.is_string() || id.is_i64() || id.is_u64() {
+                Incoming::Request {
+                    id: id.clone(),
+                    method: method.clone(),
+                    params,
+                }
+            } else {
+                invalid(None, "request id must be a string or an integer")
+            }
+        }
+        (Some(Value::String(method)), None) => Incoming::Notification {
+            method: method.clone(),
+            params,
+        },
+        (Some(_), _) => invalid(id, "method must be a string"),
+        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+            Incoming::Response {
+                id: id.clone(),
+                message: msg.clone(),
+            }
+        }
+        (None, _) => invalid(id, "neither a request, a notification nor a response"),
+    }
+}
+
+pub struct RpcError {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+    fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(-32602, message)
+    }
+}
+
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+pub fn error_response(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn rpc_error_response(id: &Value, e: RpcError) -> Value {
+    let mut v = error_response(id, e.code, &e.message);
+    if let Some(data) = e.data {
+        v["error"]["data"] = data;
+    }
+    v
+}
+
+fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+pub fn log_notification(logger: &str, data: impl Into<Value>) -> Value {
+    notification(
+        "notifications/message",
+        json!({"level": "info", "logger": logger, "data": data.into()}),
+    )
+}
+
+pub fn text_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+fn tool_error_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+}
+
+pub fn handle_notification(ctx: &Ctx, peer: &Peer, method: &str, params: &Value) {
+    if method == "notifications/cancelled" {
+        let id = params.get("requestId").cloned().unwrap_or(Value::Null);
+        let found = peer.cancel(&id);
+        eprintln!(
+            "mcpwire-test-server: cancelled request {id} ({})",
+            if found {
+                "was in flight"
+            } else {
+                "not in flight"
+            }
+        );
+        lock(&ctx.cancelled).push(id);
+    }
+    // initialized, roots/list_changed, progress, ...: nothing to do.
+}
+
+pub fn handle_request(
+    ctx: &Ctx,
+    peer: &Peer,
+    id: &Value,
+    method: &str,
+    params: &Value,
+    cancel: &AtomicBool,
+    out: &dyn Outbound,
+) -> Outcome {
+    let result = match method {
+        "initialize" => Ok(initialize(ctx, params)),
+        "ping" => Ok(json!({})),
+        "tools/list" => tools_list(ctx, params),
+        "tools/call" => return call_tool(ctx, peer, id, params, cancel, out),
+        "resources/list" => Ok(resources_list()),
+        "resources/read" => resources_read(params),
+        "resources/templates/list" => Ok(json!({"resourceTemplates": [{
+            "uriTemplate": "test://items/{id}",
+            "name": "item",
+            "description": "An item by number; read test://items/42 for \"item 42\"",
+            "mimeType": "text/plain",
+        }]})),
+        "resources/subscribe" | "resources/unsubscribe" => match params["uri"].as_str() {
+            Some(_) => Ok(json!({})),
+            None => Err(RpcError::invalid_params("missing uri")),
+        },
+        "prompts/list" => Ok(json!({"prompts": [{
+            "name": "greet",
+            "description": "Greets someone by name",
+            "arguments": [{"name": "name", "description": "Who to greet", "required": true}],
+        }]})),
+        "prompts/get" => prompts_get(params),
+        "completion/complete" => Ok(complete(params)),
+        "logging/setLevel" => set_level(ctx, params),
+        _ => Err(RpcError::new(-32601, format!("Method not found: {method}"))),
+    };
+    Outcome::Reply(match result {
+        Ok(r) => response(id, r),
+        Err(e) => rpc_error_response(id, e),
+    })
+}
+
+fn initialize(ctx: &Ctx, params: &Value) -> Value {
+    let requested = params["protocolVersion"].as_str();
+    let version = requested
+        .filter(|v| SUPPORTED_VERSIONS.contains(v))
+        .unwrap_or(LATEST_VERSION);
+    let mut caps = json!({
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
+    });
+    if !ctx.opts.no_tools_cap {
+        caps["tools"] = json!({"listChanged": true});
+    }
+    json!({
+        "protocolVersion": version,
+        "capabilities": caps,
+        "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Test server for mcpwire: every tool misbehaves on demand.",
+    })
+}
+
+const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn set_level(ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
+    match params["level"].as_str() {
+        Some(level) if LOG_LEVELS.contains(&level) => {
+            *lock(&ctx.log_level) = level.to_string();
+            Ok(json!({}))
+        }
+        _ => Err(RpcError::invalid_params("invalid or missing level")),
+    }
+}
+
+fn resources_list() -> Value {
+    json!({"resources": [
+        {"uri": "test://hello", "name": "hello", "mimeType": "text/plain",
+         "description": "The text \"Hello, world!\""},
+        {"uri": "test://blob", "name": "blob", "mimeType": "application/octet-stream",
+         "description": "The 16 bytes 0x00..0x0f"},
+    ]})
+}
+
+fn resources_read(params: &Value) -> Result<Value, RpcError> {
+    let Some(uri) = params["uri"].as_str() else {
+        return Err(RpcError::invalid_params("missing uri"));
+    };
+    let content = if uri == "test://hello" {
+        json!({"uri": uri, "mimeType": "text/plain", "text": "Hello, world!"})
+    } else if uri == "test://blob" {
+        let bytes: Vec<u8> = (0u8..16).collect();
+        json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&bytes)})
+    } else if let Some(item) = uri.strip_prefix("test://items/") {
+        json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {item}")})
+    } else {
+        let mut e = RpcError::new(-32002, "Resource not found");
+        e.data = Some(json!({"uri": uri}));
+        return Err(e);
+    };
+    Ok(json!({ "contents": [content] }))
+}
+
+fn prompts_get(params: &Value) -> Result<Value, RpcError> {
+    if params["name"].as_str() != Some("greet") {
+        return Err(RpcError::invalid_params(format!(
+            "unknown prompt {}",
+            params["name"]
+        )));
+    }
+    let Some(name) = params["arguments"]["name"].as_str() else {
+        return Err(RpcError::invalid_params("missing required argument: name"));
+    };
+    Ok(json!({
+        "description": "Greets someone by name",
+        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {name}!")}}],
+    }))
+}
+
+fn complete(params: &Value) -> Value {
+    let prefix = params["argument"]["value"]
+        .as_str()
+        .unwrap_or("")
+        .to_lowercase();
+    let candidates: &[&str] = match (
+        params["ref"]["type"].as_str(),
+        params["argument"]["name"].as_str(),
+    ) {
+        (Some("ref/prompt"), Some("name")) => &["Alice", "Bob", "Carol", "Dave", "Eve"],
+        (Some("ref/resource"), Some("id")) => &["1", "2", "3", "42"],
+        _ => &[],
+    };
+    let values: Vec<&str> = candidates
+        .iter()
+        .copied()
+        .filter(|c| c.to_lowercase().starts_with(&prefix))
+        .collect();
+    json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
+}
+
+// ---------------------------------------------------------------- tools
+
+/// Tools in the order `tools/list` shows them; page 1 is the first
+/// `PAGE_SIZE`, page 2 the rest.
+const PAGE_SIZE: usize = 8;
+const PAGE_2_CURSOR: &str = "page-2";
+
+fn schema(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn tool_definitions() -> Vec<Value> {
+    let int = |d: &str| json!({"type": "integer", "description": d});
+    let tool = |name: &str, description: &str, input: Value| json!({"name": name, "description": description, "inputSchema": input});
+    vec![
+        tool(
+            "echo",
+            "Returns \"Echo: <message>\" and structuredContent {message}",
+            schema(json!({"message": {"type": "string"}}), &["message"]),
+        ),
+        tool(
+            "add",
+            "Adds two numbers; structuredContent {sum}",
+            schema(
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                &["a", "b"],
+            ),
+        ),
+        tool(
+            "slow",
+            "Sleeps ms milliseconds in `steps` steps, sending notifications/progress per step when \
+             a progressToken is given; cancellable",
+            schema(
+                json!({"ms": int("total duration (default 1000)"),
+                       "steps": int("number of steps (default 5)")}),
+                &[],
+            ),
+        ),
+        tool(
+            "crash",
+            "stdio: prints message on stderr and exits with code; HTTP: closes the connection",
+            schema(
+                json!({"code": int("exit code (default 1)"), "message": {"type": "string"}}),
+                &[],
+            ),
+        ),
+        tool(
+            "garbage",
+            "Writes a non-JSON line, [1,2,3], \"str\" and a response with an unknown id before the \
+             answer",
+            schema(json!({}), &[]),
+        ),
+        tool(
+            "long_line",
+            "Writes one notification line of exactly `bytes` bytes (excluding the newline) before \
+             the answer",
+            schema(json!({"bytes": int("line length (default 1048576)")}), &[]),
+        ),
+        tool(
+            "big",
+            "Returns a text result of exactly `bytes` bytes (a..z repeated)",
+            schema(json!({"bytes": int("text length (default 1048576)")}), &[]),
+        ),
+        tool(
+            "ask",
+            "Sends a request (roots/list, sampling/createMessage, elicitation/create, ping, ...) \
+             to the client and returns its answer as text JSON",
+            schema(
+                json!({"method": {"type": "string"}, "params": {"type": "object"},
+                       "on_listener": {"type": "boolean",
+                                       "description": "HTTP: send on the GET listener stream"}}),
+                &["method"],
+            ),
+        ),
+        tool(
+            "notify_first",
+            "Sends `count` notifications (log lines, the last one tools/list_changed) before the \
+             answer",
+            schema(json!({"count": int("default 3")}), &[]),
+        ),
+        tool(
+            "error",
+            "Answers with a JSON-RPC error",
+            schema(
+                json!({"code": int("default -32000"), "message": {"type": "string"}}),
+                &[],
+            ),
+        ),
+        tool(
+            "tool_error",
+            "Returns a result with isError: true",
+            schema(json!({}), &[]),
+        ),
+        tool(
+            "cancelled_log",
+            "Returns the requestIds seen in notifications/cancelled so far (text JSON array)",
+            schema(json!({}), &[]),
+        ),
+        tool(
+            "expire_session",
+            "HTTP: forgets the session after answering (next request gets 404)",
+            schema(json!({}), &[]),
+        ),
+        tool(
+            "sse_drop",
+            "HTTP: sends a priming event then closes the SSE stream; the answer comes on a GET \
+             with Last-Event-ID",
+            schema(
+                json!({"after_ms": int("delay before closing (default 0)"),
+                       "retry_ms": int("SSE retry field (default 300)")}),
+                &[],
+            ),
+        ),
+        tool(
+            "http_500",
+            "HTTP: answers the POST with status 500",
+            schema(json!({}), &[]),
+        ),
+    ]
+}
+
+fn tools_list(ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
+    let tools = tool_definitions();
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(json!({
+            "tools": tools[..PAGE_SIZE],
+            "nextCursor": PAGE_2_CURSOR,
+        })),
+        Some(Value::String(c)) if c == PAGE_2_CURSOR => {
+            let mut page = json!({ "tools": tools[PAGE_SIZE..] });
+            if ctx.opts.repeat_cursor {
+                page["nextCursor"] = json!(PAGE_2_CURSOR);
+            }
+            Ok(page)
+        }
+        Some(other) => Err(RpcError::invalid_params(format!("invalid cursor {other}"))),
+    }
+}
+
+fn arg_u64(args: &Value, name: &str, default: u64) -> u64 {
+    args.get(name).and_then(Value::as_u64).unwrap_or(default)
+}
+
+fn call_tool(
+    ctx: &Ctx,
+    peer: &Peer,
+    id: &Value,
+    params: &Value,
+    cancel: &AtomicBool,
+    out: &dyn Outbound,
+) -> Outcome {
+    let reply = |r: Result<Value, RpcError>| {
+        Outcome::Reply(match r {
+            Ok(v) => response(id, v),
+            Err(e) => rpc_error_response(id, e),
+        })
+    };
+    let Some(name) = params["name"].as_str() else {
+        return reply(Err(RpcError::invalid_params("missing tool name")));
+    };
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => return reply(Err(RpcError::invalid_params("arguments must be an object"))),
+    };
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .cloned();
+
+    match name {
+        "echo" => reply(match args["message"].as_str() {
+            Some(m) => Ok(json!({
+                "content": [{"type": "text", "text": format!("Echo: {m}")}],
+                "structuredContent": {"message": m},
+            })),
+            None => Err(RpcError::invalid_params(
+                "echo: missing string argument message",
+            )),
+        }),
+        "add" => reply(match (args["a"].as_f64(), args["b"].as_f64()) {
+            (Some(a), Some(b)) => {
+                // Keep integers integral: 2 + 3 = "5", not "5.0".
+                let sum = match (args["a"].as_i64(), args["b"].as_i64()) {
+                    (Some(a), Some(b)) => json!(a.wrapping_add(b)),
+                    _ => json!(a + b),
+                };
+                Ok(json!({
+                    "content": [{"type": "text", "text": sum.to_string()}],
+                    "structuredContent": {"sum": sum},
+                }))
+            }
+            _ => Err(RpcError::invalid_params("add: a and b must be numbers")),
+        }),
+        "slow" => {
+            let ms = arg_u64(&args, "ms", 1000);
+            let steps = arg_u64(&args, "steps", 5).min(100_000);
+            match ms.saturating_mul(1000).checked_div(steps) {
+                None => {
+                    if crate::sleep_cancellable(Duration::from_millis(ms), cancel) {
+                        return Outcome::Silent;
+                    }
+                }
+                Some(per_step_us) => {
+                    for i in 1..=steps {
+                        if crate::sleep_cancellable(Duration::from_micros(per_step_us), cancel) {
+                            return Outcome::Silent;
+                        }
+                        if let Some(token) = &progress_token {
+                            out.send(&notification(
+                                "notifications/progress",
+                                json!({"progressToken": token, "progress": i, "total": steps,
+                                       "message": format!("step {i} of {steps}")}),
+                            ));
+                        }
+                    }
+                }
+            }
+            reply(Ok(json!({
+                "content": [{"type": "text", "text": format!("slow done: {steps} steps in {ms} ms")}],
+                "structuredContent": {"ms": ms, "steps": steps},
+            })))
+        }
+        "crash" => Outcome::Crash {
+            code: args["code"]
+                .as_i64()
+                .map(|c| c.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+                .unwrap_or(1),
+            message: args["message"]
+                .as_str()
+                .unwrap_or("crashing on purpose")
+                .to_string(),
+        },
+        "garbage" => {
+            out.send_raw("this line is not JSON {");
+            out.send_raw("[1,2,3]");
+            out.send_raw("\"str\"");
+            out.send(&json!({"jsonrpc": "2.0", "id": 987654321, "result": {"unexpected": true}}));
+            reply(Ok(text_result("garbage sent")))
+        }
+        "long_line" => {
+            let bytes = arg_u64(&args, "bytes", 1 << 20).min(1 << 28) as usize;
+            let mut msg = notification(
+                "notifications/message",
+                json!({"level": "debug", "logger": "long_line", "data": ""}),
+            );
+            let overhead = msg.to_string().len();
+            msg["params"]["data"] = json!("x".repeat(bytes.saturating_sub(overhead)));
+            let line = msg.to_string();
+            out.send_raw(&line);
+            reply(Ok(text_result(format!(
+                "long line sent: {} bytes",
+                line.len()
+            ))))
+        }
+        "big" => {
+            let bytes = arg_u64(&args, "bytes", 1 << 20).min(1 << 28) as usize;
+            let text: String = (0..bytes)
+                .map(|i| (b'a' + (i % 26) as u8) as char)
+                .collect();
+            reply(Ok(text_result(text)))
+        }
+        "ask" => ask(peer, &args, cancel, out).map_or(Outcome::Silent, |r| reply(Ok(r))),
+        "notify_first" => {
+            let count = arg_u64(&args, "count", 3).min(100_000);
+            for i in 1..=count {
+                let msg = if i == count {
+                    notification("notifications/tools/list_changed", json!({}))
+                } else {
+                    log_notification("notify_first", format!("notification {i} of {count}"))
+                };
+                out.send(&msg);
+            }
+            reply(Ok(text_result(format!("sent {count} notifications"))))
+        }
+        "error" => {
+            let mut e = RpcError::new(
+                args["code"].as_i64().unwrap_or(-32000),
+                args["message"].as_str().unwrap_or("requested error"),
+            );
+            e.data = Some(json!({"requested": true}));
+            reply(Err(e))
+        }
+        "tool_error" => reply(Ok(tool_error_result("tool failed on purpose"))),
+        "cancelled_log" => {
+            let ids = Value::Array(lock(&ctx.cancelled).clone());
+            reply(Ok(json!({
+                "content": [{"type": "text", "text": ids.to_string()}],
+                "structuredContent": {"requestIds": ids},
+            })))
+        }
+        "expire_session" => Outcome::ExpireSession(response(id, text_result("session expired"))),
+        "sse_drop" => Outcome::SseDrop {
+            after_ms: arg_u64(&args, "after_ms", 0),
+            retry_ms: arg_u64(&args, "retry_ms", 300),
+            reply: response(id, text_result("resumed after sse_drop")),
+        },
+        "http_500" => Outcome::Http500,
+        _ => reply(Err(RpcError::invalid_params(format!(
+            "Unknown tool: {name}"
+        )))),
+    }
+}
+
+/// `ask`: one server-to-client request. `None` if the call was cancelled.
+fn ask(peer: &Peer, args: &Value, cancel: &AtomicBool, out: &dyn Outbound) -> Option<Value> {
+    let Some(method) = args["method"].as_str() else {
+        return Some(tool_error_result("ask: missing method"));
+    };
+    let params = match args.get("params") {
+        Some(p) if !p.is_null() => Some(p.clone()),
+        _ => match method {
+            "sampling/createMessage" => Some(json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+                "maxTokens": 32,
+            })),
+            "elicitation/create" => Some(json!({
+                "mode": "form",
+                "message": "What is your name?",
+                "requestedSchema": {"type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                    "required": ["name"]},
+            })),
+            _ => None,
+        },
+    };
+    let sid = peer.next_server_id.fetch_add(1, Ordering::SeqCst);
+    let mut request = json!({"jsonrpc": "2.0", "id": sid, "method": method});
+    if let Some(p) = params {
+        request["params"] = p;
+    }
+    let (tx, rx) = mpsc::channel();
+    lock(&peer.pending).insert(json!(sid).to_string(), tx);
+    let sent = if args["on_listener"].as_bool() == Some(true) {
+        out.send_on_listener(&request)
+    } else {
+        out.send(&request)
+    };
+    if !sent {
+        lock(&peer.pending).remove(&json!(sid).to_string());
+        return Some(tool_error_result(format!(
+            "ask: no stream to send {method} on"
+        )));
+    }
+    let deadline = Instant::now() + ASK_TIMEOUT;
+    let answer = loop {
+        if cancel.load(Ordering::SeqCst) {
+            lock(&peer.pending).remove(&json!(sid).to_string());
+            return None;
+        }
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(answer) => break answer,
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                lock(&peer.pending).remove(&json!(sid).to_string());
+                return Some(tool_error_result(format!(
+                    "ask: no answer to {method} (id {sid}) within {}s",
+                    ASK_TIMEOUT.as_secs()
+                )));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(tool_error_result("ask: session ended"));
+            }
+        }
+    };
+    Some(match answer.get("result") {
+        Some(result) => text_result(result.to_string()),
+        None => tool_error_result(
+            answer
+                .get("error")
+                .cloned()
+                .unwrap_or(Value::Null)
+                .to_string(),
+        ),
+    })
+}
+
+pub fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        s.push(ALPHABET[(n >> 18) as usize & 63] as char);
+        s.push(ALPHABET[(n >> 12) as usize & 63] as char);
+        s.push(if chunk.len() > 1 {
+            ALPHABET[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        s.push(if chunk.len() > 2 {
+            ALPHABET[n as usize & 63] as char
+        } else {
+            '='
+        });
+    }
+    s
+}

@@ -1,0 +1,149 @@
+//! stdio transport: one JSON message per line on stdin/stdout.
+//!
+//! The main thread reads stdin; `tools/call` requests each run on their own
+//! thread (a slow call never blocks others), the rest are answered inline.
+//! Every write to stdout is one whole line under a lock, flushed.
+
+use crate::protocol::{
+    classify, error_response, handle_notification, handle_request, lock, response, Ctx, Incoming,
+    Outbound, Outcome, Peer,
+};
+use serde_json::{json, Value};
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+struct StdoutSink {
+    out: Mutex<std::io::Stdout>,
+}
+
+impl StdoutSink {
+    fn line(&self, text: &str) -> bool {
+        let mut out = lock(&self.out);
+        let mut buf = Vec::with_capacity(text.len() + 1);
+        buf.extend_from_slice(text.as_bytes());
+        buf.push(b'\n');
+        match out.write_all(&buf).and_then(|()| out.flush()) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("mcpwire-test-server: stdout write failed: {e}");
+                false
+            }
+        }
+    }
+}
+
+impl Outbound for StdoutSink {
+    fn send(&self, msg: &Value) -> bool {
+        self.line(&msg.to_string())
+    }
+    fn send_raw(&self, text: &str) -> bool {
+        self.line(text)
+    }
+}
+
+fn finish(sink: &StdoutSink, id: &Value, outcome: Outcome) {
+    match outcome {
+        Outcome::Reply(v) | Outcome::ExpireSession(v) | Outcome::SseDrop { reply: v, .. } => {
+            sink.send(&v);
+        }
+        Outcome::Silent => {}
+        Outcome::Crash { code, message } => {
+            eprintln!("{message}");
+            std::process::exit(code);
+        }
+        Outcome::Http500 => {
+            sink.send(&response(
+                id,
+                json!({"content": [{"type": "text", "text": "http_500 only has an effect over HTTP"}],
+                       "isError": true}),
+            ));
+        }
+    }
+}
+
+pub fn run(ctx: Arc<Ctx>) -> ! {
+    let sink = Arc::new(StdoutSink {
+        out: Mutex::new(std::io::stdout()),
+    });
+    let peer = Arc::new(Peer::default());
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("mcpwire-test-server: stdin read failed: {e}");
+                break;
+            }
+        }
+        while matches!(line.last(), Some(b'\n' | b'\r')) {
+            line.pop();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let msg: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                ctx.log.invalid("stdio", &line);
+                eprintln!("mcpwire-test-server: unparsable line: {e}");
+                sink.send(&error_response(&Value::Null, -32700, "Parse error"));
+                continue;
+            }
+        };
+        ctx.log.message("stdio", &msg);
+        match classify(&msg) {
+            Incoming::Request { id, method, params } => {
+                let cancel = peer.begin(&id);
+                if method == "tools/call" {
+                    let (ctx, peer, sink) = (ctx.clone(), peer.clone(), sink.clone());
+                    std::thread::spawn(move || {
+                        let outcome =
+                            handle_request(&ctx, &peer, &id, &method, &params, &cancel, &*sink);
+                        complete(&peer, &sink, &id, &cancel, outcome);
+                    });
+                } else {
+                    let outcome =
+                        handle_request(&ctx, &peer, &id, &method, &params, &cancel, &*sink);
+                    complete(&peer, &sink, &id, &cancel, outcome);
+                }
+            }
+            Incoming::Notification { method, params } => {
+                handle_notification(&ctx, &peer, &method, &params);
+            }
+            Incoming::Response { id, message } => {
+                if !peer.deliver(&id, message) {
+                    eprintln!("mcpwire-test-server: response with unknown id {id}");
+                }
+            }
+            Incoming::Invalid { id, reason } => {
+                sink.send(&error_response(
+                    &id,
+                    -32600,
+                    &format!("Invalid Request: {reason}"),
+                ));
+            }
+        }
+    }
+    ctx.log.event("stdin_eof", json!({}));
+    if ctx.opts.ignore_stdin_eof {
+        eprintln!("mcpwire-test-server: stdin closed, ignoring (--ignore-stdin-eof)");
+        loop {
+            std::thread::park();
+        }
+    }
+    eprintln!("mcpwire-test-server: stdin closed, exiting");
+    std::process::exit(0)
+}
+
+fn complete(peer: &Peer, sink: &StdoutSink, id: &Value, cancel: &AtomicBool, outcome: Outcome) {
+    peer.finish(id);
+    if cancel.load(Ordering::SeqCst) {
+        return; // cancelled: never answer
+    }
+    finish(sink, id, outcome);
+}

@@ -1,0 +1,47 @@
+//! Test support for mcpwire (not published).
+//!
+//! The main item is the `mcpwire-test-server` binary (see its `--help`). Tests
+//! of this crate use `env!("CARGO_BIN_EXE_mcpwire-test-server")`; tests of other
+//! crates can call [`test_server_binary`].
+
+use std::path::PathBuf;
+
+/// Path of the `mcpwire-test-server` binary for tests of *other* crates.
+///
+/// Looks at `$MCPWIRE_TEST_SERVER` first, then next to the running test
+/// executable (`target/<profile>/deps/<test>` → `target/<profile>/`). If the
+/// binary is not there, it is built with `cargo build -p mcpwire-tests --bin
+/// mcpwire-test-server` (same profile) and the path is returned.
+///
+/// Panics with an explanation if it cannot be found or built.
+pub fn test_server_binary() -> PathBuf {
+    const NAME: &str = "mcpwire-test-server";
+    if let Some(p) = std::env::var_os("MCPWIRE_TEST_SERVER") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut dir = exe.parent().expect("test executable has a directory");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("deps has a parent");
+    }
+    let candidate = dir.join(format!("{NAME}{}", std::env::consts::EXE_SUFFIX));
+    if candidate.is_file() {
+        return candidate;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "mcpwire-tests", "--bin", NAME]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd
+        .status()
+        .expect("running cargo to build the test server");
+    assert!(
+        status.success() && candidate.is_file(),
+        "could not build {NAME} (expected at {}); run `cargo build -p mcpwire-tests` \
+         or set MCPWIRE_TEST_SERVER",
+        candidate.display()
+    );
+    candidate
+}
