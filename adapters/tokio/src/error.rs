@@ -1,0 +1,78 @@
+//! The adapter's error type: every way a call can fail, typed.
+
+use mcpwire::connection::{CallError, SpecError};
+use mcpwire::mcp::PaginationError;
+use mcpwire::rpc::{ErrorObject, RequestError};
+
+/// Why a [`Client`](crate::Client) call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server configuration is invalid.
+    #[error("invalid server configuration: {0}")]
+    Config(#[from] SpecError),
+    /// The server process could not be started.
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Connecting failed before the session was ready (handshake refused,
+    /// server gone, HTTP error).
+    #[error("connect failed: {0}")]
+    Connect(String),
+    /// The request ended without a result: the server's JSON-RPC error, a
+    /// timeout, a cancellation, an HTTP failure, or the connection closing.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The call was refused locally (not ready, closed, capability not
+    /// declared by the server, limits).
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The result did not have the expected shape.
+    #[error("unexpected result for {method}: {source}")]
+    Decode {
+        /// The method.
+        method: String,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// A paginated list could not be followed to its end.
+    #[error(transparent)]
+    Pagination(#[from] PaginationError),
+    /// The client's driver task is gone (the client was closed).
+    #[error("client closed")]
+    ClientClosed,
+}
+
+impl Error {
+    /// Whether the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Request(RequestError::Timeout { .. }))
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Request(RequestError::Cancelled { .. }))
+    }
+
+    /// The server's JSON-RPC error, if that is what this is.
+    pub fn remote(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Request(RequestError::Remote(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection is closed or the server gone.
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            Error::Request(RequestError::Closed { .. })
+                | Error::Call(CallError::Closed(_))
+                | Error::ClientClosed
+        )
+    }
+}

@@ -1,0 +1,517 @@
+//! Performing the HTTP exchanges the core asks for (`Output::Http`), over
+//! TCP or TLS, with the core's HTTP/1.1 codec ([`mcpwire::codec::http1`]).
+//!
+//! [`HttpClient::start`] spawns one task per exchange. The task takes a
+//! pooled connection to the request's origin (or connects: name
+//! resolution, TCP with `TCP_NODELAY`, TLS for `https`), writes the request
+//! and streams the response back as [`HttpInput`]s on the caller's bounded
+//! channel, as the bytes arrive: long-lived SSE bodies are never buffered.
+//! Awaiting that channel is the backpressure: a slow consumer stops the
+//! reads, and TCP flow control stops the server.
+//!
+//! Connections (see [`pool`] for the policy):
+//! - one exchange per connection at a time, no pipelining: concurrent
+//!   exchanges use separate connections;
+//! - after a response that allows keep-alive (and with no stray bytes
+//!   after it) the connection goes back to the pool *before* `End` is
+//!   reported, so the exchange the consumer starts next can reuse it;
+//! - a pooled connection that turns out dead (the write fails, or it
+//!   closes or resets before the first response byte) is retried once on a
+//!   fresh connection, transparently (RFC 9112 §9.3.1: the usual race with
+//!   a server's keep-alive timeout). This may repeat a non-idempotent POST
+//!   that a server received and then dropped without answering.
+
+mod conn;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcpwire::codec::http1::{
+    Http1Error, Http1Limits, Request, ResponseDecoder, ResponseEvent, ResponseHead,
+};
+use mcpwire::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tracing::debug;
+
+use conn::{io_message, Stream};
+use pool::{Conn, Key, Pool};
+
+/// Size of each connection's read buffer: the most one `read` returns,
+/// hence the largest [`HttpInput::Body`].
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Bodies up to this size are written together with the head, in one
+/// write; larger ones follow it in a second.
+const INLINE_BODY: usize = 64 * 1024;
+
+/// What an exchange reports, in order: one `Head`, any number of `Body`,
+/// one `End`; or `Failed` at any point. Nothing follows `End` or `Failed`.
+/// The driver hands these to the core as `Input::HttpHead`, `HttpBody`,
+/// `HttpEnd` and `HttpFailed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HttpInput {
+    /// The final response head (1xx interim responses are skipped).
+    Head(ExchangeId, ResponseHead),
+    /// Body bytes (chunked framing removed), never empty, as they arrived:
+    /// everything one socket read yielded, at most 64 KiB.
+    Body(ExchangeId, Vec<u8>),
+    /// The response is complete.
+    End(ExchangeId),
+    /// The exchange failed: connect, TLS, write or read error, malformed
+    /// response, or a connection closed mid-response. The message says
+    /// which, e.g. `connect to 127.0.0.1:9: Connection refused`.
+    Failed(ExchangeId, String),
+}
+
+/// Connection policy; [`Default`] is what [`HttpClient::new`] uses.
+#[derive(Debug, Clone, Copy)]
+struct Options {
+    /// Limit on name resolution plus TCP connect, and separately on the TLS
+    /// handshake (10 s).
+    connect_timeout: Duration,
+    /// How long a connection may stay idle in the pool (30 s).
+    idle_timeout: Duration,
+    /// Most idle connections kept per (scheme, host, port) (4).
+    max_idle_per_origin: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            max_idle_per_origin: 4,
+        }
+    }
+}
+
+/// Performs HTTP exchanges, keeping a small pool of idle keep-alive
+/// connections. Cheap to clone: clones share the pool.
+#[derive(Clone)]
+pub(crate) struct HttpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: Options,
+    pool: Mutex<Pool>,
+    /// Numbers connections for the logs.
+    next_serial: AtomicU64,
+}
+
+impl HttpClient {
+    /// A client with an empty pool. The TLS configuration (web PKI roots,
+    /// ALPN `http/1.1`) is built on the first `https` exchange; without
+    /// the `tls` feature, `https` exchanges fail with a message saying so.
+    pub fn new() -> Self {
+        Self::with_options(Options::default())
+    }
+
+    fn with_options(options: Options) -> Self {
+        HttpClient {
+            inner: Arc::new(Inner {
+                options,
+                pool: Mutex::new(Pool::new(options.max_idle_per_origin, options.idle_timeout)),
+                next_serial: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Starts performing `req` on a spawned task. Its response is reported
+    /// as [`HttpInput`]s on `events`, in order: `Head`, `Body`*, `End`, or
+    /// `Failed` at any point; nothing after `End` or `Failed`. Awaiting a
+    /// send on the bounded `events` is the backpressure for streaming
+    /// bodies. If the receiver is dropped, the exchange stops and its
+    /// connection is closed.
+    ///
+    /// Must be called within a tokio runtime (without one, `Failed` is
+    /// sent at once if the channel has room).
+    ///
+    /// Dropping the returned handle does not stop the exchange;
+    /// [`ExchangeHandle::abort`] does.
+    pub fn start(&self, req: HttpRequest, events: mpsc::Sender<HttpInput>) -> ExchangeHandle {
+        let gate = Arc::new(Mutex::new(false));
+        let exchange = Exchange {
+            client: Arc::clone(&self.inner),
+            id: req.exchange,
+            method: req.method,
+            url: req.url.clone(),
+            key: Key::of(&req.url),
+            events,
+            gate: Arc::clone(&gate),
+        };
+        let task = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => Some(runtime.spawn(exchange.run(req)).abort_handle()),
+            Err(_) => {
+                let failed = HttpInput::Failed(req.exchange, "no tokio runtime".to_owned());
+                let _ = exchange.events.try_send(failed);
+                None
+            }
+        };
+        ExchangeHandle { task, gate }
+    }
+
+    /// Closes the idle pooled connections and stops pooling: connections
+    /// of exchanges still running are closed when they end. For when the
+    /// client closes.
+    pub fn shutdown(&self) {
+        let idle = lock(&self.inner.pool).close();
+        // Closed here, outside the lock.
+        drop(idle);
+    }
+
+    #[cfg(test)]
+    fn idle_count(&self) -> usize {
+        lock(&self.inner.pool).idle_count()
+    }
+}
+
+impl Default for HttpClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    /// A pooled connection to `key`, if one is idle and looks alive.
+    fn checkout(&self, key: &Key) -> Option<Conn> {
+        lock(&self.pool).take(key, Instant::now())
+    }
+
+    /// Returns a connection to the pool after a kept-alive response.
+    fn checkin(&self, key: Key, conn: Conn) {
+        lock(&self.pool).put(key, conn, Instant::now());
+    }
+
+    /// Drops the idle connections to `key`.
+    fn purge(&self, key: &Key) {
+        lock(&self.pool).purge(key);
+    }
+
+    /// A new connection to `url`'s origin.
+    async fn connect(&self, url: &HttpUrl) -> Result<Conn, String> {
+        let stream = conn::connect(url, self.options.connect_timeout).await?;
+        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
+        debug!(conn = serial, url = %LogUrl(url), "http connected");
+        Ok(Conn {
+            stream,
+            buf: vec![0; READ_BUFFER].into_boxed_slice(),
+            serial,
+        })
+    }
+}
+
+/// Controls a started exchange.
+#[derive(Debug)]
+pub(crate) struct ExchangeHandle {
+    task: Option<AbortHandle>,
+    /// Set by `abort`; checked under the lock by every event send.
+    gate: Arc<Mutex<bool>>,
+}
+
+impl ExchangeHandle {
+    /// Stops the exchange: no event is sent after this returns (events
+    /// already in the channel stay there), the task is cancelled and its
+    /// connection closed, never pooled. Idempotent; a no-op once the
+    /// exchange has ended.
+    pub fn abort(&self) {
+        *lock(&self.gate) = true;
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Locks, ignoring poisoning (nothing here panics while holding a lock).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Why an exchange stops early.
+enum Stop {
+    /// Report this failure.
+    Failed(String),
+    /// Report nothing: aborted, or nobody is listening.
+    Gone,
+}
+
+/// Why one attempt on one connection stopped.
+enum AttemptError {
+    /// The connection was dead before any response byte: retry on a fresh
+    /// one if it was pooled.
+    Stale(String),
+    /// Anything else.
+    Stop(Stop),
+}
+
+impl From<Stop> for AttemptError {
+    fn from(stop: Stop) -> Self {
+        AttemptError::Stop(stop)
+    }
+}
+
+/// The request's bytes, encoded once (a retry writes them again).
+struct Wire {
+    /// The head, and the body when small.
+    head: Vec<u8>,
+    /// A large body, written after the head (else empty).
+    body: Vec<u8>,
+}
+
+impl Wire {
+    /// Encodes `req` with the codec: `Host` from the URL, the core's
+    /// headers in order, and the body with `Content-Length` (always for
+    /// POST, even empty; for other methods only when there is a body).
+    fn encode(req: HttpRequest) -> Result<Wire, Http1Error> {
+        let HttpRequest {
+            method,
+            url,
+            headers,
+            body,
+            ..
+        } = req;
+        let mut request = Request::new(method.as_str(), url.target(), url.host_header());
+        request.headers = headers;
+        if method == HttpMethod::Post || !body.is_empty() {
+            request.body = Some(body);
+        }
+        let mut head = Vec::new();
+        if request.body.as_ref().map_or(0, Vec::len) <= INLINE_BODY {
+            request.encode(&mut head)?;
+            Ok(Wire {
+                head,
+                body: Vec::new(),
+            })
+        } else {
+            request.encode_head(&mut head)?;
+            let body = request.body.take().unwrap_or_default();
+            Ok(Wire { head, body })
+        }
+    }
+
+    /// Writes the request and flushes it (through TLS, if any).
+    async fn write_to(&self, stream: &mut Stream) -> io::Result<()> {
+        stream.write_all(&self.head).await?;
+        if !self.body.is_empty() {
+            stream.write_all(&self.body).await?;
+        }
+        stream.flush().await
+    }
+}
+
+/// What one `feed` (or `finish_eof`) produced, owned: one read's events.
+#[derive(Default)]
+struct Batch {
+    head: Option<ResponseHead>,
+    /// All body slices of the read, concatenated.
+    body: Vec<u8>,
+    /// `Some(keep_alive)` once the response ended.
+    end: Option<bool>,
+}
+
+impl Batch {
+    fn push(&mut self, event: ResponseEvent<'_>) {
+        match event {
+            ResponseEvent::Head(head) => self.head = Some(head),
+            ResponseEvent::Body(bytes) => self.body.extend_from_slice(bytes),
+            ResponseEvent::End { keep_alive } => self.end = Some(keep_alive),
+        }
+    }
+}
+
+/// One exchange's task state.
+struct Exchange {
+    client: Arc<Inner>,
+    id: ExchangeId,
+    method: HttpMethod,
+    url: HttpUrl,
+    key: Key,
+    events: mpsc::Sender<HttpInput>,
+    gate: Arc<Mutex<bool>>,
+}
+
+impl Exchange {
+    async fn run(self, req: HttpRequest) {
+        debug!(
+            exchange = %self.id,
+            method = self.method.as_str(),
+            url = %LogUrl(&self.url),
+            purpose = ?req.purpose,
+            "http exchange"
+        );
+        match self.perform(req).await {
+            Ok(()) => {}
+            Err(Stop::Gone) => debug!(exchange = %self.id, "http exchange dropped"),
+            Err(Stop::Failed(error)) => {
+                debug!(
+                    exchange = %self.id,
+                    method = self.method.as_str(),
+                    url = %LogUrl(&self.url),
+                    %error,
+                    "http exchange failed"
+                );
+                let _ = self.emit(HttpInput::Failed(self.id, error)).await;
+            }
+        }
+    }
+
+    /// Runs the exchange on a pooled or new connection, retrying once on a
+    /// new one if the pooled one was dead.
+    async fn perform(&self, req: HttpRequest) -> Result<(), Stop> {
+        let wire = Wire::encode(req).map_err(|e| Stop::Failed(format!("invalid request: {e}")))?;
+        let mut fresh_only = false;
+        loop {
+            let pooled = if fresh_only {
+                None
+            } else {
+                self.client.checkout(&self.key)
+            };
+            let reused = pooled.is_some();
+            let conn = match pooled {
+                Some(conn) => conn,
+                None => self.client.connect(&self.url).await.map_err(Stop::Failed)?,
+            };
+            let serial = conn.serial;
+            match self.attempt(conn, &wire, reused).await {
+                Ok(()) => return Ok(()),
+                Err(AttemptError::Stale(why)) if reused => {
+                    debug!(
+                        exchange = %self.id,
+                        conn = serial,
+                        %why,
+                        "pooled connection was dead; retrying on a new one"
+                    );
+                    self.client.purge(&self.key);
+                    fresh_only = true;
+                }
+                Err(AttemptError::Stale(why)) => return Err(Stop::Failed(why)),
+                Err(AttemptError::Stop(stop)) => return Err(stop),
+            }
+        }
+    }
+
+    /// Writes the request on `conn` and streams the response back. On a
+    /// kept-alive end, returns the connection to the pool before sending
+    /// `End`; in every other case the connection is dropped (closed).
+    async fn attempt(&self, mut conn: Conn, wire: &Wire, reused: bool) -> Result<(), AttemptError> {
+        if let Err(e) = wire.write_to(&mut conn.stream).await {
+            return Err(AttemptError::Stale(format!("write: {}", io_message(&e))));
+        }
+        let mut decoder = ResponseDecoder::new(self.method.as_str(), Http1Limits::default());
+        let mut received = false;
+        loop {
+            let n = match conn.stream.read(&mut conn.buf).await {
+                Ok(n) => n,
+                // TLS peers that close without `close_notify`: an EOF like
+                // any other. The decoder's framing still catches a
+                // truncated length-delimited or chunked body.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+                Err(e) => {
+                    let error = format!("read: {}", io_message(&e));
+                    return Err(if received {
+                        Stop::Failed(error).into()
+                    } else {
+                        AttemptError::Stale(error)
+                    });
+                }
+            };
+            let mut batch = Batch::default();
+            if n == 0 {
+                return match decoder.finish_eof(|event| batch.push(event)) {
+                    // A body delimited by the close: complete.
+                    Ok(()) => {
+                        self.deliver(&mut batch, conn.serial, reused).await?;
+                        Ok(self.emit(HttpInput::End(self.id)).await?)
+                    }
+                    Err(Http1Error::NoResponse) if !received => {
+                        Err(AttemptError::Stale(Http1Error::NoResponse.to_string()))
+                    }
+                    Err(e) => Err(Stop::Failed(e.to_string()).into()),
+                };
+            }
+            received = true;
+            let fed = decoder.feed(&conn.buf[..n], |event| batch.push(event));
+            // Events before an error were valid: deliver them first.
+            self.deliver(&mut batch, conn.serial, reused).await?;
+            let used = fed.map_err(|e| Stop::Failed(format!("malformed response: {e}")))?;
+            if let Some(keep_alive) = batch.end {
+                if keep_alive && used == n {
+                    self.client.checkin(self.key.clone(), conn);
+                } else if used < n {
+                    debug!(
+                        exchange = %self.id,
+                        conn = conn.serial,
+                        extra = n - used,
+                        "bytes after the response; closing the connection"
+                    );
+                }
+                return Ok(self.emit(HttpInput::End(self.id)).await?);
+            }
+        }
+    }
+
+    /// Sends a batch's head and body (not its end).
+    async fn deliver(&self, batch: &mut Batch, serial: u64, reused: bool) -> Result<(), Stop> {
+        if let Some(head) = batch.head.take() {
+            debug!(
+                exchange = %self.id,
+                method = self.method.as_str(),
+                url = %LogUrl(&self.url),
+                status = head.status,
+                conn = serial,
+                reused,
+                "http response"
+            );
+            self.emit(HttpInput::Head(self.id, head)).await?;
+        }
+        if !batch.body.is_empty() {
+            let body = std::mem::take(&mut batch.body);
+            self.emit(HttpInput::Body(self.id, body)).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends one event, waiting for room in the channel; `Gone` if the
+    /// receiver was dropped or the exchange aborted.
+    async fn emit(&self, input: HttpInput) -> Result<(), Stop> {
+        let permit = self.events.reserve().await.map_err(|_| Stop::Gone)?;
+        let aborted = lock(&self.gate);
+        if *aborted {
+            return Err(Stop::Gone);
+        }
+        permit.send(input);
+        Ok(())
+    }
+}
+
+/// Displays a URL for the logs: origin and path, not the query (which may
+/// carry credentials).
+struct LogUrl<'a>(&'a HttpUrl);
+
+impl fmt::Display for LogUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}://{}{}",
+            self.0.scheme().as_str(),
+            self.0.host_header(),
+            self.0.path()
+        )
+    }
+}

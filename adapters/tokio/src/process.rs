@@ -1,0 +1,42 @@
+//! The two OS facts the stdio transport needs: sending a signal and
+//! reading an exit status.
+
+use mcpwire::transport::stdio::{ExitStatus, Signal};
+
+/// Sends `sig` to process `pid` (best effort: it may have exited).
+pub(crate) fn signal(pid: u32, sig: Signal) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{kill_process, Pid, Signal as S};
+        let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            return;
+        };
+        let s = match sig {
+            Signal::Terminate => S::TERM,
+            Signal::Kill => S::KILL,
+        };
+        if let Err(e) = kill_process(pid, s) {
+            tracing::debug!("signal {sig:?} to {pid:?}: {e}");
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        // No SIGTERM elsewhere: both steps terminate the process.
+        let _ = std::process::Command::new("taskkill")
+            .args(["/F", "/PID", &pid.to_string()])
+            .status();
+        let _ = sig;
+    }
+}
+
+/// The core's view of an exit status.
+pub(crate) fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    let signal = None;
+    ExitStatus {
+        code: status.code(),
+        signal,
+    }
+}
