@@ -1,0 +1,741 @@
+//! `mcpwire`: inspect and call any MCP server.
+//!
+//! ```text
+//! mcpwire [OPTIONS] <COMMAND> [TARGET]
+//! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
+//!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
+//! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
+//! ```
+//!
+//! Exit codes: 0 ok; 1 the tool returned `isError: true`; 2 usage error;
+//! 3 connection, protocol or server error; 4 timeout; 130 interrupted.
+
+mod demo_server;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
+use mcpwire_tokio::{
+    CallOptions, CancelToken, Client, ConnectOptions, Error, RequestError, ServerConfig,
+    ServerNotification,
+};
+use serde_json::{json, Map, Value};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcpwire",
+    version,
+    about = "Inspect and call any MCP server (stdio, Streamable HTTP, legacy SSE)",
+    after_help = "TARGET: `-- <command> [args...]` (stdio), --url <URL>, --sse <URL>, or --server <NAME> [--config F].\n\
+                  Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
+                  Try: mcpwire demo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+    /// Streamable HTTP endpoint (falls back to legacy SSE per the spec).
+    #[arg(long, global = true, value_name = "URL")]
+    url: Option<String>,
+    /// Legacy HTTP+SSE endpoint.
+    #[arg(long, global = true, value_name = "URL")]
+    sse: Option<String>,
+    /// A server from an mcpServers JSON file.
+    #[arg(long, global = true, value_name = "NAME")]
+    server: Option<String>,
+    /// The mcpServers file for --server (default: .mcp.json, then mcp.json).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Machine-readable result on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Per-request timeout in milliseconds.
+    #[arg(long, global = true, value_name = "MS")]
+    timeout: Option<u64>,
+    /// Extra HTTP header 'Name: value' (repeatable; HTTP only).
+    #[arg(long = "header", global = true, value_name = "K: V")]
+    headers: Vec<String>,
+    /// Environment variable K=V for a stdio server (repeatable).
+    #[arg(long = "env", global = true, value_name = "K=V")]
+    envs: Vec<String>,
+    /// More logging on stderr (-v: server stderr and protocol notes; -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Less logging on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// List the server's tools.
+    Tools,
+    /// Call a tool: `call echo --args '{"message":"hi"}'` or `call echo message=hi`.
+    Call {
+        /// The tool.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Arguments as key=value pairs (values parsed as JSON when they can be).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// List the server's resources.
+    Resources,
+    /// Read a resource.
+    Read {
+        /// Its URI.
+        uri: String,
+    },
+    /// List the server's prompts.
+    Prompts,
+    /// Get a prompt.
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Arguments as key=value pairs.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// Check the server answers.
+    Ping,
+    /// Server name, version, protocol, transport, capabilities, instructions.
+    Info,
+    /// Walk through a session with the built-in demo server.
+    Demo,
+    /// Run a server on stdio.
+    Serve {
+        /// The built-in demo server.
+        #[arg(long)]
+        demo: bool,
+    },
+}
+
+/// A failure with its exit code.
+struct Fail {
+    code: u8,
+    message: String,
+}
+
+impl Fail {
+    fn usage(message: impl Into<String>) -> Fail {
+        Fail {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        let code = match &e {
+            Error::Request(RequestError::Timeout { .. }) => 4,
+            Error::Request(RequestError::Cancelled { .. }) => 130,
+            Error::Config(_) => 2,
+            _ => 3,
+        };
+        Fail {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    // Everything after the first `--` is the server command.
+    let (front, server_cmd) = match argv.iter().position(|a| a == "--") {
+        Some(i) => (argv[..i].to_vec(), argv[i + 1..].to_vec()),
+        None => (argv, Vec::new()),
+    };
+    let cli = match Cli::try_parse_from(front) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    if let Cmd::Serve { demo } = cli.command {
+        if !demo {
+            eprintln!("mcpwire: `serve` needs --demo (the only built-in server)");
+            return ExitCode::from(2);
+        }
+        demo_server::run();
+        return ExitCode::SUCCESS;
+    }
+    init_logging(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpwire: cannot start the runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(run(cli, server_cmd)) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            if !f.message.is_empty() {
+                eprintln!("mcpwire: {}", f.message);
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => tracing::Level::ERROR,
+        (false, 0) => tracing::Level::WARN,
+        (false, 1) => tracing::Level::DEBUG,
+        (false, _) => tracing::Level::TRACE,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(verbose > 0)
+        .without_time()
+        .init();
+}
+
+fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
+    let chosen = [
+        !server_cmd.is_empty(),
+        cli.url.is_some(),
+        cli.sse.is_some(),
+        cli.server.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if chosen == 0 {
+        return Err(Fail::usage(
+            "no server given: add `-- <command> [args...]`, --url <URL>, --sse <URL> or --server <NAME> (try `mcpwire demo`)",
+        ));
+    }
+    if chosen > 1 {
+        return Err(Fail::usage(
+            "give only one of `-- <command>`, --url, --sse and --server",
+        ));
+    }
+    let mut config = if let Some((cmd, args)) = server_cmd.split_first() {
+        ServerConfig::stdio(cmd.clone()).args(args.iter().cloned())
+    } else if let Some(url) = &cli.url {
+        ServerConfig::http(url.clone())
+    } else if let Some(url) = &cli.sse {
+        ServerConfig::sse(url.clone())
+    } else {
+        let name = cli.server.as_deref().unwrap_or_default();
+        load_named(name, cli.config.as_deref())?
+    };
+    for h in &cli.headers {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| Fail::usage(format!("--header needs 'Name: value', got {h:?}")))?;
+        config
+            .headers
+            .insert(k.trim().to_string(), v.trim().to_string());
+    }
+    for e in &cli.envs {
+        let (k, v) = e
+            .split_once('=')
+            .ok_or_else(|| Fail::usage(format!("--env needs K=V, got {e:?}")))?;
+        config.env.insert(k.to_string(), v.to_string());
+    }
+    if !cli.headers.is_empty() && config.command.is_some() {
+        return Err(Fail::usage("--header is for HTTP servers"));
+    }
+    if !cli.envs.is_empty() && config.url.is_some() {
+        return Err(Fail::usage("--env is for stdio servers"));
+    }
+    Ok(config)
+}
+
+fn load_named(name: &str, file: Option<&std::path::Path>) -> Result<ServerConfig, Fail> {
+    let candidates: Vec<PathBuf> = match file {
+        Some(f) => vec![f.to_path_buf()],
+        None => vec![PathBuf::from(".mcp.json"), PathBuf::from("mcp.json")],
+    };
+    for path in &candidates {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if file.is_none() && e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Fail::usage(format!("cannot read {}: {e}", path.display()))),
+        };
+        let parsed: mcpwire::config::ServersFile = serde_json::from_str(&text)
+            .map_err(|e| Fail::usage(format!("{}: not an mcpServers file: {e}", path.display())))?;
+        return match parsed.servers.get(name) {
+            Some(s) => Ok(s.clone()),
+            None => Err(Fail::usage(format!(
+                "no server named {name:?} in {} (it has: {})",
+                path.display(),
+                parsed
+                    .servers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        };
+    }
+    Err(Fail::usage(
+        "--server needs --config <FILE> (no .mcp.json or mcp.json here)",
+    ))
+}
+
+fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Value, Fail> {
+    let mut map = match json_args {
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(Fail::usage("--args must be a JSON object")),
+            Err(e) => return Err(Fail::usage(format!("--args is not JSON: {e}"))),
+        },
+        None => Map::new(),
+    };
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| Fail::usage(format!("expected key=value, got {p:?}")))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        map.insert(k.to_string(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+async fn connect(config: ServerConfig, timeout: Option<u64>) -> Result<Client, Fail> {
+    let mut options = ConnectOptions::new().client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"));
+    if let Some(ms) = timeout {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    Client::connect_with(config, options)
+        .await
+        .map_err(Fail::from)
+}
+
+async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
+    if let Cmd::Demo = cli.command {
+        return demo(&cli).await;
+    }
+    let config = target(&cli, &server_cmd)?;
+    // Usage errors come before any connection is made.
+    match &cli.command {
+        Cmd::Call { args, pairs, .. } | Cmd::Prompt { args, pairs, .. } => {
+            parse_args(args.as_deref(), pairs)?;
+        }
+        _ => {}
+    }
+    let quiet = cli.quiet;
+    let client = connect(config, cli.timeout).await?;
+    let logs = tokio::spawn(print_server_logs(client.clone(), quiet));
+    let cancel = CancelToken::new();
+    let outcome = {
+        let work = command(&cli, &client, cancel.clone());
+        tokio::pin!(work);
+        tokio::select! {
+            r = &mut work => r,
+            _ = tokio::signal::ctrl_c() => {
+                // Cancel the call in flight (the server is told), then leave.
+                cancel.cancel();
+                let _ = tokio::time::timeout(Duration::from_millis(500), &mut work).await;
+                Err(Fail { code: 130, message: "interrupted".into() })
+            }
+        }
+    };
+    logs.abort();
+    let _ = client.close_timeout(Duration::from_secs(5)).await;
+    outcome
+}
+
+async fn print_server_logs(client: Client, quiet: bool) {
+    let mut n = client.notifications();
+    drop(client);
+    while let Some(note) = n.recv().await {
+        if let ServerNotification::LoggingMessage(m) = note {
+            if !quiet {
+                let text = match &m.data {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
+                eprintln!("[server {:?}{logger}] {text}", m.level);
+            }
+        }
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, v);
+    let _ = writeln!(out);
+}
+
+async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, Fail> {
+    let mut call_opts = CallOptions::new().cancel_token(cancel);
+    if let Some(ms) = cli.timeout {
+        call_opts = call_opts.timeout(Duration::from_millis(ms));
+    }
+    match &cli.command {
+        Cmd::Tools => {
+            let tools = client.list_tools().await?;
+            if cli.json {
+                print_json(&json!({ "tools": tools }));
+            } else {
+                for t in tools {
+                    let desc = t.description.as_deref().unwrap_or("");
+                    println!("{:<28} {}", t.name, first_line(desc));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Call { tool, args, pairs } => {
+            let arguments = parse_args(args.as_deref(), pairs)?;
+            let progress = Progress::new(cli.quiet);
+            let p = progress.clone();
+            let result = client
+                .call_tool_with(tool, arguments, call_opts.on_progress(move |pr| p.show(pr)))
+                .await;
+            progress.done();
+            let result = result?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                print_call(&result);
+            }
+            Ok(if result.is_error() { 1 } else { 0 })
+        }
+        Cmd::Resources => {
+            let resources = client.list_resources().await?;
+            if cli.json {
+                print_json(&json!({ "resources": resources }));
+            } else {
+                for r in resources {
+                    println!("{:<40} {}", r.uri, r.title.as_deref().unwrap_or(&r.name));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Read { uri } => {
+            let result = client.read_resource(uri).await?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                for c in &result.contents {
+                    print_contents(c);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Prompts => {
+            let prompts = client.list_prompts().await?;
+            if cli.json {
+                print_json(&json!({ "prompts": prompts }));
+            } else {
+                for p in prompts {
+                    let args: Vec<String> = p
+                        .arguments
+                        .iter()
+                        .map(|a| {
+                            if a.required == Some(true) {
+                                a.name.clone()
+                            } else {
+                                format!("[{}]", a.name)
+                            }
+                        })
+                        .collect();
+                    println!(
+                        "{:<24} {:<24} {}",
+                        p.name,
+                        args.join(" "),
+                        first_line(p.description.as_deref().unwrap_or(""))
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Prompt { name, args, pairs } => {
+            let arguments = parse_args(args.as_deref(), pairs)?;
+            let result = client.get_prompt(name, arguments).await?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                for m in &result.messages {
+                    print!("{}: ", m.role);
+                    print_content(&m.content);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Ping => {
+            let t = Instant::now();
+            client.ping().await?;
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            if cli.json {
+                print_json(&json!({ "ok": true, "ms": ms }));
+            } else {
+                println!("pong ({ms:.1} ms)");
+            }
+            Ok(0)
+        }
+        Cmd::Info => {
+            let s = client.server();
+            if cli.json {
+                print_json(&json!({
+                    "serverInfo": s.server_info,
+                    "protocolVersion": s.protocol_version,
+                    "transport": client.transport(),
+                    "capabilities": s.capabilities,
+                    "instructions": s.instructions,
+                }));
+            } else {
+                println!(
+                    "server:       {} {}",
+                    s.server_info.name, s.server_info.version
+                );
+                println!("protocol:     {}", s.protocol_version);
+                println!("transport:    {}", client.transport());
+                let caps = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                let names: Vec<&String> = caps
+                    .as_object()
+                    .map(|m| m.keys().collect())
+                    .unwrap_or_default();
+                println!(
+                    "capabilities: {}",
+                    names
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                if let Some(i) = &s.instructions {
+                    println!("instructions: {i}");
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Demo | Cmd::Serve { .. } => unreachable!("handled before connecting"),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn print_call(result: &CallToolResult) {
+    for c in &result.content {
+        print_content(c);
+    }
+    if result.content.is_empty() {
+        if let Some(s) = &result.structured_content {
+            println!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
+        }
+    }
+}
+
+fn print_content(c: &Content) {
+    match c {
+        Content::Text { text, .. } => println!("{text}"),
+        Content::Image {
+            data, mime_type, ..
+        } => {
+            println!("[image {mime_type}, {} bytes base64]", data.len())
+        }
+        Content::Audio {
+            data, mime_type, ..
+        } => {
+            println!("[audio {mime_type}, {} bytes base64]", data.len())
+        }
+        Content::ResourceLink { uri, name, .. } => println!("[resource link {name}: {uri}]"),
+        Content::Resource { resource, .. } => print_contents(resource),
+        other => println!("{}", serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+fn print_contents(c: &ResourceContents) {
+    match (&c.text, &c.blob) {
+        (Some(text), _) => println!("{text}"),
+        (None, Some(blob)) => println!(
+            "[{} {}, {} bytes base64]",
+            c.uri,
+            c.mime_type.as_deref().unwrap_or("application/octet-stream"),
+            blob.len()
+        ),
+        (None, None) => println!("[{} (empty)]", c.uri),
+    }
+}
+
+/// Progress of a long call on stderr: a redrawn bar on a terminal, plain
+/// lines otherwise.
+#[derive(Clone)]
+struct Progress {
+    tty: bool,
+    quiet: bool,
+    shown: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            quiet,
+            shown: Default::default(),
+        }
+    }
+
+    fn show(&self, p: &mcpwire_tokio::Progress) {
+        if self.quiet {
+            return;
+        }
+        self.shown.store(true, std::sync::atomic::Ordering::Relaxed);
+        let msg = p.message.as_deref().unwrap_or("");
+        let mut err = std::io::stderr().lock();
+        match p.total {
+            Some(total) if total > 0.0 && self.tty => {
+                let frac = (p.progress / total).clamp(0.0, 1.0);
+                let filled = (frac * 30.0).round() as usize;
+                let _ = write!(
+                    err,
+                    "\r[{}{}] {:>3.0}% {msg}\x1b[K",
+                    "#".repeat(filled),
+                    "-".repeat(30 - filled),
+                    frac * 100.0
+                );
+            }
+            Some(total) => {
+                let _ = writeln!(err, "progress {}/{} {msg}", p.progress, total);
+            }
+            None => {
+                let _ = writeln!(err, "progress {} {msg}", p.progress);
+            }
+        }
+        let _ = err.flush();
+    }
+
+    fn done(&self) {
+        if self.tty && self.shown.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!();
+        }
+    }
+}
+
+/// `mcpwire demo`: runs this binary's demo server as a child and walks
+/// through a session with it.
+async fn demo(cli: &Cli) -> Result<u8, Fail> {
+    let exe = std::env::current_exe().map_err(|e| Fail {
+        code: 3,
+        message: format!("cannot find this program: {e}"),
+    })?;
+    let config = ServerConfig::stdio(exe.to_string_lossy().into_owned()).args(["serve", "--demo"]);
+    let bold = std::io::stdout().is_terminal();
+    let say = |s: &str| {
+        if bold {
+            println!("\n\x1b[1m▸ {s}\x1b[0m");
+        } else {
+            println!("\n▸ {s}");
+        }
+    };
+    say(&format!(
+        "spawning `{} serve --demo` and initializing (stdio)",
+        exe.display()
+    ));
+    let t = Instant::now();
+    let client = connect(config, cli.timeout).await?;
+    let s = client.server();
+    println!(
+        "connected to {} {} in {:.1} ms, protocol {}",
+        s.server_info.name,
+        s.server_info.version,
+        t.elapsed().as_secs_f64() * 1000.0,
+        s.protocol_version
+    );
+    if let Some(i) = &s.instructions {
+        println!("instructions: {i}");
+    }
+
+    say("tools/list");
+    for tool in client.list_tools().await? {
+        println!(
+            "  {:<10} {}",
+            tool.name,
+            tool.description.unwrap_or_default()
+        );
+    }
+
+    say("tools/call echo {\"message\": \"hello from mcpwire\"}");
+    let r = client
+        .call_tool("echo", json!({"message": "hello from mcpwire"}))
+        .await?;
+    print_call(&r);
+
+    say("tools/call add {\"a\": 2, \"b\": 40}  (structured content)");
+    let r = client.call_tool("add", json!({"a": 2, "b": 40})).await?;
+    println!(
+        "  text: {}  structuredContent: {}",
+        r.text(),
+        r.structured_content.unwrap_or_default()
+    );
+
+    say("tools/call countdown {\"steps\": 5, \"ms\": 150}  (with progress)");
+    let progress = Progress::new(false);
+    let p = progress.clone();
+    let r = client
+        .call_tool_with(
+            "countdown",
+            json!({"steps": 5, "ms": 150}),
+            CallOptions::new().on_progress(move |pr| p.show(pr)),
+        )
+        .await?;
+    progress.done();
+    print_call(&r);
+
+    say("tools/call countdown {\"steps\": 50, \"ms\": 100} with a 300 ms timeout");
+    let started = Instant::now();
+    match client
+        .call_tool_with(
+            "countdown",
+            json!({"steps": 50, "ms": 100}),
+            CallOptions::new().timeout(Duration::from_millis(300)),
+        )
+        .await
+    {
+        Err(e) if e.is_timeout() => println!(
+            "  {e} (after {:.0} ms; the server was sent notifications/cancelled)",
+            started.elapsed().as_secs_f64() * 1000.0
+        ),
+        other => println!("  unexpected: {other:?}"),
+    }
+
+    say("resources/list and resources/read");
+    for r in client.list_resources().await? {
+        println!("  {} ({})", r.uri, r.name);
+        for c in client.read_resource(&r.uri).await?.contents {
+            for line in c.text.unwrap_or_default().lines() {
+                println!("    | {line}");
+            }
+        }
+    }
+
+    say("prompts/get greet {\"name\": \"Ada\"}");
+    let p = client.get_prompt("greet", json!({"name": "Ada"})).await?;
+    for m in p.messages {
+        print!("  {}: ", m.role);
+        print_content(&m.content);
+    }
+
+    say("ping, then close (stdin closed; the server exits)");
+    let t = Instant::now();
+    client.ping().await?;
+    println!("  pong in {:.2} ms", t.elapsed().as_secs_f64() * 1000.0);
+    client.close().await?;
+    println!("  closed.\n\nNext: `mcpwire tools -- <your server command>` or `mcpwire info --url <URL>`.");
+    Ok(0)
+}

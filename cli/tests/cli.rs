@@ -1,0 +1,366 @@
+//! The real `mcpwire` binary against its demo server and the test server:
+//! every command, `--json` shapes, each exit code, SIGINT, `--timeout`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+fn test_server() -> String {
+    mcpwire_tests::test_server_binary()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcpwire")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+fn temp_log(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mcpwire-cli-{}-{tag}.log", std::process::id()))
+}
+
+#[test]
+fn demo_walks_through_a_session() {
+    let o = run(&["demo"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    for expected in [
+        "connected to mcpwire-demo",
+        "hello from mcpwire",
+        "structuredContent: {\"sum\":42}",
+        "Liftoff after 5 steps",
+        "Request timeout after 300ms",
+        "demo://readme",
+        "Please greet Ada warmly",
+        "closed.",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    assert!(stderr(&o).contains("progress 5/5"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_command_against_the_demo_server() {
+    let o = run(&["tools", "--", BIN, "serve", "--demo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("countdown"));
+
+    let o = run(&["tools", "--json", "--", BIN, "serve", "--demo"]);
+    let v = json(&o);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(v["tools"][0]["name"], "echo");
+
+    // Options after the command and its arguments, before the target.
+    let o = run(&[
+        "call",
+        "echo",
+        "--args",
+        r#"{"message":"hi"}"#,
+        "--timeout",
+        "5000",
+        "--json",
+        "--",
+        BIN,
+        "serve",
+        "--demo",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["content"][0]["text"], "hi");
+    assert_eq!(v["structuredContent"]["message"], "hi");
+
+    // Options before the command; key=value arguments.
+    let o = run(&[
+        "--json", "call", "add", "a=2", "b=40", "--", BIN, "serve", "--demo",
+    ]);
+    assert_eq!(json(&o)["structuredContent"]["sum"], 42);
+
+    let o = run(&[
+        "call",
+        "countdown",
+        "steps=3",
+        "ms=10",
+        "--",
+        BIN,
+        "serve",
+        "--demo",
+    ]);
+    assert!(stdout(&o).contains("Liftoff after 3 steps"));
+    assert!(stderr(&o).contains("progress 3/3"), "{}", stderr(&o));
+
+    let o = run(&["resources", "--", BIN, "serve", "--demo"]);
+    assert!(stdout(&o).contains("demo://readme"));
+    let o = run(&["read", "demo://readme", "--", BIN, "serve", "--demo"]);
+    assert!(stdout(&o).contains("mcpwire demo server"));
+    let o = run(&[
+        "read",
+        "demo://readme",
+        "--json",
+        "--",
+        BIN,
+        "serve",
+        "--demo",
+    ]);
+    assert_eq!(json(&o)["contents"][0]["uri"], "demo://readme");
+
+    let o = run(&["prompts", "--", BIN, "serve", "--demo"]);
+    assert!(stdout(&o).contains("greet"));
+    let o = run(&["prompt", "greet", "name=Ada", "--", BIN, "serve", "--demo"]);
+    assert!(
+        stdout(&o).contains("user: Please greet Ada"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = run(&["ping", "--", BIN, "serve", "--demo"]);
+    assert!(stdout(&o).starts_with("pong"));
+    let o = run(&["ping", "--json", "--", BIN, "serve", "--demo"]);
+    assert_eq!(json(&o)["ok"], true);
+
+    let o = run(&["info", "--", BIN, "serve", "--demo"]);
+    let out = stdout(&o);
+    assert!(out.contains("server:       mcpwire-demo"), "{out}");
+    assert!(out.contains("protocol:     2025-11-25"));
+    assert!(out.contains("transport:    stdio"));
+    assert!(out.contains("capabilities: "));
+    let o = run(&["info", "--json", "--", BIN, "serve", "--demo"]);
+    let v = json(&o);
+    assert_eq!(v["serverInfo"]["name"], "mcpwire-demo");
+    assert_eq!(v["transport"], "stdio");
+}
+
+#[test]
+fn exit_code_1_when_the_tool_reports_an_error() {
+    let ts = test_server();
+    let o = run(&["call", "tool_error", "--", &ts]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+#[test]
+fn exit_code_2_for_usage_errors() {
+    for args in [
+        &["tools"][..],
+        &["frobnicate"][..],
+        &["call"][..],
+        &["call", "echo", "--args", "[1]", "--", "x"][..],
+        &["call", "echo", "--args", "{nope", "--", "x"][..],
+        &["tools", "--url", "http://127.0.0.1:1/mcp", "--", "x"][..],
+        &[
+            "tools",
+            "--server",
+            "nope",
+            "--config",
+            "/nonexistent/mcp.json",
+        ][..],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn exit_code_3_names_the_cause() {
+    let ts = test_server();
+    let o = run(&[
+        "call",
+        "error",
+        "code=-32602",
+        "message=bad args",
+        "--",
+        &ts,
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("MCP error -32602: bad args"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&[
+        "call",
+        "crash",
+        "code=7",
+        "message=fatal: no key",
+        "--",
+        &ts,
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert!(err.contains("server exited with status 7"), "{err}");
+    assert!(err.contains("fatal: no key"), "{err}");
+
+    let o = run(&["tools", "--", "/nonexistent/server"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let o = run(&["tools", "--url", &url]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+}
+
+#[test]
+fn exit_code_4_on_timeout() {
+    let ts = test_server();
+    let t = Instant::now();
+    let o = run(&[
+        "call",
+        "slow",
+        "ms=5000",
+        "steps=5",
+        "--timeout",
+        "300",
+        "--",
+        &ts,
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Request timeout after 300ms"));
+    assert!(t.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn sigint_cancels_the_call_and_exits_130() {
+    let ts = test_server();
+    let log = temp_log("sigint");
+    let _ = std::fs::remove_file(&log);
+    let child = Command::new(BIN)
+        .args([
+            "call",
+            "slow",
+            "ms=10000",
+            "steps=10",
+            "--",
+            &ts,
+            "--log-file",
+        ])
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the call reached the server.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"tools/call\"")
+    {
+        assert!(Instant::now() < deadline, "call never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("notifications/cancelled") && l.contains("\"requestId\":1")),
+        "the server was told:\n{text}"
+    );
+}
+
+#[test]
+fn http_target_and_headers() {
+    let ts = test_server();
+    let mut server = Command::new(&ts)
+        .args(["--http", "--require-auth", "tok"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let o = run(&["tools", "--url", &url]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("HTTP 401"), "{}", stderr(&o));
+    let o = run(&[
+        "info",
+        "--url",
+        &url,
+        "--header",
+        "Authorization: Bearer tok",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("transport:    streamable-http"));
+    let o = run(&[
+        "call",
+        "http_500",
+        "--url",
+        &url,
+        "--header",
+        "Authorization: Bearer tok",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("HTTP 500: boom"), "{}", stderr(&o));
+    drop(server.stdin.take());
+    let _ = server.wait();
+}
+
+#[test]
+fn server_from_a_config_file() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-cli-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("servers.json");
+    std::fs::write(
+        &cfg,
+        serde_json::json!({"mcpServers": {"demo": {"command": BIN, "args": ["serve", "--demo"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let o = run(&[
+        "ping",
+        "--server",
+        "demo",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "ping",
+        "--server",
+        "other",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("it has: demo"), "{}", stderr(&o));
+}
