@@ -305,6 +305,12 @@ pub struct Connection {
     http_config: HttpConfig,
     server: Option<InitializeResult>,
     reason: Option<CloseReason>,
+    /// The HTTP transport reported `Finished`; `Closed` follows once the
+    /// engine's last completions are out.
+    wire_finished: bool,
+    /// The `initialize` request in flight: its completion is the
+    /// handshake's, never the app's (also when it ends by a close).
+    initialize_id: Option<u64>,
     out: VecDeque<Output>,
 }
 
@@ -343,6 +349,8 @@ impl Connection {
             http_config: config.http,
             server: None,
             reason: None,
+            wire_finished: false,
+            initialize_id: None,
             out: VecDeque::new(),
         };
         conn.start_handshake(now, false);
@@ -373,7 +381,10 @@ impl Connection {
             .engine
             .request(now, "initialize", Some(&params), RequestOptions::default())
         {
-            Ok(id) => self.phase = Phase::Initializing { id, reinit },
+            Ok(id) => {
+                self.phase = Phase::Initializing { id, reinit };
+                self.initialize_id = Some(id);
+            }
             Err(e) => self.shut_down(now, CloseReason::Handshake(format!("initialize: {e}"))),
         }
     }
@@ -856,7 +867,7 @@ impl Connection {
             let done = match &self.wire {
                 Wire::Stdio(s) => !s.awaiting_exit(),
                 // HTTP transports report Finished through their events.
-                Wire::Http(_) | Wire::Legacy(_) => false,
+                Wire::Http(_) | Wire::Legacy(_) => self.wire_finished,
             };
             if done {
                 self.finish();
@@ -885,11 +896,15 @@ impl Connection {
                     Wire::Legacy(l) => l.request_done(id),
                     Wire::Stdio(_) => {}
                 }
-                match self.phase {
-                    Phase::Initializing { id: init, reinit } if init == id => {
-                        self.on_initialize(now, outcome, reinit)
+                if self.initialize_id == Some(id) {
+                    self.initialize_id = None;
+                    // Closing: the handshake is over, and the app never
+                    // saw this id.
+                    if let Phase::Initializing { reinit, .. } = self.phase {
+                        self.on_initialize(now, outcome, reinit);
                     }
-                    _ => self.out.push_back(Output::Complete { id, outcome }),
+                } else {
+                    self.out.push_back(Output::Complete { id, outcome });
                 }
             }
             rpc::Output::Progress { id, progress } => {
@@ -975,7 +990,7 @@ impl Connection {
                 HttpEvent::Fatal(m) => self.shut_down(now, CloseReason::Transport(m)),
                 HttpEvent::SessionExpired => self.reinitialize(now),
                 HttpEvent::FallbackToLegacy { resend } => self.fall_back(now, resend),
-                HttpEvent::Finished => self.finish(),
+                HttpEvent::Finished => self.wire_finished = true,
             },
             WireEvent::Legacy(e) => match e {
                 LegacyEvent::Request(r) => self.out.push_back(Output::Http(r)),
@@ -985,7 +1000,7 @@ impl Connection {
                     .out
                     .push_back(Output::Diagnostic(Diagnostic::Transport(d))),
                 LegacyEvent::Fatal(m) => self.shut_down(now, CloseReason::Transport(m)),
-                LegacyEvent::Finished => self.finish(),
+                LegacyEvent::Finished => self.wire_finished = true,
             },
         }
     }

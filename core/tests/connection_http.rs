@@ -1,0 +1,1071 @@
+//! Scripted conversations through the whole core over Streamable HTTP and
+//! legacy HTTP+SSE, with simulated time and no sockets: the test plays the
+//! server by answering each exchange the connection asks for (head, body
+//! chunks, end or failure). One test per rule, named after it.
+
+use std::time::{Duration, Instant};
+
+use mcpwire::codec::http1::ResponseHead;
+use mcpwire::connection::{
+    CloseReason, Connection, ConnectionConfig, Diagnostic, Input, Output, TransportSpec,
+};
+use mcpwire::mcp::parse_result;
+use mcpwire::mcp::types::CallToolResult;
+use mcpwire::rpc::{RequestError, RequestId, RequestOptions, RespondStatus};
+use mcpwire::transport::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+const URL: &str = "http://mcp.test/mcp";
+const INIT_RESULT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sim","version":"1.0"}}"#;
+const INIT_RESULT_2024: &str = r#"{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"0.1"}}"#;
+
+/// How response bodies are cut before they are fed in.
+#[derive(Debug, Clone, Copy)]
+enum Chunking {
+    Whole,
+    Bytes,
+    /// Random sizes 1..=17 from this seed.
+    Random(u64),
+}
+
+/// A connection plus what it asked of the network and told the app.
+struct Sim {
+    conn: Connection,
+    now: Instant,
+    /// Exchanges asked for and not yet taken by the test, in order.
+    requests: Vec<HttpRequest>,
+    /// Exchanges the connection aborted.
+    aborted: Vec<ExchangeId>,
+    /// Everything else, in order.
+    events: Vec<Output>,
+    chunking: Chunking,
+    rng: u64,
+    closed: bool,
+}
+
+impl Sim {
+    fn new(config: ConnectionConfig, transport: TransportSpec) -> Sim {
+        let now = Instant::now();
+        let conn = Connection::new(config, transport, now);
+        let mut sim = Sim {
+            conn,
+            now,
+            requests: Vec::new(),
+            aborted: Vec::new(),
+            events: Vec::new(),
+            chunking: Chunking::Whole,
+            rng: 0,
+            closed: false,
+        };
+        sim.drain();
+        sim
+    }
+
+    fn http(config: ConnectionConfig) -> Sim {
+        Sim::new(config, TransportSpec::StreamableHttp(url(URL)))
+    }
+
+    /// A Streamable HTTP connection that finished its handshake (session
+    /// `s-1`), with the `initialized` POST answered and the GET listener
+    /// open; returns the listener's exchange.
+    fn ready(config: ConnectionConfig) -> (Sim, ExchangeId) {
+        let mut sim = Sim::http(config);
+        let init = sim.next_request();
+        assert_eq!(body(&init)["method"], "initialize");
+        sim.json(
+            init.exchange,
+            &[("Mcp-Session-Id", "s-1")],
+            &reply(0, INIT_RESULT),
+        );
+        assert!(
+            matches!(sim.take_events().as_slice(), [Output::Ready]),
+            "{:?}",
+            sim.events
+        );
+        let initialized = sim.next_request();
+        assert_eq!(body(&initialized)["method"], "notifications/initialized");
+        sim.accepted(initialized.exchange);
+        let listen = sim.next_request();
+        assert_eq!(listen.purpose, ExchangePurpose::Listen);
+        sim.sse_open(listen.exchange);
+        assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+        sim.aborted.clear();
+        (sim, listen.exchange)
+    }
+
+    fn drain(&mut self) {
+        while let Some(o) = self.conn.poll_output() {
+            assert!(!self.closed, "output after Closed: {o:?}");
+            match o {
+                Output::Http(r) => self.requests.push(r),
+                Output::AbortHttp(x) => self.aborted.push(x),
+                other => {
+                    self.closed = matches!(other, Output::Closed(_));
+                    self.events.push(other);
+                }
+            }
+        }
+    }
+
+    fn input(&mut self, input: Input<'_>) {
+        self.conn.handle_input(self.now, input);
+        self.drain();
+    }
+
+    fn head(&mut self, exchange: ExchangeId, status: u16, headers: &[(&str, &str)]) {
+        let head = ResponseHead {
+            status,
+            reason: reason(status).to_owned(),
+            version: 1,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                .collect(),
+        };
+        self.input(Input::HttpHead {
+            exchange,
+            head: &head,
+        });
+    }
+
+    /// Body bytes, cut as `chunking` says.
+    fn body(&mut self, exchange: ExchangeId, data: &[u8]) {
+        let mut rest = data;
+        while !rest.is_empty() {
+            let n = match self.chunking {
+                Chunking::Whole => rest.len(),
+                Chunking::Bytes => 1,
+                Chunking::Random(_) => (self.next_random() % 17 + 1) as usize,
+            }
+            .min(rest.len());
+            let (chunk, tail) = rest.split_at(n);
+            self.input(Input::HttpBody {
+                exchange,
+                data: chunk,
+            });
+            rest = tail;
+        }
+    }
+
+    fn end(&mut self, exchange: ExchangeId) {
+        self.input(Input::HttpEnd { exchange });
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A whole `200 application/json` answer.
+    fn json(&mut self, exchange: ExchangeId, headers: &[(&str, &str)], text: &str) {
+        let mut h = vec![("Content-Type", "application/json")];
+        h.extend_from_slice(headers);
+        self.head(exchange, 200, &h);
+        self.body(exchange, text.as_bytes());
+        self.end(exchange);
+    }
+
+    /// `202 Accepted`, no body.
+    fn accepted(&mut self, exchange: ExchangeId) {
+        self.head(exchange, 202, &[]);
+        self.end(exchange);
+    }
+
+    /// The head of a `200 text/event-stream` answer.
+    fn sse_open(&mut self, exchange: ExchangeId) {
+        self.head(exchange, 200, &[("Content-Type", "text/event-stream")]);
+    }
+
+    /// One SSE `message` event carrying `message`.
+    fn sse_message(&mut self, exchange: ExchangeId, message: &Value) {
+        let event = format!("event: message\ndata: {message}\n\n");
+        self.body(exchange, event.as_bytes());
+    }
+
+    /// Moves the clock to `now + d`, firing every timer due on the way at
+    /// its instant.
+    fn advance(&mut self, d: Duration) {
+        let target = self.now + d;
+        while let Some(t) = self.conn.poll_timeout() {
+            if t > target {
+                break;
+            }
+            self.now = self.now.max(t);
+            self.conn.handle_timeout(self.now);
+            self.drain();
+            if let Some(next) = self.conn.poll_timeout() {
+                assert!(next > self.now, "poll_timeout not after handle_timeout");
+            }
+        }
+        self.now = target;
+    }
+
+    fn next_request(&mut self) -> HttpRequest {
+        assert!(
+            !self.requests.is_empty(),
+            "no request; events {:?}",
+            self.events
+        );
+        self.requests.remove(0)
+    }
+
+    fn take_requests(&mut self) -> Vec<HttpRequest> {
+        std::mem::take(&mut self.requests)
+    }
+
+    fn take_events(&mut self) -> Vec<Output> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The only completion of request `id`; other events stay.
+    fn completion(&mut self, id: u64) -> Result<Box<RawValue>, RequestError> {
+        let mut found = None;
+        for e in self.take_events() {
+            match e {
+                Output::Complete { id: i, outcome } if i == id => {
+                    assert!(found.is_none(), "completed twice");
+                    found = Some(outcome);
+                }
+                other => self.events.push(other),
+            }
+        }
+        found.unwrap_or_else(|| panic!("request {id} did not complete: {:?}", self.events))
+    }
+
+    /// Drops diagnostics (they are log lines, not outcomes).
+    fn drop_diagnostics(&mut self) {
+        self.events
+            .retain(|e| !matches!(e, Output::Diagnostic(Diagnostic::Transport(_))));
+    }
+}
+
+fn url(s: &str) -> HttpUrl {
+    HttpUrl::parse(s).unwrap()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        500 => "Internal Server Error",
+        _ => "",
+    }
+}
+
+fn reply(id: u64, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+}
+
+fn body(r: &HttpRequest) -> Value {
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+fn opts() -> RequestOptions {
+    RequestOptions::default()
+}
+
+fn tool_text(raw: &RawValue) -> String {
+    parse_result::<CallToolResult>(raw).unwrap().text()
+}
+
+fn assert_post(r: &HttpRequest, session: Option<&str>, version: Option<&str>) {
+    assert_eq!(r.method, HttpMethod::Post);
+    assert_eq!(r.url.to_string(), URL);
+    assert_eq!(
+        r.header("Accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(r.header("Content-Type"), Some("application/json"));
+    assert_eq!(r.header("Mcp-Session-Id"), session);
+    assert_eq!(r.header("MCP-Protocol-Version"), version);
+}
+
+#[test]
+fn http_initialize_over_sse_sets_the_session_and_sends_initialized() {
+    let mut sim = Sim::http(ConnectionConfig::default());
+    let init = sim.next_request();
+    assert!(sim.requests.is_empty(), "only initialize before its answer");
+    assert_eq!(init.purpose, ExchangePurpose::Request);
+    assert_post(&init, None, None);
+    let msg = body(&init);
+    assert_eq!(msg["method"], "initialize");
+    assert_eq!(msg["id"], 0);
+    assert_eq!(msg["params"]["protocolVersion"], "2025-11-25");
+
+    sim.head(
+        init.exchange,
+        200,
+        &[
+            ("Content-Type", "text/event-stream"),
+            ("mcp-session-id", "abc-123"),
+        ],
+    );
+    // The priming event (an id, empty data) is skipped.
+    sim.body(init.exchange, b"id: 1\ndata: \n\n");
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+    sim.body(
+        init.exchange,
+        format!("id: 2\nevent: message\ndata: {}\n\n", reply(0, INIT_RESULT)).as_bytes(),
+    );
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+    assert!(sim.conn.is_ready());
+    assert_eq!(sim.conn.protocol_version(), Some("2025-11-25"));
+    assert_eq!(sim.conn.transport_name(), "streamable-http");
+    // The initialize stream is done with: closed.
+    assert_eq!(sim.aborted, [init.exchange]);
+
+    let initialized = sim.next_request();
+    assert_eq!(initialized.purpose, ExchangePurpose::Notify);
+    assert_post(&initialized, Some("abc-123"), Some("2025-11-25"));
+    assert_eq!(
+        body(&initialized),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+    );
+    let listen = sim.next_request();
+    assert_eq!(listen.method, HttpMethod::Get);
+    assert_eq!(listen.purpose, ExchangePurpose::Listen);
+    assert_eq!(listen.header("Accept"), Some("text/event-stream"));
+    assert_eq!(listen.header("Mcp-Session-Id"), Some("abc-123"));
+    assert_eq!(listen.header("MCP-Protocol-Version"), Some("2025-11-25"));
+    assert!(listen.body.is_empty());
+    assert!(sim.requests.is_empty());
+
+    sim.accepted(initialized.exchange);
+    sim.sse_open(listen.exchange);
+    // A late end of the aborted initialize stream is ignored.
+    sim.end(init.exchange);
+    assert!(
+        sim.events.is_empty() && sim.requests.is_empty(),
+        "{:?}",
+        sim.events
+    );
+    // The listener carries server-initiated messages.
+    sim.sse_message(
+        listen.exchange,
+        &json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+    );
+    assert!(matches!(
+        sim.take_events().as_slice(),
+        [Output::Notification(_)]
+    ));
+}
+
+#[test]
+fn http_json_tool_call_completes() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    let id = sim
+        .conn
+        .call_tool(sim.now, "echo", Some(&json!({"message":"hi"})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    assert_eq!(post.purpose, ExchangePurpose::Request);
+    assert_post(&post, Some("s-1"), Some("2025-11-25"));
+    assert_eq!(
+        body(&post),
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}})
+    );
+    sim.json(
+        post.exchange,
+        &[],
+        &reply(id, r#"{"content":[{"type":"text","text":"Echo: hi"}]}"#),
+    );
+    assert_eq!(tool_text(&sim.completion(id).unwrap()), "Echo: hi");
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert!(sim.requests.is_empty() && sim.aborted.is_empty());
+    assert_eq!(sim.conn.pending(), 0);
+}
+
+#[test]
+fn http_sse_tool_call_with_server_request_first() {
+    let mut config = ConnectionConfig::default();
+    config.client.capabilities.elicitation = Some(serde_json::from_str(r#"{"form":{}}"#).unwrap());
+    let (mut sim, _) = Sim::ready(config);
+    let id = sim
+        .conn
+        .call_tool(sim.now, "book", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.sse_open(post.exchange);
+    sim.body(post.exchange, b"id: e-0\ndata: \n\n");
+    // A declared server request arrives on the call's stream first.
+    let elicit = json!({"jsonrpc":"2.0","id":"el-1","method":"elicitation/create","params":{"message":"Which date?","requestedSchema":{"type":"object","properties":{"date":{"type":"string"}}}}});
+    sim.body(
+        post.exchange,
+        format!("id: e-1\nevent: message\ndata: {elicit}\n\n").as_bytes(),
+    );
+    let server_id = match sim.take_events().as_slice() {
+        [Output::ServerRequest { id, method, params }] if method == "elicitation/create" => {
+            let params: Value = serde_json::from_str(params.as_ref().unwrap().get()).unwrap();
+            assert_eq!(params["message"], "Which date?");
+            id.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(server_id, RequestId::String("el-1".into()));
+    // An undeclared one is answered -32601 by the core, in its own POST.
+    sim.sse_message(
+        post.exchange,
+        &json!({"jsonrpc":"2.0","id":7,"method":"roots/list"}),
+    );
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    let refusal = sim.next_request();
+    assert_eq!(refusal.purpose, ExchangePurpose::Notify);
+    assert_eq!(body(&refusal)["id"], 7);
+    assert_eq!(body(&refusal)["error"]["code"], -32601);
+    sim.accepted(refusal.exchange);
+
+    let answer = serde_json::value::to_raw_value(
+        &json!({"action":"accept","content":{"date":"2025-12-01"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        sim.conn.respond(sim.now, server_id, Ok(answer)).unwrap(),
+        RespondStatus::Sent
+    );
+    sim.drain();
+    let response = sim.next_request();
+    assert_eq!(response.purpose, ExchangePurpose::Notify);
+    assert_post(&response, Some("s-1"), Some("2025-11-25"));
+    assert_eq!(
+        body(&response),
+        json!({"jsonrpc":"2.0","id":"el-1","result":{"action":"accept","content":{"date":"2025-12-01"}}})
+    );
+    sim.accepted(response.exchange);
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+
+    // Then the result completes the call, and its stream is closed.
+    sim.body(
+        post.exchange,
+        format!(
+            "id: e-2\nevent: message\ndata: {}\n\n",
+            reply(id, r#"{"content":[{"type":"text","text":"booked"}]}"#)
+        )
+        .as_bytes(),
+    );
+    assert_eq!(tool_text(&sim.completion(id).unwrap()), "booked");
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(sim.aborted, [post.exchange]);
+    sim.end(post.exchange);
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+}
+
+#[test]
+fn http_404_with_session_reinitializes_and_resends_once() {
+    let (mut sim, listen) = Sim::ready(ConnectionConfig::default());
+    let id = sim
+        .conn
+        .call_tool(sim.now, "echo", Some(&json!({"message":"again"})), opts())
+        .unwrap();
+    sim.drain();
+    let first = sim.next_request();
+    assert_eq!(first.header("Mcp-Session-Id"), Some("s-1"));
+
+    sim.head(first.exchange, 404, &[]);
+    // The session is gone: its exchanges are closed, a fresh initialize
+    // goes out without the old id or version.
+    assert!(sim.aborted.contains(&first.exchange));
+    assert!(sim.aborted.contains(&listen));
+    let reinit = sim.next_request();
+    assert!(sim.requests.is_empty(), "everything else waits");
+    assert_post(&reinit, None, None);
+    assert_eq!(body(&reinit)["method"], "initialize");
+    let init_id = body(&reinit)["id"].as_u64().unwrap();
+    assert_ne!(init_id, id);
+    assert!(sim.conn.is_ready(), "the app may go on calling meanwhile");
+
+    sim.json(
+        reinit.exchange,
+        &[("Mcp-Session-Id", "s-2")],
+        &reply(init_id, INIT_RESULT),
+    );
+    sim.drop_diagnostics();
+    assert!(sim.events.is_empty(), "no second Ready: {:?}", sim.events);
+    let requests = sim.take_requests();
+    let methods: Vec<_> = requests
+        .iter()
+        .map(|r| (r.method, body_method(r)))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            (HttpMethod::Post, "notifications/initialized".to_owned()),
+            (HttpMethod::Post, "tools/call".to_owned()),
+            (HttpMethod::Get, String::new()),
+        ]
+    );
+    // Sent again as it was, in the new session.
+    let resent = &requests[1];
+    assert_eq!(resent.body, first.body);
+    assert_post(resent, Some("s-2"), Some("2025-11-25"));
+    assert_eq!(requests[2].header("Mcp-Session-Id"), Some("s-2"));
+    sim.accepted(requests[0].exchange);
+    sim.json(
+        resent.exchange,
+        &[],
+        &reply(id, r#"{"content":[{"type":"text","text":"again"}]}"#),
+    );
+    assert_eq!(tool_text(&sim.completion(id).unwrap()), "again");
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+
+    // Only once: a request resent after a 404 that meets another 404 fails.
+    let id2 = sim.conn.ping(sim.now, opts()).unwrap();
+    sim.drain();
+    let ping = sim.next_request();
+    sim.head(ping.exchange, 404, &[]);
+    let reinit = sim.next_request();
+    let init_id = body(&reinit)["id"].as_u64().unwrap();
+    sim.json(
+        reinit.exchange,
+        &[("Mcp-Session-Id", "s-3")],
+        &reply(init_id, INIT_RESULT),
+    );
+    let requests = sim.take_requests();
+    let resent = requests
+        .iter()
+        .find(|r| body_method(r) == "ping")
+        .expect("ping resent");
+    sim.head(resent.exchange, 404, &[]);
+    match sim.completion(id2) {
+        Err(RequestError::Transport { message }) => assert_eq!(message, "session expired"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn body_method(r: &HttpRequest) -> String {
+    if r.body.is_empty() {
+        return String::new();
+    }
+    body(r)["method"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn http_error_status_fails_the_call_with_http_text() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    let id = sim
+        .conn
+        .call_tool(sim.now, "explode", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.head(
+        post.exchange,
+        500,
+        &[
+            ("Content-Type", "text/plain"),
+            ("WWW-Authenticate", r#"Bearer realm="mcp""#),
+        ],
+    );
+    sim.body(post.exchange, b"boom\n");
+    assert!(sim.events.is_empty());
+    sim.end(post.exchange);
+    match sim.completion(id) {
+        Err(RequestError::Http { status, message }) => {
+            assert_eq!(status, 500);
+            assert_eq!(
+                message,
+                r#"HTTP 500: boom (WWW-Authenticate: Bearer realm="mcp")"#
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Only that call failed: the connection goes on.
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert!(sim.conn.is_ready());
+    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.json(post.exchange, &[], &reply(id, "{}"));
+    assert!(sim.completion(id).is_ok());
+}
+
+#[test]
+fn http_401_on_initialize_fails_connect() {
+    let mut sim = Sim::http(ConnectionConfig::default());
+    let init = sim.next_request();
+    sim.head(
+        init.exchange,
+        401,
+        &[(
+            "WWW-Authenticate",
+            r#"Bearer resource_metadata="http://mcp.test/.well-known/oauth-protected-resource""#,
+        )],
+    );
+    sim.body(init.exchange, b"unauthorized");
+    sim.end(init.exchange);
+    let expected = "initialize failed: HTTP 401: unauthorized (WWW-Authenticate: Bearer resource_metadata=\"http://mcp.test/.well-known/oauth-protected-resource\")";
+    match sim.take_events().as_slice() {
+        [Output::Closed(CloseReason::Handshake(m))] => assert_eq!(m, expected),
+        other => panic!("{other:?}"),
+    }
+    // Nothing to DELETE: no session was ever set up.
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    assert!(sim.conn.is_closed());
+    assert_eq!(sim.conn.close_reason().unwrap().message(), expected);
+    assert_eq!(sim.conn.poll_timeout(), None);
+    match sim.conn.ping(sim.now, opts()) {
+        Err(mcpwire::connection::CallError::Closed(m)) => assert_eq!(m, expected),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn sse_resume_waits_retry_then_sends_last_event_id() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    let start = sim.now;
+    let id = sim
+        .conn
+        .call_tool(sim.now, "slow", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.sse_open(post.exchange);
+    sim.body(post.exchange, b"id: event-1\nretry: 500\ndata: \n\n");
+    // The server closes the stream before the response: not a failure.
+    sim.end(post.exchange);
+    sim.drop_diagnostics();
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(
+        sim.conn.poll_timeout(),
+        Some(start + Duration::from_millis(500))
+    );
+    sim.advance(Duration::from_millis(499));
+    assert!(sim.requests.is_empty(), "no GET before the retry delay");
+    sim.advance(Duration::from_millis(1));
+    let get = sim.next_request();
+    assert_eq!(get.method, HttpMethod::Get);
+    assert_eq!(get.purpose, ExchangePurpose::Resume);
+    assert_eq!(get.url.to_string(), URL);
+    assert_eq!(get.header("Last-Event-ID"), Some("event-1"));
+    assert_eq!(get.header("Accept"), Some("text/event-stream"));
+    assert_eq!(get.header("Mcp-Session-Id"), Some("s-1"));
+    assert_eq!(get.header("MCP-Protocol-Version"), Some("2025-11-25"));
+    sim.sse_open(get.exchange);
+    sim.body(
+        get.exchange,
+        format!(
+            "id: event-2\ndata: {}\n\n",
+            reply(id, r#"{"content":[{"type":"text","text":"done"}]}"#)
+        )
+        .as_bytes(),
+    );
+    assert_eq!(tool_text(&sim.completion(id).unwrap()), "done");
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(sim.aborted, [get.exchange]);
+    // The call's deadline was the only one left; now there is none.
+    assert_eq!(sim.conn.poll_timeout(), None);
+}
+
+#[test]
+fn http_timeout_aborts_the_exchange_and_posts_cancelled() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    let start = sim.now;
+    let id = sim
+        .conn
+        .call_tool(
+            sim.now,
+            "slow",
+            Some(&json!({})),
+            opts().timeout(Duration::from_secs(2)),
+        )
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.sse_open(post.exchange);
+    sim.body(post.exchange, b"id: 1\ndata: \n\n");
+    // One deadline, the request's: the open stream adds none.
+    assert_eq!(
+        sim.conn.poll_timeout(),
+        Some(start + Duration::from_secs(2))
+    );
+    sim.advance(Duration::from_millis(1999));
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+    sim.advance(Duration::from_millis(1));
+    assert_eq!(
+        sim.completion(id).unwrap_err(),
+        RequestError::Timeout { ms: 2000 }
+    );
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(sim.aborted, [post.exchange]);
+    let cancel = sim.next_request();
+    assert_eq!(cancel.purpose, ExchangePurpose::Notify);
+    assert_post(&cancel, Some("s-1"), Some("2025-11-25"));
+    assert_eq!(
+        body(&cancel),
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":id,"reason":"Request timeout after 2000ms"}})
+    );
+    sim.accepted(cancel.exchange);
+    // A late answer on the aborted stream is ignored.
+    sim.sse_message(post.exchange, &json!({"jsonrpc":"2.0","id":id,"result":{}}));
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(sim.conn.poll_timeout(), None);
+}
+
+#[test]
+fn http_first_initialize_refused_with_405_falls_back_to_legacy() {
+    let mut sim = Sim::http(ConnectionConfig::default());
+    let init = sim.next_request();
+    sim.head(init.exchange, 405, &[("Allow", "GET")]);
+    assert_eq!(sim.aborted, [init.exchange]);
+    assert!(sim.events.is_empty() || matches!(sim.events.as_slice(), [Output::Diagnostic(_)]));
+    sim.events.clear();
+    assert_eq!(sim.conn.transport_name(), "sse");
+    // The legacy stream: GET the same URL.
+    let get = sim.next_request();
+    assert!(
+        sim.requests.is_empty(),
+        "the initialize waits for the endpoint"
+    );
+    assert_eq!(get.method, HttpMethod::Get);
+    assert_eq!(get.url.to_string(), URL);
+    assert_eq!(get.header("Accept"), Some("text/event-stream"));
+    assert_ne!(get.exchange, init.exchange, "exchange ids are not reused");
+    sim.sse_open(get.exchange);
+    sim.body(
+        get.exchange,
+        b"event: endpoint\ndata: /messages?sessionId=abc\n\n",
+    );
+    let post = sim.next_request();
+    assert_eq!(post.method, HttpMethod::Post);
+    assert_eq!(
+        post.url.to_string(),
+        "http://mcp.test/messages?sessionId=abc"
+    );
+    assert_eq!(post.body, init.body, "the same initialize, sent again");
+    sim.accepted(post.exchange);
+    sim.sse_message(
+        get.exchange,
+        &serde_json::from_str(&reply(0, INIT_RESULT_2024)).unwrap(),
+    );
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+    assert_eq!(sim.conn.protocol_version(), Some("2024-11-05"));
+    let initialized = sim.next_request();
+    assert_eq!(
+        initialized.url.to_string(),
+        "http://mcp.test/messages?sessionId=abc"
+    );
+    assert_eq!(body(&initialized)["method"], "notifications/initialized");
+    assert_eq!(initialized.header("MCP-Protocol-Version"), None);
+    assert!(sim.requests.is_empty());
+    sim.accepted(initialized.exchange);
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert_eq!(sim.conn.transport_name(), "sse");
+}
+
+/// A legacy connection past its handshake; returns the stream's exchange
+/// and the endpoint.
+fn legacy_ready() -> (Sim, ExchangeId) {
+    let mut sim = Sim::new(
+        ConnectionConfig::default(),
+        TransportSpec::LegacySse(url("http://mcp.test/sse")),
+    );
+    let get = sim.next_request();
+    assert_eq!(get.method, HttpMethod::Get);
+    assert_eq!(get.url.to_string(), "http://mcp.test/sse");
+    assert_eq!(get.purpose, ExchangePurpose::Listen);
+    assert!(sim.requests.is_empty());
+    sim.sse_open(get.exchange);
+    sim.body(
+        get.exchange,
+        b": hello\n\nevent: endpoint\ndata: messages?s=1\n\n",
+    );
+    let init = sim.next_request();
+    assert_eq!(init.url.to_string(), "http://mcp.test/messages?s=1");
+    assert_eq!(body(&init)["method"], "initialize");
+    sim.accepted(init.exchange);
+    sim.sse_message(
+        get.exchange,
+        &serde_json::from_str(&reply(0, INIT_RESULT_2024)).unwrap(),
+    );
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+    let initialized = sim.next_request();
+    assert_eq!(body(&initialized)["method"], "notifications/initialized");
+    sim.accepted(initialized.exchange);
+    assert_eq!(sim.conn.transport_name(), "sse");
+    (sim, get.exchange)
+}
+
+#[test]
+fn legacy_sse_handshake_and_call() {
+    let (mut sim, stream) = legacy_ready();
+    let id = sim
+        .conn
+        .call_tool(sim.now, "echo", Some(&json!({"message":"old"})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    assert_eq!(post.purpose, ExchangePurpose::Request);
+    assert_eq!(post.url.to_string(), "http://mcp.test/messages?s=1");
+    assert_eq!(post.header("Content-Type"), Some("application/json"));
+    assert_eq!(body(&post)["method"], "tools/call");
+    sim.accepted(post.exchange);
+    assert!(sim.events.is_empty());
+    sim.sse_message(
+        stream,
+        &json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":"Echo: old"}]}}),
+    );
+    assert_eq!(tool_text(&sim.completion(id).unwrap()), "Echo: old");
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+}
+
+#[test]
+fn legacy_stream_end_closes_the_connection_and_fails_pending() {
+    let (mut sim, stream) = legacy_ready();
+    let id = sim
+        .conn
+        .call_tool(sim.now, "slow", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.accepted(post.exchange);
+    sim.end(stream);
+    let expected = "SSE stream closed by the server";
+    match sim.completion(id) {
+        Err(RequestError::Closed { reason }) => assert_eq!(reason, expected),
+        other => panic!("{other:?}"),
+    }
+    match sim.take_events().as_slice() {
+        [Output::Closed(CloseReason::Transport(m))] => assert_eq!(m, expected),
+        other => panic!("{other:?}"),
+    }
+    assert!(sim.conn.is_closed());
+    assert_eq!(sim.conn.poll_timeout(), None);
+    // Nothing after Closed.
+    sim.sse_message(stream, &json!({"jsonrpc":"2.0","method":"late"}));
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+}
+
+#[test]
+fn http_close_sends_delete_and_ends_with_closed() {
+    let (mut sim, listen) = Sim::ready(ConnectionConfig::default());
+    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.conn.close(sim.now);
+    sim.drain();
+    match sim.completion(id) {
+        Err(RequestError::Closed { reason }) => {
+            assert_eq!(reason, "connection closed by the client")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sim.events.is_empty(), "Closed waits for the DELETE");
+    let mut aborted = sim.aborted.clone();
+    aborted.sort();
+    assert_eq!(aborted, [listen, post.exchange]);
+    let delete = sim.next_request();
+    assert!(sim.requests.is_empty(), "closing is not cancelling");
+    assert_eq!(delete.method, HttpMethod::Delete);
+    assert_eq!(delete.purpose, ExchangePurpose::Close);
+    assert_eq!(delete.url.to_string(), URL);
+    assert_eq!(delete.header("Mcp-Session-Id"), Some("s-1"));
+    assert!(delete.body.is_empty());
+    assert!(sim.conn.poll_timeout().is_some());
+    // 405 is allowed: the server does not let clients end sessions.
+    sim.head(delete.exchange, 405, &[]);
+    match sim.take_events().as_slice() {
+        [Output::Closed(CloseReason::Client)] => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sim.conn.poll_timeout(), None);
+    sim.end(delete.exchange);
+    sim.end(post.exchange);
+    assert!(sim.events.is_empty() && sim.requests.is_empty());
+}
+
+#[test]
+fn http_close_without_an_answer_to_delete_ends_after_close_timeout() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    sim.conn.close(sim.now);
+    sim.drain();
+    let delete = sim.next_request();
+    assert_eq!(delete.method, HttpMethod::Delete);
+    sim.advance(Duration::from_millis(1999));
+    assert!(sim.events.is_empty());
+    sim.advance(Duration::from_millis(1));
+    assert!(sim.aborted.contains(&delete.exchange));
+    sim.drop_diagnostics();
+    assert!(
+        matches!(
+            sim.take_events().as_slice(),
+            [Output::Closed(CloseReason::Client)]
+        ),
+        "{:?}",
+        sim.events
+    );
+}
+
+#[test]
+fn http_same_conversation_byte_by_byte_and_in_random_chunks_gives_the_same_outcome() {
+    fn run(chunking: Chunking) -> Vec<String> {
+        let mut config = ConnectionConfig::default();
+        config.client.capabilities.roots = Some(Default::default());
+        let mut sim = Sim::http(config);
+        sim.chunking = chunking;
+        if let Chunking::Random(seed) = chunking {
+            sim.rng = seed;
+        }
+        let init = sim.next_request();
+        sim.head(
+            init.exchange,
+            200,
+            &[
+                ("Content-Type", "text/event-stream; charset=utf-8"),
+                ("Mcp-Session-Id", "sess"),
+            ],
+        );
+        sim.body(
+            init.exchange,
+            format!(
+                "id: 0\r\ndata:\r\n\r\nid: 1\r\ndata: {}\r\n\r\n",
+                reply(0, INIT_RESULT)
+            )
+            .as_bytes(),
+        );
+        let requests = sim.take_requests();
+        let (initialized, listen) = (&requests[0], &requests[1]);
+        sim.accepted(initialized.exchange);
+        sim.sse_open(listen.exchange);
+        sim.body(
+            listen.exchange,
+            ": keep-alive\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\n\
+             data: \"params\":{\"level\":\"info\",\"data\":\"h\u{e9}llo \u{1F600}\"}}\n\n"
+                .as_bytes(),
+        );
+
+        // A JSON answer.
+        let a = sim
+            .conn
+            .call_tool(sim.now, "echo", Some(&json!({"m":"\u{e9}"})), opts())
+            .unwrap();
+        sim.drain();
+        let post = sim.next_request();
+        sim.json(
+            post.exchange,
+            &[],
+            &reply(
+                a,
+                r#"{"content":[{"type":"text","text":"\u00e9 \u2014 ☃"}]}"#,
+            ),
+        );
+
+        // An SSE answer with a server request, progress and a broken stream.
+        let b = sim
+            .conn
+            .call_tool(sim.now, "walk", Some(&json!({})), opts().progress(true))
+            .unwrap();
+        sim.drain();
+        let post = sim.next_request();
+        sim.sse_open(post.exchange);
+        let token = body(&post)["params"]["_meta"]["progressToken"].clone();
+        sim.body(
+            post.exchange,
+            format!(
+                "retry: 100\nid: p1\ndata: {}\n\n\
+                 id: p2\ndata: {{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"method\":\"roots/list\"}}\n\n\
+                 id: p3\ndata: {{\"jsonrpc\":\"2.0\",\"id\":\"r2\",",
+                json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":token,"progress":1,"total":2}}),
+            )
+            .as_bytes(),
+        );
+        sim.end(post.exchange);
+        sim.advance(Duration::from_millis(100));
+        let get = sim.next_request();
+        sim.sse_open(get.exchange);
+        sim.body(
+            get.exchange,
+            format!("id: p4\ndata: {}\n\n", reply(b, r#"{"content":[]}"#)).as_bytes(),
+        );
+
+        let mut seen: Vec<String> = sim
+            .take_events()
+            .into_iter()
+            .map(|e| match e {
+                Output::Complete { id, outcome } => {
+                    format!("complete {id} {}", outcome.unwrap().get())
+                }
+                other => format!("{other:?}"),
+            })
+            .collect();
+        seen.extend(sim.take_requests().iter().map(|r| format!("{r:?}")));
+        seen.extend(sim.aborted.iter().map(|x| format!("aborted {x}")));
+        seen
+    }
+    let whole = run(Chunking::Whole);
+    assert!(
+        whole.iter().any(|e| e.starts_with("complete 2 ")),
+        "{whole:#?}"
+    );
+    assert!(
+        whole.iter().any(|e| e.contains("ServerRequest")),
+        "{whole:#?}"
+    );
+    assert!(whole.iter().any(|e| e.contains("Progress")), "{whole:#?}");
+    assert!(
+        whole.iter().any(|e| e.contains("h\u{e9}llo \u{1F600}")),
+        "{whole:#?}"
+    );
+    assert_eq!(run(Chunking::Bytes), whole, "byte by byte");
+    for seed in 1..=20 {
+        assert_eq!(
+            run(Chunking::Random(seed)),
+            whole,
+            "random chunks, seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn http_invalid_session_id_closes_after_failing_everything_pending() {
+    let mut sim = Sim::http(ConnectionConfig::default());
+    let init = sim.next_request();
+    // Only ping may cross before the answer; it waits for the session.
+    let ping = sim.conn.ping(sim.now, opts()).unwrap();
+    sim.drain();
+    assert!(sim.requests.is_empty());
+    sim.head(
+        init.exchange,
+        200,
+        &[
+            ("Content-Type", "application/json"),
+            ("Mcp-Session-Id", "bad id"),
+        ],
+    );
+    assert_eq!(sim.aborted, [init.exchange]);
+    // Every pending request completes before `Closed`, the last output.
+    let events = sim.take_events();
+    match events.as_slice() {
+        [Output::Complete {
+            id,
+            outcome: Err(RequestError::Closed { reason }),
+        }, Output::Closed(CloseReason::Transport(m))] => {
+            assert_eq!(*id, ping);
+            assert_eq!(reason, m);
+            assert!(m.contains("invalid Mcp-Session-Id"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sim.requests.is_empty(), "no session to DELETE");
+}
