@@ -1,0 +1,94 @@
+"""A small MCP server on the Python SDK (`mcp` 2.3.0) for the interop tests.
+
+Usage: py_server.py stdio
+       py_server.py http PORT     (Streamable HTTP on 127.0.0.1:PORT/mcp)
+"""
+
+import sys
+import warnings
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import SamplingMessage, TextContent
+from pydantic import BaseModel
+
+# roots and sampling are deprecated in the 2026-07-28 era; still served.
+warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
+
+mcp = MCPServer("mcpwire-interop-py", version="1.0.0")
+
+
+@mcp.tool()
+def echo(message: str) -> str:
+    """Echoes the message back."""
+    return f"Echo: {message}"
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@mcp.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Reports progress `steps` times, 50 ms apart."""
+    for i in range(1, steps + 1):
+        await anyio.sleep(0.05)
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+    return f"done after {steps} steps"
+
+
+@mcp.tool()
+async def roots(ctx: Context) -> str:
+    """Asks the client for its roots and returns their URIs, one a line."""
+    result = await ctx.session.list_roots()
+    return "\n".join(str(r.uri) for r in result.roots)
+
+
+class Person(BaseModel):
+    name: str
+    age: int = 30
+
+
+@mcp.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the user (elicitation) for a name and an age."""
+    result = await ctx.elicit("Who are you?", schema=Person)
+    if result.action == "accept":
+        return f"accepted: {result.data.name}, {result.data.age}"
+    return result.action
+
+
+@mcp.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Asks the client's model (sampling) to summarize `text`."""
+    result = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+        max_tokens=50,
+        related_request_id=ctx.request_id,
+    )
+    content = result.content
+    return f"{result.model}: {content.text if isinstance(content, TextContent) else content}"
+
+
+@mcp.resource("interop://greeting", name="greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A fixed text."""
+    return "Hello from Python"
+
+
+@mcp.prompt()
+def greet(name: str) -> str:
+    """A prompt with one argument."""
+    return f"Please greet {name} warmly."
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "stdio":
+        mcp.run("stdio")
+    elif mode == "http":
+        mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        sys.exit(f"unknown mode {mode!r}: expected stdio or http PORT")
