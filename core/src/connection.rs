@@ -311,6 +311,9 @@ pub struct Connection {
     /// The `initialize` request in flight: its completion is the
     /// handshake's, never the app's (also when it ends by a close).
     initialize_id: Option<u64>,
+    /// The handshake is done but `Ready` waits for the HTTP listener to
+    /// settle.
+    ready_pending: bool,
     out: VecDeque<Output>,
 }
 
@@ -351,6 +354,7 @@ impl Connection {
             reason: None,
             wire_finished: false,
             initialize_id: None,
+            ready_pending: false,
             out: VecDeque::new(),
         };
         conn.start_handshake(now, false);
@@ -863,6 +867,16 @@ impl Connection {
                 break;
             }
         }
+        if self.ready_pending && self.phase == Phase::Ready {
+            let settled = match &self.wire {
+                Wire::Http(h) => h.settled(),
+                Wire::Stdio(_) | Wire::Legacy(_) => true,
+            };
+            if settled {
+                self.ready_pending = false;
+                self.out.push_back(Output::Ready);
+            }
+        }
         if self.phase == Phase::Closing {
             let done = match &self.wire {
                 Wire::Stdio(s) => !s.awaiting_exit(),
@@ -962,7 +976,7 @@ impl Connection {
                 }
                 self.phase = Phase::Ready;
                 if !reinit {
-                    self.out.push_back(Output::Ready);
+                    self.ready_pending = true;
                 }
             }
             Err(e) => self.shut_down(now, CloseReason::Handshake(e.to_string())),

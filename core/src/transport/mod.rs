@@ -127,6 +127,13 @@ pub struct HttpConfig {
     /// How long `close` waits for the DELETE before finishing anyway
     /// (default 2 s).
     pub close_timeout: Duration,
+    /// After initialization, how long the connection waits for the GET
+    /// listener's response head before it reports itself ready (default
+    /// 1 s; zero: don't wait). Waiting means the server's stream for its own
+    /// requests is open before the application's first call, so nothing the
+    /// server sends early is missed and no server mistakes a late listener
+    /// for the resumption of a call's stream.
+    pub listen_settle: Duration,
 }
 
 impl Default for HttpConfig {
@@ -141,6 +148,7 @@ impl Default for HttpConfig {
             listen: true,
             max_listen_attempts: 5,
             close_timeout: Duration::from_secs(2),
+            listen_settle: Duration::from_secs(1),
         }
     }
 }

@@ -213,6 +213,7 @@ impl StreamableHttp {
     }
 
     fn listen_head(&mut self, now: Instant, ex: ExchangeId, head: &ResponseHead) {
+        self.settle_until = None;
         if head.status == 405 {
             self.abort_exchange(Some(ex));
             self.listener.state = ListenState::Disabled;
@@ -542,6 +543,7 @@ impl StreamableHttp {
 
     /// The listener failed: retry with exponential backoff, or give up.
     fn listen_failed(&mut self, now: Instant, why: &str) {
+        self.settle_until = None;
         self.listener.failures = self.listener.failures.saturating_add(1);
         if self.phase != Phase::Ready {
             self.listener.state = ListenState::Off;

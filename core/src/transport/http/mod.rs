@@ -253,6 +253,8 @@ pub struct StreamableHttp {
     /// Requests that met a 404 of an old session, to send again (once).
     resend: Vec<(u64, Vec<u8>)>,
     listener: Listener,
+    /// Until when to wait for the listener's head before being settled.
+    settle_until: Option<Instant>,
     events: VecDeque<HttpEvent>,
 }
 
@@ -291,6 +293,7 @@ impl StreamableHttp {
                 failures: 0,
                 saw_event: false,
             },
+            settle_until: None,
             events: VecDeque::new(),
         }
     }
@@ -331,7 +334,7 @@ impl StreamableHttp {
     /// messages (`notifications/initialized` first, then requests that met
     /// a 404 of the previous session, then the rest in send order) and
     /// opens the GET listener if configured.
-    pub fn initialized(&mut self, _now: Instant, protocol_version: &str) {
+    pub fn initialized(&mut self, now: Instant, protocol_version: &str) {
         if !matches!(self.phase, Phase::AwaitInit | Phase::Initializing { .. }) {
             return;
         }
@@ -356,7 +359,17 @@ impl StreamableHttp {
         {
             self.listener.failures = 0;
             self.open_listener();
+            if !self.config.listen_settle.is_zero() {
+                self.settle_until = now.checked_add(self.config.listen_settle);
+            }
         }
+    }
+
+    /// Whether the GET listener opened after `initialized()` has answered
+    /// (or failed, or `listen_settle` passed, or there is none): the
+    /// Connection reports itself ready only then.
+    pub fn settled(&self) -> bool {
+        self.settle_until.is_none()
     }
 
     /// Before sending `initialize` again after [`HttpEvent::SessionExpired`]:
@@ -410,6 +423,7 @@ impl StreamableHttp {
             Phase::Dead => return self.finish(),
             _ => {}
         }
+        self.settle_until = None;
         // After a 404 the server has already ended the session.
         let delete = self.session_id.is_some() && self.phase != Phase::Expired;
         self.abort_all();
@@ -450,6 +464,9 @@ impl StreamableHttp {
             Phase::Dead | Phase::Closed => return,
             _ => {}
         }
+        if self.settle_until.is_some_and(|t| t <= now) {
+            self.settle_until = None;
+        }
         let due: Vec<u64> = self
             .pending
             .iter()
@@ -487,6 +504,7 @@ impl StreamableHttp {
             .values()
             .filter_map(|p| p.resume_at)
             .chain(listen)
+            .chain(self.settle_until)
             .min()
     }
 

@@ -58,6 +58,15 @@ fn head(status: u16, headers: &[(&str, &str)]) -> ResponseHead {
 const SSE: (&str, &str) = ("Content-Type", "text/event-stream");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+/// The default config without the wait for the listener's head, which
+/// only `listener_settles_on_its_head_or_after_listen_settle` looks at.
+fn base() -> HttpConfig {
+    HttpConfig {
+        listen_settle: Duration::ZERO,
+        ..HttpConfig::default()
+    }
+}
+
 /// Drives one transport and collects what it delivers.
 struct Harness {
     t: StreamableHttp,
@@ -67,7 +76,7 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
-        Self::with(HttpConfig::default())
+        Self::with(base())
     }
 
     fn with(config: HttpConfig) -> Self {
@@ -215,7 +224,7 @@ fn post_carries_accept_content_type_and_config_headers_but_no_session_on_initial
             ("accept".into(), "text/html".into()),
             ("MCP-Session-Id".into(), "forged".into()),
         ],
-        ..HttpConfig::default()
+        ..base()
     });
     h.request(0, "initialize");
     let r = h.one();
@@ -591,7 +600,7 @@ fn json_answer_without_the_response_fails_the_request() {
 fn json_body_over_max_body_fails_and_aborts() {
     let mut h = Harness::with(HttpConfig {
         max_body: 40,
-        ..HttpConfig::default()
+        ..base()
     });
     h.handshake();
     h.request(1, "ping");
@@ -619,7 +628,7 @@ fn json_body_over_max_body_fails_and_aborts() {
 fn sse_event_over_max_event_fails_the_request_but_not_the_listener() {
     let mut h = Harness::with(HttpConfig {
         max_event: 64,
-        ..HttpConfig::default()
+        ..base()
     });
     let listener = h.handshake();
     h.head(listener.exchange, 200, &[SSE]);
@@ -717,7 +726,7 @@ fn sse_resume_uses_default_retry_clamped_to_max_retry() {
     let mut h = Harness::with(HttpConfig {
         default_retry: ms(2000),
         max_retry: ms(5000),
-        ..HttpConfig::default()
+        ..base()
     });
     h.handshake();
     h.request(1, "a");
@@ -741,7 +750,7 @@ fn sse_resume_uses_default_retry_clamped_to_max_retry() {
 fn sse_resume_attempts_are_bounded_then_fail_with_no_response() {
     let mut h = Harness::with(HttpConfig {
         max_resume_attempts: 2,
-        ..HttpConfig::default()
+        ..base()
     });
     h.handshake();
     h.request(1, "tools/call");
@@ -775,7 +784,7 @@ fn sse_resume_attempts_are_bounded_then_fail_with_no_response() {
 fn resume_attempt_count_resets_when_an_event_arrives() {
     let mut h = Harness::with(HttpConfig {
         max_resume_attempts: 1,
-        ..HttpConfig::default()
+        ..base()
     });
     h.handshake();
     h.request(1, "tools/call");
@@ -949,10 +958,46 @@ fn listener_opens_after_initialized_and_delivers_server_requests() {
 }
 
 #[test]
+fn listener_settles_on_its_head_or_after_listen_settle() {
+    // Settles when the listener's head arrives.
+    let mut h = Harness::with(HttpConfig {
+        listen_settle: ms(1000),
+        ..base()
+    });
+    let listener = h.handshake();
+    assert!(!h.t.settled());
+    assert_eq!(h.t.poll_timeout(), Some(h.now + ms(1000)));
+    h.head(listener.exchange, 200, &[SSE]);
+    assert!(h.t.settled());
+    assert_eq!(h.t.poll_timeout(), None);
+
+    // Or on 405, or when it fails.
+    let mut h = Harness::with(HttpConfig {
+        listen_settle: ms(1000),
+        ..base()
+    });
+    let listener = h.handshake();
+    h.head(listener.exchange, 405, &[]);
+    assert!(h.t.settled());
+
+    // Or when the wait runs out (a server that holds the head back).
+    let mut h = Harness::with(HttpConfig {
+        listen_settle: ms(1000),
+        ..base()
+    });
+    h.handshake();
+    h.advance(ms(999));
+    assert!(!h.t.settled());
+    h.advance(ms(1));
+    assert!(h.t.settled());
+    assert_eq!(h.t.poll_timeout(), None);
+}
+
+#[test]
 fn listener_is_not_opened_when_listen_is_off() {
     let mut h = Harness::with(HttpConfig {
         listen: false,
-        ..HttpConfig::default()
+        ..base()
     });
     let sent = h.initialize(0, Some("s"));
     assert_eq!(sent.len(), 1);
@@ -996,7 +1041,7 @@ fn listener_failures_back_off_exponentially_then_give_up() {
     let mut h = Harness::with(HttpConfig {
         default_retry: ms(100),
         max_listen_attempts: 3,
-        ..HttpConfig::default()
+        ..base()
     });
     let mut listener = h.handshake();
     for (n, delay) in [100, 200, 400].into_iter().enumerate() {
@@ -1029,7 +1074,7 @@ fn listener_failure_count_resets_when_an_event_arrives() {
     let mut h = Harness::with(HttpConfig {
         default_retry: ms(100),
         max_listen_attempts: 1,
-        ..HttpConfig::default()
+        ..base()
     });
     let mut listener = h.handshake();
     for _ in 0..3 {
@@ -1595,7 +1640,7 @@ fn arbitrary_inputs_never_panic_and_timers_stay_in_the_future() {
             default_retry: ms(10),
             max_resume_attempts: 2,
             max_listen_attempts: 2,
-            ..HttpConfig::default()
+            ..base()
         });
         let mut open: Vec<ExchangeId> = Vec::new();
         let mut next_id = 0;
@@ -1722,7 +1767,7 @@ fn huge_retry_and_timeouts_do_not_overflow() {
     let mut h = Harness::with(HttpConfig {
         max_retry: Duration::MAX,
         close_timeout: Duration::MAX,
-        ..HttpConfig::default()
+        ..base()
     });
     h.handshake();
     h.request(1, "tools/call");
