@@ -2,9 +2,12 @@
 //!
 //! The main item is the `mcpwire-test-server` binary (see its `--help`). Tests
 //! of this crate use `env!("CARGO_BIN_EXE_mcpwire-test-server")`; tests of other
-//! crates can call [`test_server_binary`].
+//! crates can call [`test_server_binary`]. The async adapters run the same
+//! cases against it: [`suite`], through [`adapter_suite!`].
 
 use std::path::PathBuf;
+
+pub mod suite;
 
 /// Path of the `mcpwire-test-server` binary for tests of *other* crates.
 ///

@@ -33,23 +33,108 @@
 //!   timer is reset only when the deadline changes.
 //! - Dropping the last [`Client`] closes gracefully in the background; the
 //!   child is killed if the runtime goes away first.
+//!
+//! The client itself is runtime-neutral ([`mcpwire_adapter`], shared with
+//! `mcpwire-smol`); this crate is its [`Runtime`] for tokio: `Client` is
+//! `mcpwire_adapter::Client<Tokio>`. Call it from within a tokio runtime
+//! (current-thread or multi-thread).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod client;
-mod driver;
-mod error;
-pub(crate) mod http;
-mod options;
-mod process;
+#[cfg(test)]
+mod http_tests;
+mod net;
 
-pub use client::{Client, Notifications};
-pub use error::Error;
-pub use options::{
-    BoxFuture, CallOptions, CancelToken, ConnectOptions, ProgressFn, RequestHandler,
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Instant;
+
+use mcpwire_adapter::runtime::Child;
+
+pub use mcpwire_adapter::types;
+pub use mcpwire_adapter::{
+    BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Notifications,
+    Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig, ServerNotification,
 };
+pub use net::{Io, Stream};
 
-pub use mcpwire::config::ServerConfig;
-pub use mcpwire::mcp::types;
-pub use mcpwire::mcp::ServerNotification;
-pub use mcpwire::rpc::{ErrorObject, Progress, RequestError};
+/// An MCP client on tokio (see [`mcpwire_adapter::Client`] for its
+/// methods).
+pub type Client = mcpwire_adapter::Client<Tokio>;
+
+/// The tokio [`Runtime`]: tasks on the current runtime, its timers,
+/// `tokio::process` children and `tokio::net` sockets (TLS with
+/// tokio-rustls).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
+
+impl Runtime for Tokio {
+    const NAME: &'static str = "mcpwire-tokio";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    type Tcp = tokio::net::TcpStream;
+    type Stream = Io<Stream>;
+
+    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| "no tokio runtime".to_owned())?;
+        runtime.spawn(task);
+        Ok(())
+    }
+
+    fn sleep_until(deadline: Instant) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep_until(deadline.into()))
+    }
+
+    fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
+        let mut cmd = tokio::process::Command::new(server.command.as_deref().unwrap_or_default());
+        cmd.args(&server.args)
+            .envs(&server.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(cwd) = &server.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn()?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(io::Error::other("child pipes missing"));
+        };
+        Ok(Child {
+            pid: child.id(),
+            stdin: Box::new(Io(stdin)),
+            stdout: Box::new(Io(stdout)),
+            stderr: Box::new(Io(stderr)),
+            wait: Box::pin(async move { child.wait().await }),
+        })
+    }
+
+    fn resolve(host: &str, port: u16) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send {
+        net::resolve(host.to_owned(), port)
+    }
+
+    fn connect_tcp(addr: SocketAddr) -> impl Future<Output = io::Result<Self::Tcp>> + Send {
+        net::connect_tcp(addr)
+    }
+
+    fn plain(tcp: Self::Tcp) -> Self::Stream {
+        Io(Stream::Tcp(tcp))
+    }
+
+    fn tls_handshake(
+        tcp: Self::Tcp,
+        host: &str,
+    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
+        let handshake = net::tls_handshake(tcp, host.to_owned());
+        async move { handshake.await.map(Io) }
+    }
+
+    fn looks_alive(stream: &Self::Stream) -> bool {
+        stream.0.looks_alive()
+    }
+}

@@ -1,15 +1,16 @@
 //! Performing the HTTP exchanges the core asks for (`Output::Http`), over
-//! TCP or TLS, with the core's HTTP/1.1 codec ([`mcpwire::codec::http1`]).
+//! the runtime's TCP or TLS streams ([`Runtime::Stream`]), with the core's
+//! HTTP/1.1 codec ([`mcpwire::codec::http1`]). The driver uses it; it is
+//! public so that adapters can test their streams against it.
 //!
 //! [`HttpClient::start`] spawns one task per exchange. The task takes a
-//! pooled connection to the request's origin (or connects: name
-//! resolution, TCP with `TCP_NODELAY`, TLS for `https`), writes the request
-//! and streams the response back as [`HttpInput`]s on the caller's bounded
-//! channel, as the bytes arrive: long-lived SSE bodies are never buffered.
-//! Awaiting that channel is the backpressure: a slow consumer stops the
-//! reads, and TCP flow control stops the server.
+//! pooled connection to the request's origin (or connects), writes the
+//! request and streams the response back as [`HttpInput`]s on the caller's
+//! bounded channel, as the bytes arrive: long-lived SSE bodies are never
+//! buffered. Awaiting that channel is the backpressure: a slow consumer
+//! stops the reads, and TCP flow control stops the server.
 //!
-//! Connections (see [`pool`] for the policy):
+//! Connections (see `pool` for the policy):
 //! - one exchange per connection at a time, no pipelining: concurrent
 //!   exchanges use separate connections;
 //! - after a response that allows keep-alive (and with no stray bytes
@@ -21,27 +22,25 @@
 //!   a server's keep-alive timeout). This may repeat a non-idempotent POST
 //!   that a server received and then dropped without answering.
 
-mod conn;
+mod connect;
 mod pool;
-#[cfg(test)]
-mod tests;
 
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_channel::Sender;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use mcpwire::codec::http1::{
     Http1Error, Http1Limits, Request, ResponseDecoder, ResponseEvent, ResponseHead,
 };
 use mcpwire::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
 use tracing::debug;
 
-use conn::{io_message, Stream};
+use crate::runtime::Runtime;
+use crate::sync::{lock, spawn_abortable, AbortHandle};
 use pool::{Conn, Key, Pool};
 
 /// Size of each connection's read buffer: the most one `read` returns,
@@ -57,7 +56,7 @@ const INLINE_BODY: usize = 64 * 1024;
 /// The driver hands these to the core as `Input::HttpHead`, `HttpBody`,
 /// `HttpEnd` and `HttpFailed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HttpInput {
+pub enum HttpInput {
     /// The final response head (1xx interim responses are skipped).
     Head(ExchangeId, ResponseHead),
     /// Body bytes (chunked framing removed), never empty, as they arrived:
@@ -73,19 +72,19 @@ pub(crate) enum HttpInput {
 
 /// Connection policy; [`Default`] is what [`HttpClient::new`] uses.
 #[derive(Debug, Clone, Copy)]
-struct Options {
+pub struct HttpOptions {
     /// Limit on name resolution plus TCP connect, and separately on the TLS
     /// handshake (10 s).
-    connect_timeout: Duration,
+    pub connect_timeout: Duration,
     /// How long a connection may stay idle in the pool (30 s).
-    idle_timeout: Duration,
+    pub idle_timeout: Duration,
     /// Most idle connections kept per (scheme, host, port) (4).
-    max_idle_per_origin: usize,
+    pub max_idle_per_origin: usize,
 }
 
-impl Default for Options {
+impl Default for HttpOptions {
     fn default() -> Self {
-        Options {
+        HttpOptions {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             max_idle_per_origin: 4,
@@ -93,29 +92,35 @@ impl Default for Options {
     }
 }
 
-/// Performs HTTP exchanges, keeping a small pool of idle keep-alive
-/// connections. Cheap to clone: clones share the pool.
-#[derive(Clone)]
-pub(crate) struct HttpClient {
-    inner: Arc<Inner>,
+/// Performs HTTP exchanges on runtime `R`, keeping a small pool of idle
+/// keep-alive connections. Cheap to clone: clones share the pool.
+pub struct HttpClient<R: Runtime> {
+    inner: Arc<Inner<R>>,
 }
 
-struct Inner {
-    options: Options,
-    pool: Mutex<Pool>,
+impl<R: Runtime> Clone for HttpClient<R> {
+    fn clone(&self) -> Self {
+        HttpClient {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<R: Runtime> {
+    options: HttpOptions,
+    pool: Mutex<Pool<R::Stream>>,
     /// Numbers connections for the logs.
     next_serial: AtomicU64,
 }
 
-impl HttpClient {
-    /// A client with an empty pool. The TLS configuration (web PKI roots,
-    /// ALPN `http/1.1`) is built on the first `https` exchange; without
-    /// the `tls` feature, `https` exchanges fail with a message saying so.
+impl<R: Runtime> HttpClient<R> {
+    /// A client with an empty pool and the default policy.
     pub fn new() -> Self {
-        Self::with_options(Options::default())
+        Self::with_options(HttpOptions::default())
     }
 
-    fn with_options(options: Options) -> Self {
+    /// A client with an empty pool and the given policy.
+    pub fn with_options(options: HttpOptions) -> Self {
         HttpClient {
             inner: Arc::new(Inner {
                 options,
@@ -125,38 +130,35 @@ impl HttpClient {
         }
     }
 
-    /// Starts performing `req` on a spawned task. Its response is reported
-    /// as [`HttpInput`]s on `events`, in order: `Head`, `Body`*, `End`, or
-    /// `Failed` at any point; nothing after `End` or `Failed`. Awaiting a
-    /// send on the bounded `events` is the backpressure for streaming
-    /// bodies. If the receiver is dropped, the exchange stops and its
-    /// connection is closed.
+    /// Starts performing `req` on a task spawned with [`Runtime::spawn`].
+    /// Its response is reported as [`HttpInput`]s on `events`, in order:
+    /// `Head`, `Body`*, `End`, or `Failed` at any point; nothing after
+    /// `End` or `Failed`. Awaiting a send on the bounded `events` is the
+    /// backpressure for streaming bodies. If the receiver is dropped, the
+    /// exchange stops and its connection is closed.
     ///
-    /// Must be called within a tokio runtime (without one, `Failed` is
-    /// sent at once if the channel has room).
+    /// If the runtime cannot spawn the task, `Failed` is sent at once (if
+    /// the channel has room).
     ///
     /// Dropping the returned handle does not stop the exchange;
     /// [`ExchangeHandle::abort`] does.
-    pub fn start(&self, req: HttpRequest, events: mpsc::Sender<HttpInput>) -> ExchangeHandle {
-        let gate = Arc::new(Mutex::new(false));
+    pub fn start(&self, req: HttpRequest, events: Sender<HttpInput>) -> ExchangeHandle {
+        let id = req.exchange;
         let exchange = Exchange {
             client: Arc::clone(&self.inner),
-            id: req.exchange,
+            id,
             method: req.method,
             url: req.url.clone(),
             key: Key::of(&req.url),
-            events,
-            gate: Arc::clone(&gate),
+            events: events.clone(),
         };
-        let task = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Some(runtime.spawn(exchange.run(req)).abort_handle()),
-            Err(_) => {
-                let failed = HttpInput::Failed(req.exchange, "no tokio runtime".to_owned());
-                let _ = exchange.events.try_send(failed);
-                None
+        match spawn_abortable::<R>(Box::pin(exchange.run(req))) {
+            Ok(task) => ExchangeHandle { task: Some(task) },
+            Err(why) => {
+                let _ = events.try_send(HttpInput::Failed(id, why));
+                ExchangeHandle { task: None }
             }
-        };
-        ExchangeHandle { task, gate }
+        }
     }
 
     /// Closes the idle pooled connections and stops pooling: connections
@@ -168,19 +170,19 @@ impl HttpClient {
         drop(idle);
     }
 
-    #[cfg(test)]
-    fn idle_count(&self) -> usize {
+    /// How many idle connections the pool holds (all origins).
+    pub fn idle_count(&self) -> usize {
         lock(&self.inner.pool).idle_count()
     }
 }
 
-impl Default for HttpClient {
+impl<R: Runtime> Default for HttpClient<R> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl fmt::Debug for HttpClient {
+impl<R: Runtime> fmt::Debug for HttpClient<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient")
             .field("options", &self.inner.options)
@@ -188,14 +190,14 @@ impl fmt::Debug for HttpClient {
     }
 }
 
-impl Inner {
+impl<R: Runtime> Inner<R> {
     /// A pooled connection to `key`, if one is idle and looks alive.
-    fn checkout(&self, key: &Key) -> Option<Conn> {
-        lock(&self.pool).take(key, Instant::now())
+    fn checkout(&self, key: &Key) -> Option<Conn<R::Stream>> {
+        lock(&self.pool).take(key, Instant::now(), R::looks_alive)
     }
 
     /// Returns a connection to the pool after a kept-alive response.
-    fn checkin(&self, key: Key, conn: Conn) {
+    fn checkin(&self, key: Key, conn: Conn<R::Stream>) {
         lock(&self.pool).put(key, conn, Instant::now());
     }
 
@@ -205,8 +207,8 @@ impl Inner {
     }
 
     /// A new connection to `url`'s origin.
-    async fn connect(&self, url: &HttpUrl) -> Result<Conn, String> {
-        let stream = conn::connect(url, self.options.connect_timeout).await?;
+    async fn connect(&self, url: &HttpUrl) -> Result<Conn<R::Stream>, String> {
+        let stream = connect::connect::<R>(url, self.options.connect_timeout).await?;
         let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
         debug!(conn = serial, url = %LogUrl(url), "http connected");
         Ok(Conn {
@@ -219,28 +221,21 @@ impl Inner {
 
 /// Controls a started exchange.
 #[derive(Debug)]
-pub(crate) struct ExchangeHandle {
+pub struct ExchangeHandle {
+    /// `None` if the task could not be spawned.
     task: Option<AbortHandle>,
-    /// Set by `abort`; checked under the lock by every event send.
-    gate: Arc<Mutex<bool>>,
 }
 
 impl ExchangeHandle {
     /// Stops the exchange: no event is sent after this returns (events
     /// already in the channel stay there), the task is cancelled and its
     /// connection closed, never pooled. Idempotent; a no-op once the
-    /// exchange has ended.
+    /// exchange has ended. Must not be called from the exchange's task.
     pub fn abort(&self) {
-        *lock(&self.gate) = true;
         if let Some(task) = &self.task {
             task.abort();
         }
     }
-}
-
-/// Locks, ignoring poisoning (nothing here panics while holding a lock).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Why an exchange stops early.
@@ -306,7 +301,7 @@ impl Wire {
     }
 
     /// Writes the request and flushes it (through TLS, if any).
-    async fn write_to(&self, stream: &mut Stream) -> io::Result<()> {
+    async fn write_to<S: futures_io::AsyncWrite + Unpin>(&self, stream: &mut S) -> io::Result<()> {
         stream.write_all(&self.head).await?;
         if !self.body.is_empty() {
             stream.write_all(&self.body).await?;
@@ -336,17 +331,16 @@ impl Batch {
 }
 
 /// One exchange's task state.
-struct Exchange {
-    client: Arc<Inner>,
+struct Exchange<R: Runtime> {
+    client: Arc<Inner<R>>,
     id: ExchangeId,
     method: HttpMethod,
     url: HttpUrl,
     key: Key,
-    events: mpsc::Sender<HttpInput>,
-    gate: Arc<Mutex<bool>>,
+    events: Sender<HttpInput>,
 }
 
-impl Exchange {
+impl<R: Runtime> Exchange<R> {
     async fn run(self, req: HttpRequest) {
         debug!(
             exchange = %self.id,
@@ -409,7 +403,12 @@ impl Exchange {
     /// Writes the request on `conn` and streams the response back. On a
     /// kept-alive end, returns the connection to the pool before sending
     /// `End`; in every other case the connection is dropped (closed).
-    async fn attempt(&self, mut conn: Conn, wire: &Wire, reused: bool) -> Result<(), AttemptError> {
+    async fn attempt(
+        &self,
+        mut conn: Conn<R::Stream>,
+        wire: &Wire,
+        reused: bool,
+    ) -> Result<(), AttemptError> {
         if let Err(e) = wire.write_to(&mut conn.stream).await {
             return Err(AttemptError::Stale(format!("write: {}", io_message(&e))));
         }
@@ -488,15 +487,10 @@ impl Exchange {
     }
 
     /// Sends one event, waiting for room in the channel; `Gone` if the
-    /// receiver was dropped or the exchange aborted.
+    /// receiver was dropped. (An aborted exchange is not polled again, so
+    /// it sends nothing after [`ExchangeHandle::abort`].)
     async fn emit(&self, input: HttpInput) -> Result<(), Stop> {
-        let permit = self.events.reserve().await.map_err(|_| Stop::Gone)?;
-        let aborted = lock(&self.gate);
-        if *aborted {
-            return Err(Stop::Gone);
-        }
-        permit.send(input);
-        Ok(())
+        self.events.send(input).await.map_err(|_| Stop::Gone)
     }
 }
 
@@ -513,5 +507,15 @@ impl fmt::Display for LogUrl<'_> {
             self.0.host_header(),
             self.0.path()
         )
+    }
+}
+
+/// An I/O error's text without the ` (os error N)` suffix: `Connection
+/// refused`, `Connection reset by peer`, ...
+pub fn io_message(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_owned(),
+        _ => text,
     }
 }

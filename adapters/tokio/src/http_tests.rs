@@ -4,13 +4,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_channel::Receiver;
 use mcpwire::transport::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
+use mcpwire_adapter::http::{HttpInput, HttpOptions as Options};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::{sleep, timeout};
 
-use super::{HttpClient, HttpInput, Options};
+/// The exchange runner on tokio.
+type HttpClient = mcpwire_adapter::http::HttpClient<crate::Tokio>;
 
 /// Longest wait for anything that should happen.
 const WAIT: Duration = Duration::from_secs(5);
@@ -191,7 +194,7 @@ impl Outcome {
 }
 
 /// Receives one event of exchange `id` (panics after the wait).
-async fn next(rx: &mut mpsc::Receiver<HttpInput>) -> HttpInput {
+async fn next(rx: &mut Receiver<HttpInput>) -> HttpInput {
     timeout(WAIT, rx.recv())
         .await
         .expect("no event within the wait")
@@ -233,7 +236,7 @@ fn apply(out: &mut Outcome, id: ExchangeId, event: HttpInput) -> bool {
 }
 
 /// Collects exchange `id` to its `End` or `Failed`.
-async fn collect(rx: &mut mpsc::Receiver<HttpInput>, id: u64) -> Outcome {
+async fn collect(rx: &mut Receiver<HttpInput>, id: u64) -> Outcome {
     let mut out = Outcome::default();
     while !apply(&mut out, ExchangeId(id), next(rx).await) {}
     out
@@ -243,7 +246,7 @@ async fn collect(rx: &mut mpsc::Receiver<HttpInput>, id: u64) -> Outcome {
 /// nothing follows its end.
 async fn exchange(client: &HttpClient, req: HttpRequest) -> Outcome {
     let id = req.exchange.0;
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) = async_channel::bounded(8);
     let _handle = client.start(req, tx);
     let out = collect(&mut rx, id).await;
     assert_closed(&mut rx).await;
@@ -251,10 +254,10 @@ async fn exchange(client: &HttpClient, req: HttpRequest) -> Outcome {
 }
 
 /// The exchange's task has ended without sending anything more.
-async fn assert_closed(rx: &mut mpsc::Receiver<HttpInput>) {
+async fn assert_closed(rx: &mut Receiver<HttpInput>) {
     match timeout(WAIT, rx.recv()).await {
-        Ok(None) => {}
-        Ok(Some(event)) => panic!("unexpected event {event:?}"),
+        Ok(Err(_)) => {}
+        Ok(Ok(event)) => panic!("unexpected event {event:?}"),
         Err(_) => panic!("exchange task still running"),
     }
 }
@@ -326,7 +329,7 @@ async fn chunked_body_streams_before_the_end() {
         peer
     });
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) = async_channel::bounded(8);
     let _h = client.start(get(7, port), tx);
     let mut out = Outcome::default();
     assert!(!apply(&mut out, ExchangeId(7), next(&mut rx).await));
@@ -350,7 +353,7 @@ async fn keep_alive_reuses_one_connection() {
     let client = HttpClient::new();
     // The second exchange starts the moment the first reports End: the
     // connection must already be back in the pool.
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) = async_channel::bounded(8);
     let _a = client.start(post(1, server.port, b"{}"), tx.clone());
     let first = collect(&mut rx, 1).await;
     let _b = client.start(post(2, server.port, b"{}"), tx.clone());
@@ -384,7 +387,7 @@ async fn concurrent_exchanges_use_separate_connections() {
         (a, b)
     });
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) = async_channel::bounded(8);
     let _a = client.start(post(1, port, br#""a""#), tx.clone());
     let _b = client.start(post(2, port, br#""b""#), tx);
     let mut outs = [Outcome::default(), Outcome::default()];
@@ -516,7 +519,7 @@ async fn abort_stops_a_long_stream() {
         timeout(WAIT, peer.stream.read(&mut rest)).await
     });
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(8);
+    let (tx, mut rx) = async_channel::bounded(8);
     let handle = client.start(get(1, port), tx);
     let mut out = Outcome::default();
     apply(&mut out, ExchangeId(1), next(&mut rx).await);
@@ -551,7 +554,7 @@ async fn no_event_after_abort_on_a_busy_stream() {
         sent
     });
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(2);
+    let (tx, mut rx) = async_channel::bounded(2);
     let handle = client.start(get(1, port), tx);
     let mut out = Outcome::default();
     apply(&mut out, ExchangeId(1), next(&mut rx).await);
@@ -584,7 +587,7 @@ async fn dropping_the_receiver_stops_the_exchange() {
         sent
     });
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(1);
+    let (tx, mut rx) = async_channel::bounded(1);
     let _handle = client.start(get(1, port), tx);
     next(&mut rx).await;
     drop(rx);
@@ -765,7 +768,7 @@ async fn idle_pool_is_bounded_per_origin() {
         max_idle_per_origin: 2,
         ..Options::default()
     });
-    let (tx, mut rx) = mpsc::channel(16);
+    let (tx, mut rx) = async_channel::bounded(16);
     let _handles: Vec<_> = (1..=3)
         .map(|id| client.start(post(id, server.port, b"{}"), tx.clone()))
         .collect();
@@ -850,7 +853,7 @@ async fn https_without_tls_feature_fails_clearly() {
 #[test]
 fn start_outside_a_runtime_fails_instead_of_panicking() {
     let client = HttpClient::new();
-    let (tx, mut rx) = mpsc::channel(1);
+    let (tx, rx) = async_channel::bounded(1);
     let handle = client.start(post(1, 9, b"{}"), tx);
     handle.abort();
     assert!(

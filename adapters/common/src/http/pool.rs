@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 use mcpwire::transport::url::Scheme;
 use mcpwire::transport::HttpUrl;
 
-use super::conn::Stream;
-
 /// Where a connection goes: connections are only shared within an origin.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct Key {
@@ -36,31 +34,31 @@ impl Key {
 }
 
 /// A connection between exchanges: the stream and its read buffer.
-pub(super) struct Conn {
+pub(super) struct Conn<S> {
     /// The byte stream.
-    pub(super) stream: Stream,
+    pub(super) stream: S,
     /// The read buffer (fixed size, reused by each exchange).
     pub(super) buf: Box<[u8]>,
     /// A number for logs, unique within the process.
     pub(super) serial: u64,
 }
 
-struct Idle {
-    conn: Conn,
+struct Idle<S> {
+    conn: Conn<S>,
     since: Instant,
 }
 
 /// Idle connections by origin.
-pub(super) struct Pool {
-    idle: HashMap<Key, Vec<Idle>>,
+pub(super) struct Pool<S> {
+    idle: HashMap<Key, Vec<Idle<S>>>,
     max_idle: usize,
     idle_timeout: Duration,
     closed: bool,
 }
 
-impl Pool {
+impl<S> Pool<S> {
     /// An empty pool with the given policy.
-    pub(super) fn new(max_idle: usize, idle_timeout: Duration) -> Pool {
+    pub(super) fn new(max_idle: usize, idle_timeout: Duration) -> Self {
         Pool {
             idle: HashMap::new(),
             max_idle,
@@ -69,13 +67,19 @@ impl Pool {
         }
     }
 
-    /// The most recently pooled live connection to `key`, if any.
-    pub(super) fn take(&mut self, key: &Key, now: Instant) -> Option<Conn> {
+    /// The most recently pooled live connection to `key`, if any
+    /// (`looks_alive` probes each candidate).
+    pub(super) fn take(
+        &mut self,
+        key: &Key,
+        now: Instant,
+        looks_alive: impl Fn(&S) -> bool,
+    ) -> Option<Conn<S>> {
         self.expire(now);
         let list = self.idle.get_mut(key)?;
         let mut found = None;
         while let Some(idle) = list.pop() {
-            if idle.conn.stream.looks_alive() {
+            if looks_alive(&idle.conn.stream) {
                 found = Some(idle.conn);
                 break;
             }
@@ -89,7 +93,7 @@ impl Pool {
 
     /// Keeps `conn` for the next exchange with `key` (or drops it if the
     /// pool is closed or `max_idle` is zero).
-    pub(super) fn put(&mut self, key: Key, conn: Conn, now: Instant) {
+    pub(super) fn put(&mut self, key: Key, conn: Conn<S>, now: Instant) {
         self.expire(now);
         if self.closed || self.max_idle == 0 {
             return;
@@ -109,7 +113,7 @@ impl Pool {
 
     /// Stops pooling and hands back every idle connection (for the
     /// caller to drop, i.e. close, outside the lock).
-    pub(super) fn close(&mut self) -> Vec<Conn> {
+    pub(super) fn close(&mut self) -> Vec<Conn<S>> {
         self.closed = true;
         self.idle
             .drain()
@@ -119,7 +123,6 @@ impl Pool {
     }
 
     /// How many idle connections there are (all origins).
-    #[cfg(test)]
     pub(super) fn idle_count(&self) -> usize {
         self.idle.values().map(Vec::len).sum()
     }

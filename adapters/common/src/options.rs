@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use event_listener::Event;
 use mcpwire::connection::ConnectionConfig;
 use mcpwire::mcp::types::{Implementation, ListChanged, Root};
 use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
 use serde_json::{Map, Value};
-use tokio::sync::Notify;
 
 /// A boxed future, as handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -35,30 +35,41 @@ pub struct ConnectOptions {
     pub(crate) sampling: Option<RequestHandler>,
     pub(crate) elicitation: Option<RequestHandler>,
     pub(crate) connect_timeout: Option<Duration>,
+    /// Whether `clientInfo` was chosen by the caller (else the adapter
+    /// names itself).
+    pub(crate) client_info_set: bool,
 }
 
 impl ConnectOptions {
-    /// Defaults: client info `mcpwire-tokio`, no capabilities.
+    /// Defaults: client info named after the adapter (`mcpwire-tokio`,
+    /// `mcpwire-smol`) and its version, no capabilities.
     pub fn new() -> Self {
-        let mut config = ConnectionConfig::default();
-        config.client.client_info = Implementation::new("mcpwire-tokio", env!("CARGO_PKG_VERSION"));
-        ConnectOptions {
-            config,
-            ..Default::default()
-        }
+        Self::default()
     }
 
     /// Sets `clientInfo`.
     pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.config.client.client_info = Implementation::new(name, version);
+        self.client_info_set = true;
         self
     }
 
     /// The full core configuration (engine limits, stdio grace periods,
     /// HTTP headers and retry policy).
     pub fn config(mut self, f: impl FnOnce(&mut ConnectionConfig)) -> Self {
+        let before = self.config.client.client_info.clone();
         f(&mut self.config);
+        if self.config.client.client_info != before {
+            self.client_info_set = true;
+        }
         self
+    }
+
+    /// Names the client after the adapter unless the caller chose a name.
+    pub(crate) fn default_client_info(&mut self, name: &str, version: &str) {
+        if !self.client_info_set {
+            self.config.client.client_info = Implementation::new(name, version);
+        }
     }
 
     /// Default per-request timeout (30 s unless the server config says).
@@ -190,7 +201,7 @@ pub struct CancelToken {
 #[derive(Default, Debug)]
 struct CancelInner {
     cancelled: AtomicBool,
-    notify: Notify,
+    event: Event,
 }
 
 impl CancelToken {
@@ -202,7 +213,7 @@ impl CancelToken {
     /// Cancels every call holding this token.
     pub fn cancel(&self) {
         self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
+        self.inner.event.notify(usize::MAX);
     }
 
     /// Whether [`CancelToken::cancel`] was called.
@@ -213,11 +224,14 @@ impl CancelToken {
     /// Resolves once cancelled.
     pub async fn cancelled(&self) {
         loop {
-            let notified = self.inner.notify.notified();
             if self.is_cancelled() {
                 return;
             }
-            notified.await;
+            let listener = self.inner.event.listen();
+            if self.is_cancelled() {
+                return;
+            }
+            listener.await;
         }
     }
 }

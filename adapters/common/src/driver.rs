@@ -4,20 +4,26 @@
 //! ```text
 //!  Client ──cmd (bounded)──►┐
 //!  dropped calls ──cancel──►│  loop: drain poll_output → perform
-//!  handler answers ────────►│        select { cmd | stdout | stderr | exit |
-//!  stdout/stderr/exit tasks►│                 http events | write slot | deadline }
-//!  http exchanges ─────────►┘
+//!  handler answers ────────►│        wait { urgent | stdout | stderr | exit |
+//!  stdout/stderr/exit tasks►│               http events | write slot | cmd |
+//!  http exchanges ─────────►┘               deadline | exit grace }
 //! ```
 //!
 //! No protocol decision is made here: every `if` about MCP lives in the core.
+//! Nothing runtime-specific either: tasks and timers come from [`Runtime`].
 //!
 //! [`Client`]: crate::Client
 
 use std::collections::{HashMap, VecDeque};
-use std::process::Stdio as StdStdio;
-use std::sync::Arc;
-use std::time::Instant;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
+use async_channel::{Receiver, Sender};
+use futures_core::Stream;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
 use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::ServerNotification;
@@ -25,13 +31,16 @@ use mcpwire::rpc::{ErrorObject, RequestError, RequestId, RequestOptions};
 use mcpwire::transport::stdio::{ExitStatus, Signal};
 use mcpwire::transport::ExchangeId;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command as ProcessCommand};
-use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::task::JoinHandle;
+use serde_json::Value;
 
 use crate::http::{ExchangeHandle, HttpClient, HttpInput};
-use crate::options::{ConnectOptions, ProgressFn};
+use crate::options::{BoxFuture, ConnectOptions, ProgressFn};
+use crate::runtime::{Child, Runtime};
+use crate::sync::{spawn_abortable, AbortHandle, Broadcast};
+
+/// How long the pipes may take to deliver their last bytes once the
+/// process has exited.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How a call ends, as the waiting future sees it.
 pub(crate) type Outcome = Result<Box<RawValue>, CallOrRequest>;
@@ -43,6 +52,14 @@ pub(crate) enum CallOrRequest {
     Request(RequestError),
 }
 
+/// A one-shot answer channel (capacity 1: the send never waits).
+pub(crate) type Reply<T> = Sender<T>;
+
+/// A fresh one-shot channel.
+pub(crate) fn oneshot<T>() -> (Reply<T>, Receiver<T>) {
+    async_channel::bounded(1)
+}
+
 /// What the client sends the driver.
 pub(crate) enum Command {
     Request {
@@ -51,15 +68,15 @@ pub(crate) enum Command {
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         progress: Option<ProgressFn>,
-        reply: oneshot::Sender<Outcome>,
+        reply: Reply<Outcome>,
     },
     Notify {
         method: String,
         params: Option<Box<RawValue>>,
-        reply: oneshot::Sender<Result<(), CallError>>,
+        reply: Reply<Result<(), CallError>>,
     },
     Close {
-        reply: oneshot::Sender<()>,
+        reply: Reply<()>,
     },
 }
 
@@ -76,23 +93,23 @@ pub(crate) enum Urgent {
     },
 }
 
-use serde_json::Value;
+/// A receiver the driver polls by hand (pinned: it is `!Unpin`).
+type Inbox<T> = Pin<Box<Receiver<T>>>;
 
 /// State shared with the client handle.
 pub(crate) struct Shared {
-    pub server: std::sync::OnceLock<InitializeResult>,
-    pub protocol_version: std::sync::OnceLock<String>,
-    pub transport: std::sync::OnceLock<&'static str>,
+    pub server: OnceLock<InitializeResult>,
+    pub transport: OnceLock<&'static str>,
     /// Why the connection closed, once it has.
-    pub closed: std::sync::OnceLock<String>,
-    /// Taken (dropped) when the connection closes, which ends every
-    /// notification stream.
-    pub notifications: std::sync::Mutex<Option<broadcast::Sender<ServerNotification>>>,
+    pub closed: OnceLock<String>,
+    /// Closed when the connection closes, which ends every notification
+    /// stream.
+    pub notifications: Broadcast<ServerNotification>,
 }
 
 struct Waiter {
     ticket: u64,
-    reply: oneshot::Sender<Outcome>,
+    reply: Reply<Outcome>,
     progress: Option<ProgressFn>,
 }
 
@@ -106,14 +123,15 @@ enum ProcEvent {
 
 struct Process {
     child_pid: Option<u32>,
-    events: mpsc::Receiver<ProcEvent>,
+    events: Inbox<ProcEvent>,
     /// Every reader and the waiter have finished.
     events_closed: bool,
     /// Exit reported by the wait task, held until stdout/stderr ended.
     exit: Option<ExitStatus>,
     stdout_done: bool,
     stderr_done: bool,
-    exit_grace: Option<tokio::time::Instant>,
+    /// Reports the exit even if a pipe never ends (a grandchild holds it).
+    exit_grace: Option<BoxFuture<()>>,
 }
 
 enum Wake {
@@ -132,63 +150,52 @@ enum WriteOp {
     Close,
 }
 
-pub(crate) struct Driver {
+/// The connection's owner; [`Driver::run`] is its task.
+pub(crate) struct Driver<R: Runtime> {
     conn: Connection,
     options: ConnectOptions,
     shared: Arc<Shared>,
-    commands: mpsc::Receiver<Command>,
-    urgent_rx: mpsc::UnboundedReceiver<Urgent>,
-    urgent_tx: mpsc::UnboundedSender<Urgent>,
+    commands: Inbox<Command>,
+    commands_open: bool,
+    urgent_rx: Inbox<Urgent>,
+    urgent_tx: Sender<Urgent>,
     waiters: HashMap<u64, Waiter>,
     tickets: HashMap<u64, u64>,
     process: Option<Process>,
-    /// The stdin writer task's queue (the slot is the backpressure).
-    writes: Option<mpsc::Sender<WriteOp>>,
-    write_errors: mpsc::UnboundedReceiver<String>,
-    http: HttpClient,
-    http_events_tx: mpsc::Sender<HttpInput>,
-    http_events: mpsc::Receiver<HttpInput>,
-    exchanges: HashMap<ExchangeId, ExchangeHandle>,
-    handlers: HashMap<RequestId, JoinHandle<()>>,
+    /// The stdin writer task's queue (its capacity is the backpressure).
+    writes: Option<Sender<WriteOp>>,
+    write_errors: Inbox<String>,
     /// Writes the writer task has not taken yet.
     backlog: VecDeque<Vec<u8>>,
-    close_waiters: Vec<oneshot::Sender<()>>,
-    ready: Option<oneshot::Sender<Result<(), String>>>,
+    /// The oldest of the backlog, waiting for room in `writes`.
+    write_in_flight: Option<BoxFuture<()>>,
+    http: HttpClient<R>,
+    http_events_tx: Sender<HttpInput>,
+    http_events: Inbox<HttpInput>,
+    exchanges: HashMap<ExchangeId, ExchangeHandle>,
+    handlers: HashMap<RequestId, AbortHandle>,
+    /// The core's deadline, and the timer armed for it.
+    timer: Option<(Instant, BoxFuture<()>)>,
+    close_waiters: Vec<Reply<()>>,
+    ready: Option<Reply<Result<(), String>>>,
     closed: bool,
 }
 
-/// Spawns the child process of a stdio server.
-pub(crate) fn spawn_child(server: &mcpwire::config::ServerConfig) -> Result<Child, crate::Error> {
-    let command = server.command.clone().unwrap_or_default();
-    let mut cmd = ProcessCommand::new(&command);
-    cmd.args(&server.args)
-        .envs(&server.env)
-        .stdin(StdStdio::piped())
-        .stdout(StdStdio::piped())
-        .stderr(StdStdio::piped())
-        .kill_on_drop(true);
-    if let Some(cwd) = &server.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.spawn()
-        .map_err(|source| crate::Error::Spawn { command, source })
-}
-
-impl Driver {
+impl<R: Runtime> Driver<R> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         conn: Connection,
         options: ConnectOptions,
         shared: Arc<Shared>,
-        commands: mpsc::Receiver<Command>,
-        urgent_tx: mpsc::UnboundedSender<Urgent>,
-        urgent_rx: mpsc::UnboundedReceiver<Urgent>,
+        commands: Receiver<Command>,
+        urgent_tx: Sender<Urgent>,
+        urgent_rx: Receiver<Urgent>,
         child: Option<Child>,
-        ready: oneshot::Sender<Result<(), String>>,
-    ) -> Driver {
-        let (http_events_tx, http_events) = mpsc::channel(64);
-        let (write_err_tx, write_errors) = mpsc::unbounded_channel();
-        let (process, writes) = match child.map(|child| start_process(child, write_err_tx)) {
+        ready: Reply<Result<(), String>>,
+    ) -> Self {
+        let (http_events_tx, http_events) = async_channel::bounded(64);
+        let (write_err_tx, write_errors) = async_channel::unbounded();
+        let (process, writes) = match child.map(|c| start_process::<R>(c, write_err_tx)) {
             Some((p, w)) => (Some(p), Some(w)),
             None => (None, None),
         };
@@ -196,20 +203,23 @@ impl Driver {
             conn,
             options,
             shared,
-            commands,
-            urgent_rx,
+            commands: Box::pin(commands),
+            commands_open: true,
+            urgent_rx: Box::pin(urgent_rx),
             urgent_tx,
             waiters: HashMap::new(),
             tickets: HashMap::new(),
             process,
             writes,
-            write_errors,
+            write_errors: Box::pin(write_errors),
+            backlog: VecDeque::new(),
+            write_in_flight: None,
             http: HttpClient::new(),
             http_events_tx,
-            http_events,
+            http_events: Box::pin(http_events),
             exchanges: HashMap::new(),
             handlers: HashMap::new(),
-            backlog: VecDeque::new(),
+            timer: None,
             close_waiters: Vec::new(),
             ready: Some(ready),
             closed: false,
@@ -217,40 +227,24 @@ impl Driver {
     }
 
     pub(crate) async fn run(mut self) {
-        let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
-        tokio::pin!(sleep);
-        let mut armed: Option<Instant> = None;
-        let mut commands_open = true;
         loop {
             self.drain().await;
             if self.closed {
                 break;
             }
-            let deadline = self.conn.poll_timeout();
-            if deadline != armed {
-                armed = deadline;
-                if let Some(d) = deadline {
-                    sleep.as_mut().reset(tokio::time::Instant::from_std(d));
-                }
+            // Arm a new timer only when the core needs to wake earlier
+            // than the armed one. A timer that fires early is harmless
+            // (`handle_timeout` before a deadline is a no-op; the loop then
+            // arms the real one), and keeping it saves, per call, a timer
+            // registration and an allocation — and on tokio an eventfd
+            // write and an extra wake-up, since each call's new deadline
+            // used to replace the previous one.
+            match (self.conn.poll_timeout(), &self.timer) {
+                (Some(d), Some((armed, _))) if *armed <= d => {}
+                (Some(d), _) => self.timer = Some((d, R::sleep_until(d))),
+                (None, _) => {} // an armed timer fires once, spuriously
             }
-            let exit_grace = self.process.as_ref().and_then(|p| p.exit_grace);
-            let accept_commands = commands_open && self.backlog.is_empty();
-            let wake = tokio::select! {
-                biased;
-                Some(urgent) = self.urgent_rx.recv() => Wake::Urgent(urgent),
-                ev = recv_proc(&mut self.process) => Wake::Proc(ev),
-                Some(err) = self.write_errors.recv() => Wake::WriteFailed(err),
-                Some(ev) = self.http_events.recv() => Wake::Http(ev),
-                permit = reserve_write(&self.writes), if !self.backlog.is_empty() => {
-                    if let (Some(permit), Some(bytes)) = (permit, self.backlog.pop_front()) {
-                        permit.send(WriteOp::Bytes(bytes));
-                    }
-                    Wake::Wrote
-                }
-                cmd = self.commands.recv(), if accept_commands => Wake::Command(cmd),
-                () = &mut sleep, if armed.is_some() => Wake::Timer,
-                () = sleep_until_opt(exit_grace) => Wake::ExitGrace,
-            };
+            let wake = poll_fn(|cx| self.poll_wake(cx)).await;
             match wake {
                 Wake::Urgent(u) => self.urgent(u),
                 Wake::Proc(ev) => self.proc_event(ev),
@@ -263,16 +257,21 @@ impl Driver {
                 Wake::Command(Some(cmd)) => self.command(cmd),
                 Wake::Command(None) => {
                     // Every Client handle is gone: close gracefully.
-                    commands_open = false;
+                    self.commands_open = false;
                     self.conn.close(Instant::now());
                 }
                 Wake::Timer => {
-                    armed = None;
+                    self.timer = None;
                     self.conn.handle_timeout(Instant::now());
                 }
                 Wake::ExitGrace => self.report_exit_now(),
             }
         }
+        // Commands sent while the connection closed: the channel's buffer
+        // outlives this receiver (the clients hold senders), so drop them
+        // here, which fails their calls with the close reason.
+        self.commands.close();
+        while self.commands.try_recv().is_ok() {}
         self.http.shutdown();
         for (_, h) in self.handlers.drain() {
             h.abort();
@@ -281,8 +280,56 @@ impl Driver {
             x.abort();
         }
         for w in self.close_waiters.drain(..) {
-            let _ = w.send(());
+            let _ = w.try_send(());
         }
+    }
+
+    /// The next thing to handle, in priority order.
+    fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Wake> {
+        if let Poll::Ready(Some(u)) = self.urgent_rx.as_mut().poll_next(cx) {
+            return Poll::Ready(Wake::Urgent(u));
+        }
+        if let Some(p) = self.process.as_mut().filter(|p| !p.events_closed) {
+            if let Poll::Ready(ev) = p.events.as_mut().poll_next(cx) {
+                return Poll::Ready(Wake::Proc(ev));
+            }
+        }
+        if let Poll::Ready(Some(err)) = self.write_errors.as_mut().poll_next(cx) {
+            return Poll::Ready(Wake::WriteFailed(err));
+        }
+        if let Poll::Ready(Some(ev)) = self.http_events.as_mut().poll_next(cx) {
+            return Poll::Ready(Wake::Http(ev));
+        }
+        if self.write_in_flight.is_none() {
+            if let (Some(w), Some(bytes)) = (&self.writes, self.backlog.pop_front()) {
+                let w = w.clone();
+                self.write_in_flight = Some(Box::pin(async move {
+                    let _ = w.send(WriteOp::Bytes(bytes)).await;
+                }));
+            }
+        }
+        if let Some(write) = &mut self.write_in_flight {
+            if write.as_mut().poll(cx).is_ready() {
+                self.write_in_flight = None;
+                return Poll::Ready(Wake::Wrote);
+            }
+        }
+        if self.commands_open && self.backlog.is_empty() && self.write_in_flight.is_none() {
+            if let Poll::Ready(cmd) = self.commands.as_mut().poll_next(cx) {
+                return Poll::Ready(Wake::Command(cmd));
+            }
+        }
+        if let Some((_, sleep)) = &mut self.timer {
+            if sleep.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Wake::Timer);
+            }
+        }
+        if let Some(grace) = self.process.as_mut().and_then(|p| p.exit_grace.as_mut()) {
+            if grace.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Wake::ExitGrace);
+            }
+        }
+        Poll::Pending
     }
 
     /// Performs every output the core has queued.
@@ -292,6 +339,9 @@ impl Driver {
                 Output::Write(bytes) => self.write(bytes),
                 Output::CloseStdin => {
                     // Everything queued before must reach the child first.
+                    if let Some(write) = self.write_in_flight.take() {
+                        write.await;
+                    }
                     let backlog: Vec<_> = self.backlog.drain(..).collect();
                     if let Some(w) = &self.writes {
                         for b in backlog {
@@ -314,20 +364,16 @@ impl Driver {
                 Output::Ready => {
                     if let Some(server) = self.conn.server() {
                         let _ = self.shared.server.set(server.clone());
-                        let _ = self
-                            .shared
-                            .protocol_version
-                            .set(server.protocol_version.clone());
                     }
                     let _ = self.shared.transport.set(self.conn.transport_name());
                     if let Some(r) = self.ready.take() {
-                        let _ = r.send(Ok(()));
+                        let _ = r.try_send(Ok(()));
                     }
                 }
                 Output::Complete { id, outcome } => {
                     if let Some(w) = self.waiters.remove(&id) {
                         self.tickets.remove(&w.ticket);
-                        let _ = w.reply.send(outcome.map_err(CallOrRequest::Request));
+                        let _ = w.reply.try_send(outcome.map_err(CallOrRequest::Request));
                     }
                 }
                 Output::Progress { id, progress } => {
@@ -337,15 +383,7 @@ impl Driver {
                 }
                 Output::Notification(n) => {
                     tracing::trace!(method = n.method(), "notification");
-                    if let Some(tx) = self
-                        .shared
-                        .notifications
-                        .lock()
-                        .expect("not poisoned")
-                        .as_ref()
-                    {
-                        let _ = tx.send(n);
-                    }
+                    self.shared.notifications.send(n);
                 }
                 Output::ServerRequest { id, method, params } => {
                     self.server_request(id, method, params)
@@ -366,13 +404,13 @@ impl Driver {
 
     fn write(&mut self, bytes: Vec<u8>) {
         let Some(w) = &self.writes else { return };
-        if !self.backlog.is_empty() {
+        if !self.backlog.is_empty() || self.write_in_flight.is_some() {
             self.backlog.push_back(bytes);
             return;
         }
         match w.try_send(WriteOp::Bytes(bytes)) {
             Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(WriteOp::Bytes(b))) => self.backlog.push_back(b),
+            Err(async_channel::TrySendError::Full(WriteOp::Bytes(b))) => self.backlog.push_back(b),
             Err(_) => {} // writer gone: the child is exiting; the core will hear of it
         }
     }
@@ -388,20 +426,16 @@ impl Driver {
         tracing::debug!(%reason, "connection closed");
         self.closed = true;
         let _ = self.shared.closed.set(reason.to_string());
-        self.shared
-            .notifications
-            .lock()
-            .expect("not poisoned")
-            .take();
+        self.shared.notifications.close();
         if let Some(r) = self.ready.take() {
-            let _ = r.send(Err(reason.to_string()));
+            let _ = r.try_send(Err(reason.to_string()));
         }
         // Every waiter has completed by now (the core guarantees it); any
         // left would be a bug: fail them rather than hang.
         for (_, w) in self.waiters.drain() {
             let _ = w
                 .reply
-                .send(Err(CallOrRequest::Request(RequestError::Closed {
+                .try_send(Err(CallOrRequest::Request(RequestError::Closed {
                     reason: reason.to_string(),
                 })));
         }
@@ -430,7 +464,7 @@ impl Driver {
                     );
                 }
                 Err(e) => {
-                    let _ = reply.send(Err(CallOrRequest::Call(e)));
+                    let _ = reply.try_send(Err(CallOrRequest::Call(e)));
                 }
             },
             Command::Notify {
@@ -438,7 +472,7 @@ impl Driver {
                 params,
                 reply,
             } => {
-                let _ = reply.send(self.conn.notify(now, &method, params.as_deref()));
+                let _ = reply.try_send(self.conn.notify(now, &method, params.as_deref()));
             }
             Command::Close { reply } => {
                 self.close_waiters.push(reply);
@@ -472,7 +506,7 @@ impl Driver {
         let urgent = self.urgent_tx.clone();
         let Some(handler) = self.options.handler(&method) else {
             // The core only surfaces methods we declared; answer anyway.
-            let _ = urgent.send(Urgent::Respond {
+            let _ = urgent.try_send(Urgent::Respond {
                 id,
                 result: Err(ErrorObject::new(-32601, "Method not found")),
             });
@@ -482,11 +516,21 @@ impl Driver {
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
         let rid = id.clone();
-        let task = tokio::spawn(async move {
+        let task = spawn_abortable::<R>(Box::pin(async move {
             let result = handler(params).await;
-            let _ = urgent.send(Urgent::Respond { id: rid, result });
-        });
-        self.handlers.insert(id, task);
+            let _ = urgent.try_send(Urgent::Respond { id: rid, result });
+        }));
+        match task {
+            Ok(task) => {
+                self.handlers.insert(id, task);
+            }
+            Err(why) => {
+                let _ = self.urgent_tx.try_send(Urgent::Respond {
+                    id,
+                    result: Err(ErrorObject::new(-32603, why)),
+                });
+            }
+        }
     }
 
     fn http_event(&mut self, ev: HttpInput) {
@@ -541,8 +585,7 @@ impl Driver {
             Some(ProcEvent::Exited(status)) => {
                 p.exit = Some(status);
                 // Give the pipes a moment to deliver the last words.
-                p.exit_grace =
-                    Some(tokio::time::Instant::now() + std::time::Duration::from_millis(500));
+                p.exit_grace = Some(R::sleep_until(Instant::now() + EXIT_GRACE));
                 self.maybe_report_exit();
             }
             None => {
@@ -574,108 +617,87 @@ impl Driver {
     }
 }
 
-async fn recv_proc(process: &mut Option<Process>) -> Option<ProcEvent> {
-    match process {
-        Some(p) if !p.events_closed => p.events.recv().await,
-        _ => std::future::pending().await,
-    }
-}
-
-async fn reserve_write(
-    writes: &Option<mpsc::Sender<WriteOp>>,
-) -> Option<mpsc::Permit<'_, WriteOp>> {
-    match writes {
-        Some(w) => w.reserve().await.ok(),
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn start_process(
-    mut child: Child,
-    write_errors: mpsc::UnboundedSender<String>,
-) -> (Process, mpsc::Sender<WriteOp>) {
-    let (tx, events) = mpsc::channel(64);
-    let child_pid = child.id();
-    let stdin = child.stdin.take();
-    if let Some(mut stdout) = child.stdout.take() {
+/// Starts the tasks around a child: a reader for stdout and one for
+/// stderr, a waiter for the exit, and the stdin writer.
+fn start_process<R: Runtime>(
+    child: Child,
+    write_errors: Sender<String>,
+) -> (Process, Sender<WriteOp>) {
+    let (tx, events) = async_channel::bounded(64);
+    let Child {
+        pid,
+        stdin,
+        stdout,
+        stderr,
+        wait,
+    } = child;
+    let reader = |mut pipe: Box<dyn futures_io::AsyncRead + Send + Unpin>,
+                  size: usize,
+                  data: fn(Vec<u8>) -> ProcEvent,
+                  eof: ProcEvent| {
         let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 64 * 1024];
+        async move {
+            let mut buf = vec![0u8; size];
             loop {
-                match stdout.read(&mut buf).await {
+                match pipe.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        if tx.send(ProcEvent::Stdout(buf[..n].to_vec())).await.is_err() {
+                        if tx.send(data(buf[..n].to_vec())).await.is_err() {
                             return;
                         }
                     }
                 }
             }
-            let _ = tx.send(ProcEvent::StdoutEof).await;
-        });
-    }
-    if let Some(mut stderr) = child.stderr.take() {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 8 * 1024];
-            loop {
-                match stderr.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if tx.send(ProcEvent::Stderr(buf[..n].to_vec())).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = tx.send(ProcEvent::StderrEof).await;
-        });
-    }
-    {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            let status = match status {
-                Ok(s) => crate::process::exit_status(s),
-                Err(_) => ExitStatus {
-                    code: None,
-                    signal: None,
-                },
-            };
-            let _ = tx.send(ProcEvent::Exited(status)).await;
-        });
-    }
-    let (writes, mut write_rx) = mpsc::channel::<WriteOp>(64);
-    let mut stdin_w = stdin;
-    tokio::spawn(async move {
-        while let Some(op) = write_rx.recv().await {
+            let _ = tx.send(eof).await;
+        }
+    };
+    spawn_or_log::<R>(Box::pin(reader(
+        stdout,
+        64 * 1024,
+        ProcEvent::Stdout,
+        ProcEvent::StdoutEof,
+    )));
+    spawn_or_log::<R>(Box::pin(reader(
+        stderr,
+        8 * 1024,
+        ProcEvent::Stderr,
+        ProcEvent::StderrEof,
+    )));
+    spawn_or_log::<R>(Box::pin(async move {
+        let status = match wait.await {
+            Ok(s) => crate::process::exit_status(s),
+            Err(_) => ExitStatus {
+                code: None,
+                signal: None,
+            },
+        };
+        let _ = tx.send(ProcEvent::Exited(status)).await;
+    }));
+    let (writes, write_rx) = async_channel::bounded::<WriteOp>(64);
+    spawn_or_log::<R>(Box::pin(async move {
+        // Dropped (the pipe closed) on `Close` or after a failed write.
+        let mut stdin = Some(stdin);
+        while let Ok(op) = write_rx.recv().await {
             match op {
                 WriteOp::Bytes(b) => {
-                    if let Some(w) = stdin_w.as_mut() {
-                        if let Err(e) = w.write_all(&b).await {
-                            let _ = write_errors.send(e.to_string());
-                            stdin_w = None;
+                    if let Some(w) = stdin.as_mut() {
+                        if let Err(e) = write_flushed(w.as_mut(), &b).await {
+                            let _ = write_errors.try_send(e.to_string());
+                            stdin = None;
                         }
                     }
                 }
                 WriteOp::Close => {
-                    if let Some(mut w) = stdin_w.take() {
-                        let _ = w.shutdown().await;
+                    if let Some(mut w) = stdin.take() {
+                        let _ = w.close().await;
                     }
                 }
             }
         }
-    });
+    }));
     let process = Process {
-        child_pid,
-        events,
+        child_pid: pid,
+        events: Box::pin(events),
         events_closed: false,
         exit: None,
         stdout_done: false,
@@ -683,4 +705,20 @@ fn start_process(
         exit_grace: None,
     };
     (process, writes)
+}
+
+async fn write_flushed(
+    w: &mut (dyn futures_io::AsyncWrite + Send + Unpin),
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    w.write_all(bytes).await?;
+    w.flush().await
+}
+
+/// Spawns one of the process tasks; the driver runs on the runtime, so
+/// this does not fail in practice.
+fn spawn_or_log<R: Runtime>(task: BoxFuture<()>) {
+    if let Err(why) = R::spawn(task) {
+        tracing::error!("cannot spawn a process task: {why}");
+    }
 }

@@ -1,11 +1,14 @@
 //! The public client: typed MCP methods over a driver task.
 
+use std::future::poll_fn;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use async_channel::Sender;
 use mcpwire::config::ServerConfig;
 use mcpwire::connection::{Connection, SpecError, TransportSpec};
 use mcpwire::mcp::types::{
@@ -18,31 +21,43 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::driver::{spawn_child, CallOrRequest, Command, Driver, Outcome, Shared, Urgent};
+use crate::driver::{oneshot, CallOrRequest, Command, Driver, Outcome, Shared, Urgent};
 use crate::options::{CallOptions, ConnectOptions};
+use crate::runtime::{timeout, Runtime};
+use crate::sync::{Broadcast, Subscriber};
 use crate::Error;
 
 /// Most pages a list call follows before giving up.
 const MAX_PAGES: usize = 10_000;
 
-/// An MCP client connected to one server. Cheap to clone; every clone
-/// talks to the same connection. The connection closes gracefully when
-/// [`Client::close`] is called or the last clone is dropped.
-#[derive(Clone)]
-pub struct Client {
+/// An MCP client connected to one server, on runtime `R` (the adapters
+/// name it: `mcpwire_tokio::Client` is `Client<Tokio>`). Cheap to clone;
+/// every clone talks to the same connection. The connection closes
+/// gracefully when [`Client::close`] is called or the last clone is
+/// dropped.
+pub struct Client<R: Runtime> {
     inner: Arc<Inner>,
+    runtime: PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Clone for Client<R> {
+    fn clone(&self) -> Self {
+        Client {
+            inner: Arc::clone(&self.inner),
+            runtime: PhantomData,
+        }
+    }
 }
 
 struct Inner {
-    commands: mpsc::Sender<Command>,
-    urgent: mpsc::UnboundedSender<Urgent>,
+    commands: Sender<Command>,
+    urgent: Sender<Urgent>,
     shared: Arc<Shared>,
     tickets: AtomicU64,
 }
 
-impl std::fmt::Debug for Client {
+impl<R: Runtime> std::fmt::Debug for Client<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field(
@@ -53,21 +68,28 @@ impl std::fmt::Debug for Client {
     }
 }
 
-impl Client {
+impl<R: Runtime> Client<R> {
     /// Connects with default options: spawns the process (stdio) or opens
     /// the HTTP session, and completes the `initialize` handshake.
-    pub async fn connect(server: ServerConfig) -> Result<Client, Error> {
+    pub async fn connect(server: ServerConfig) -> Result<Self, Error> {
         Self::connect_with(server, ConnectOptions::new()).await
     }
 
     /// Connects with `options` (handlers, timeouts, limits).
     pub async fn connect_with(
         server: ServerConfig,
-        options: ConnectOptions,
-    ) -> Result<Client, Error> {
+        mut options: ConnectOptions,
+    ) -> Result<Self, Error> {
+        options.default_client_info(R::NAME, R::VERSION);
         let spec = TransportSpec::from_server(&server)?;
         let child = match spec {
-            TransportSpec::Stdio => Some(spawn_child(&server)?),
+            TransportSpec::Stdio => {
+                let child = R::spawn_child(&server).map_err(|source| Error::Spawn {
+                    command: server.command.clone().unwrap_or_default(),
+                    source,
+                })?;
+                Some(child)
+            }
             _ => None,
         };
         let now = Instant::now();
@@ -77,17 +99,16 @@ impl Client {
             .connect_timeout
             .or(server.request_timeout())
             .unwrap_or(options.config.engine.default_timeout);
-        let (cmd_tx, cmd_rx) = mpsc::channel(256);
-        let (urgent_tx, urgent_rx) = mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = oneshot::channel();
+        let (cmd_tx, cmd_rx) = async_channel::bounded(256);
+        let (urgent_tx, urgent_rx) = async_channel::unbounded();
+        let (ready_tx, ready_rx) = oneshot();
         let shared = Arc::new(Shared {
             server: Default::default(),
-            protocol_version: Default::default(),
             transport: Default::default(),
             closed: Default::default(),
-            notifications: std::sync::Mutex::new(Some(broadcast::channel(1024).0)),
+            notifications: Broadcast::new(),
         });
-        let driver = Driver::new(
+        let driver = Driver::<R>::new(
             conn,
             options,
             shared.clone(),
@@ -97,7 +118,7 @@ impl Client {
             child,
             ready_tx,
         );
-        tokio::spawn(driver.run());
+        R::spawn(Box::pin(driver.run())).map_err(Error::Connect)?;
         let client = Client {
             inner: Arc::new(Inner {
                 commands: cmd_tx,
@@ -105,12 +126,13 @@ impl Client {
                 shared,
                 tickets: AtomicU64::new(0),
             }),
+            runtime: PhantomData,
         };
-        match tokio::time::timeout(connect_timeout, ready_rx).await {
-            Ok(Ok(Ok(()))) => Ok(client),
-            Ok(Ok(Err(reason))) => Err(Error::Connect(reason)),
-            Ok(Err(_)) => Err(Error::Connect("driver stopped".into())),
-            Err(_) => {
+        match timeout::<R, _>(connect_timeout, ready_rx.recv()).await {
+            Some(Ok(Ok(()))) => Ok(client),
+            Some(Ok(Err(reason))) => Err(Error::Connect(reason)),
+            Some(Err(_)) => Err(Error::Connect("driver stopped".into())),
+            None => {
                 // Dropping `client` closes the connection (and the child).
                 Err(Error::Connect(format!(
                     "no initialize result within {}ms",
@@ -163,18 +185,9 @@ impl Client {
     /// updates…) from now on. Each call gives an independent stream; a
     /// stream that falls more than 1024 behind skips the oldest.
     pub fn notifications(&self) -> Notifications {
-        let rx = match self
-            .inner
-            .shared
-            .notifications
-            .lock()
-            .expect("not poisoned")
-            .as_ref()
-        {
-            Some(tx) => tx.subscribe(),
-            None => broadcast::channel(1).1, // closed: ends at once
-        };
-        Notifications { rx, pending: None }
+        Notifications {
+            rx: self.inner.shared.notifications.subscribe(),
+        }
     }
 
     // ----- generic --------------------------------------------------------
@@ -187,7 +200,7 @@ impl Client {
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let ticket = self.inner.tickets.fetch_add(1, Ordering::Relaxed);
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = oneshot();
         let cmd = Command::Request {
             ticket,
             method: method.to_string(),
@@ -209,17 +222,27 @@ impl Client {
         };
         let outcome: Outcome = match &options.cancel {
             Some(token) => {
-                tokio::select! {
-                    r = rx => r.map_err(|_| self.gone())?,
-                    () = token.cancelled() => {
-                        let _ = self.inner.urgent.send(Urgent::Cancel { ticket, reason: "cancelled by the client".into() });
+                let answer = futures_lite::future::or(async { Some(rx.recv().await) }, async {
+                    token.cancelled().await;
+                    None
+                });
+                match answer.await {
+                    Some(r) => r.map_err(|_| self.gone())?,
+                    None => {
+                        let reason = "cancelled by the client";
+                        let _ = self.inner.urgent.try_send(Urgent::Cancel {
+                            ticket,
+                            reason: reason.into(),
+                        });
                         guard.armed = false;
                         // The driver completes it as cancelled.
-                        return Err(Error::Request(mcpwire::rpc::RequestError::Cancelled { reason: "cancelled by the client".into() }));
+                        return Err(Error::Request(mcpwire::rpc::RequestError::Cancelled {
+                            reason: reason.into(),
+                        }));
                     }
                 }
             }
-            None => rx.await.map_err(|_| self.gone())?,
+            None => rx.recv().await.map_err(|_| self.gone())?,
         };
         guard.armed = false;
         outcome.map_err(|e| match e {
@@ -229,12 +252,12 @@ impl Client {
     }
 
     /// Sends a request with serializable params and parses its result.
-    pub async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(
+    pub async fn request<P: Serialize + ?Sized, T: DeserializeOwned>(
         &self,
         method: &str,
         params: Option<&P>,
         options: CallOptions,
-    ) -> Result<R, Error> {
+    ) -> Result<T, Error> {
         let params = match params {
             Some(p) => {
                 Some(
@@ -256,7 +279,7 @@ impl Client {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
         let params = params.map(|p| serde_json::value::to_raw_value(&p).expect("JSON value"));
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = oneshot();
         self.inner
             .commands
             .send(Command::Notify {
@@ -266,7 +289,10 @@ impl Client {
             })
             .await
             .map_err(|_| self.gone())?;
-        rx.await.map_err(|_| self.gone())?.map_err(Error::Call)
+        rx.recv()
+            .await
+            .map_err(|_| self.gone())?
+            .map_err(Error::Call)
     }
 
     // ----- typed methods -------------------------------------------------
@@ -436,7 +462,7 @@ impl Client {
     /// SIGKILL after the grace periods; HTTP: session DELETE), and this
     /// returns once it is done.
     pub async fn close(self) -> Result<(), Error> {
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = oneshot();
         if self
             .inner
             .commands
@@ -446,20 +472,20 @@ impl Client {
         {
             return Ok(()); // already closed
         }
-        let _ = rx.await;
+        let _ = rx.recv().await;
         Ok(())
     }
 
     /// Like [`Client::close`] with a bound on the wait.
-    pub async fn close_timeout(self, timeout: Duration) -> Result<(), Error> {
-        let _ = tokio::time::timeout(timeout, self.close()).await;
+    pub async fn close_timeout(self, limit: Duration) -> Result<(), Error> {
+        let _ = timeout::<R, _>(limit, self.close()).await;
         Ok(())
     }
 }
 
 /// Cancels the request when the call's future is dropped before it ended.
 struct CancelOnDrop<'a> {
-    urgent: &'a mpsc::UnboundedSender<Urgent>,
+    urgent: &'a Sender<Urgent>,
     ticket: u64,
     armed: bool,
 }
@@ -467,7 +493,7 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self.urgent.send(Urgent::Cancel {
+            let _ = self.urgent.try_send(Urgent::Cancel {
                 ticket: self.ticket,
                 reason: "request dropped by the client".into(),
             });
@@ -475,65 +501,28 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-type NextNotification = Pin<
-    Box<
-        dyn std::future::Future<
-                Output = (
-                    Option<ServerNotification>,
-                    broadcast::Receiver<ServerNotification>,
-                ),
-            > + Send,
-    >,
->;
-
 /// A stream of server notifications ([`Client::notifications`]).
 pub struct Notifications {
-    rx: broadcast::Receiver<ServerNotification>,
-    pending: Option<NextNotification>,
+    rx: Arc<Subscriber<ServerNotification>>,
+}
+
+impl std::fmt::Debug for Notifications {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifications").finish_non_exhaustive()
+    }
 }
 
 impl Notifications {
     /// The next notification; `None` once the connection is closed.
     pub async fn recv(&mut self) -> Option<ServerNotification> {
-        loop {
-            match self.rx.recv().await {
-                Ok(n) => return Some(n),
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("notification stream lagged; {n} skipped");
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
-        }
+        poll_fn(|cx| self.rx.poll_recv(cx)).await
     }
 }
 
 impl futures_core::Stream for Notifications {
     type Item = ServerNotification;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        if this.pending.is_none() {
-            let mut rx = this.rx.resubscribe();
-            std::mem::swap(&mut rx, &mut this.rx);
-            this.pending = Some(Box::pin(async move {
-                let mut rx = rx;
-                loop {
-                    match rx.recv().await {
-                        Ok(n) => return (Some(n), rx),
-                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => return (None, rx),
-                    }
-                }
-            }));
-        }
-        let fut = this.pending.as_mut().expect("set above");
-        match fut.as_mut().poll(cx) {
-            Poll::Ready((item, rx)) => {
-                this.rx = rx;
-                this.pending = None;
-                Poll::Ready(item)
-            }
-            Poll::Pending => Poll::Pending,
-        }
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
     }
 }

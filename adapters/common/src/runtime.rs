@@ -1,0 +1,111 @@
+//! What an adapter provides: the [`Runtime`] trait, the little the shared
+//! client needs from an async runtime (tasks, timers, child processes and
+//! TCP/TLS connections), and helpers written once over it.
+//!
+//! ```text
+//!  Client<R> ──► Driver<R> ──► R::spawn / R::sleep_until   (tasks, timers)
+//!                    │    └──► R::spawn_child              (stdio servers)
+//!                    └──► HttpClient<R> ──► R::resolve, R::connect_tcp,
+//!                                           R::tls_handshake (HTTP servers)
+//! ```
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use futures_io::{AsyncRead, AsyncWrite};
+use mcpwire::config::ServerConfig;
+
+use crate::options::BoxFuture;
+
+/// An async runtime, as the shared client uses it. Implemented by the
+/// adapters (`mcpwire-tokio`, `mcpwire-smol`); a unit type names it, as in
+/// `Client<Tokio>`.
+pub trait Runtime: Send + Sync + 'static {
+    /// The adapter's name, sent as `clientInfo.name` unless the caller sets
+    /// one.
+    const NAME: &'static str;
+    /// The adapter's version, sent as `clientInfo.version`.
+    const VERSION: &'static str;
+
+    /// A connected TCP socket.
+    type Tcp: Send + 'static;
+
+    /// A connection to an HTTP server: plain TCP or TLS over TCP.
+    type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+
+    /// Runs `task` to completion in the background (detached). Fails,
+    /// dropping `task`, when there is nowhere to run it (e.g. tokio called
+    /// outside a runtime); the error says why.
+    fn spawn(task: BoxFuture<()>) -> Result<(), String>;
+
+    /// Resolves at `deadline` (at once if it has passed).
+    fn sleep_until(deadline: Instant) -> BoxFuture<()>;
+
+    /// Starts the process of a stdio server (`command`, `args`, `env`,
+    /// `cwd`) with piped stdin, stdout and stderr.
+    fn spawn_child(server: &ServerConfig) -> io::Result<Child>;
+
+    /// Resolves `host` (a name or an IP address) and `port`.
+    fn resolve(host: &str, port: u16) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send;
+
+    /// Connects to `addr` and sets `TCP_NODELAY`.
+    fn connect_tcp(addr: SocketAddr) -> impl Future<Output = io::Result<Self::Tcp>> + Send;
+
+    /// The stream of a plain `http` connection.
+    fn plain(tcp: Self::Tcp) -> Self::Stream;
+
+    /// The TLS handshake of an `https` connection, verifying `host` (with
+    /// [`tls::config`](crate::tls) when the adapter has TLS; otherwise an
+    /// error saying it was built without). The error is a short message,
+    /// e.g. `invalid peer certificate: UnknownIssuer`.
+    fn tls_handshake(
+        tcp: Self::Tcp,
+        host: &str,
+    ) -> impl Future<Output = Result<Self::Stream, String>> + Send;
+
+    /// Whether an idle pooled connection still looks usable, without
+    /// waiting: the peer has not closed it and sent nothing unsolicited. A
+    /// cheap probe, not a guarantee (the exchange runner retries a dead
+    /// pooled connection once).
+    fn looks_alive(stream: &Self::Stream) -> bool;
+}
+
+/// A started child process, as [`Runtime::spawn_child`] hands it over.
+pub struct Child {
+    /// The process id (for SIGTERM and SIGKILL).
+    pub pid: Option<u32>,
+    /// Its stdin.
+    pub stdin: Box<dyn AsyncWrite + Send + Unpin>,
+    /// Its stdout.
+    pub stdout: Box<dyn AsyncRead + Send + Unpin>,
+    /// Its stderr.
+    pub stderr: Box<dyn AsyncRead + Send + Unpin>,
+    /// Resolves with the exit status. It owns the process handle: dropping
+    /// it before the process exited must kill the process.
+    pub wait: BoxFuture<io::Result<std::process::ExitStatus>>,
+}
+
+impl std::fmt::Debug for Child {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Child")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Waits `duration` on `R`'s timer.
+pub async fn sleep<R: Runtime>(duration: Duration) {
+    R::sleep_until(Instant::now() + duration).await;
+}
+
+/// Runs `fut` for at most `duration`: `None` if the time ran out first
+/// (`fut` is dropped then).
+pub async fn timeout<R: Runtime, F: Future>(duration: Duration, fut: F) -> Option<F::Output> {
+    futures_lite::future::or(async { Some(fut.await) }, async {
+        sleep::<R>(duration).await;
+        None
+    })
+    .await
+}
