@@ -4,8 +4,15 @@
 //! mcpwire [OPTIONS] <COMMAND> [TARGET]
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
+//!           | servers [--config F] [--no-project-config]
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
+//!
+//! `--server NAME` finds NAME with the manager's discovery (explicit
+//! `--config F` only, else project files then user files; see
+//! `mcpwire_manager::discovery`), expanding `${VAR}` and
+//! `${VAR:-default}`. `servers` starts every discovered server and lists
+//! it with its status and tool count.
 //!
 //! Exit codes: 0 ok; 1 the tool returned `isError: true`; 2 usage error;
 //! 3 connection, protocol or server error; 4 timeout; 130 interrupted.
@@ -19,6 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use mcpwire::manager::expand::expand_config;
+use mcpwire_manager::{Discovery, Manager, ManagerOptions, ServerState};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
 use mcpwire_tokio::{
     CallOptions, CancelToken, Client, ConnectOptions, Error, RequestError, ServerConfig,
@@ -32,6 +41,8 @@ use serde_json::{json, Map, Value};
     version,
     about = "Inspect and call any MCP server (stdio, Streamable HTTP, legacy SSE)",
     after_help = "TARGET: `-- <command> [args...]` (stdio), --url <URL>, --sse <URL>, or --server <NAME> [--config F].\n\
+                  --server without --config searches .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json, then\n\
+                  ~/.cursor/mcp.json, Claude Desktop's config, ~/.claude.json, ~/.codex/config.toml (first definition wins).\n\
                   Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
                   Try: mcpwire demo"
 )]
@@ -44,12 +55,17 @@ struct Cli {
     /// Legacy HTTP+SSE endpoint.
     #[arg(long, global = true, value_name = "URL")]
     sse: Option<String>,
-    /// A server from an mcpServers JSON file.
+    /// A server by name from the MCP config files (see --config).
     #[arg(long, global = true, value_name = "NAME")]
     server: Option<String>,
-    /// The mcpServers file for --server (default: .mcp.json, then mcp.json).
+    /// The only mcpServers file for --server and `servers` (default: discover
+    /// the project's and the user's config files).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Ignore the project's config files (.mcp.json, mcp.json, .cursor/,
+    /// .vscode/): for checkouts you do not trust to start programs.
+    #[arg(long, global = true)]
+    no_project_config: bool,
     /// Machine-readable result on stdout.
     #[arg(long, global = true)]
     json: bool,
@@ -111,6 +127,8 @@ enum Cmd {
     Info,
     /// Walk through a session with the built-in demo server.
     Demo,
+    /// List the configured servers with their status and tool counts.
+    Servers,
     /// Run a server on stdio.
     Serve {
         /// The built-in demo server.
@@ -236,7 +254,7 @@ fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
         ServerConfig::sse(url.clone())
     } else {
         let name = cli.server.as_deref().unwrap_or_default();
-        load_named(name, cli.config.as_deref())?
+        load_named(cli, name)?
     };
     for h in &cli.headers {
         let (k, v) = h
@@ -261,36 +279,59 @@ fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
     Ok(config)
 }
 
-fn load_named(name: &str, file: Option<&std::path::Path>) -> Result<ServerConfig, Fail> {
-    let candidates: Vec<PathBuf> = match file {
-        Some(f) => vec![f.to_path_buf()],
-        None => vec![PathBuf::from(".mcp.json"), PathBuf::from("mcp.json")],
-    };
-    for path in &candidates {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if file.is_none() && e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Fail::usage(format!("cannot read {}: {e}", path.display()))),
-        };
-        let parsed: mcpwire::config::ServersFile = serde_json::from_str(&text)
-            .map_err(|e| Fail::usage(format!("{}: not an mcpServers file: {e}", path.display())))?;
-        return match parsed.servers.get(name) {
-            Some(s) => Ok(s.clone()),
-            None => Err(Fail::usage(format!(
-                "no server named {name:?} in {} (it has: {})",
-                path.display(),
-                parsed
-                    .servers
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        };
+/// The discovery `--server` and `servers` use: `--config F` alone, or the
+/// project's and the user's files.
+fn discovery(cli: &Cli) -> Discovery {
+    match &cli.config {
+        Some(f) => Discovery::only_files([f]),
+        None => Discovery::new().project_files(!cli.no_project_config),
     }
-    Err(Fail::usage(
-        "--server needs --config <FILE> (no .mcp.json or mcp.json here)",
-    ))
+}
+
+fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
+    let found = discovery(cli).discover();
+    if cli.config.is_some() {
+        if let Some(e) = found.errors.first() {
+            return Err(Fail::usage(e.to_string()));
+        }
+    }
+    let Some(entry) = found.get(name) else {
+        for e in &found.errors {
+            tracing::warn!("skipped {e}");
+        }
+        let place = match &cli.config {
+            Some(f) => f.display().to_string(),
+            None if found.servers.is_empty() => {
+                return Err(Fail::usage(format!(
+                    "no server named {name:?}: no MCP config file defines any (searched {}); \
+                     add --config <FILE>",
+                    found
+                        .searched
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+            None => "the discovered config files".to_string(),
+        };
+        return Err(Fail::usage(format!(
+            "no server named {name:?} in {place} (it has: {})",
+            found
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let origin = entry.origin();
+    let raw = entry
+        .config
+        .clone()
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    expand_config(&raw, &|var| std::env::var(var).ok())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
 }
 
 fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Value, Fail> {
@@ -325,6 +366,9 @@ async fn connect(config: ServerConfig, timeout: Option<u64>) -> Result<Client, F
 async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Demo = cli.command {
         return demo(&cli).await;
+    }
+    if let Cmd::Servers = cli.command {
+        return servers(&cli, &server_cmd).await;
     }
     let config = target(&cli, &server_cmd)?;
     // Usage errors come before any connection is made.
@@ -522,7 +566,9 @@ async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, 
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } => unreachable!("handled before connecting"),
+        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers => {
+            unreachable!("handled before connecting")
+        }
     }
 }
 
@@ -625,6 +671,105 @@ impl Progress {
             eprintln!();
         }
     }
+}
+
+/// `mcpwire servers`: discovers, starts every server, waits until each has
+/// connected or failed, and lists them. Failed servers are listed, not an
+/// error (exit 0); an unusable `--config` file is a usage error.
+async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
+    if !server_cmd.is_empty() || cli.url.is_some() || cli.sse.is_some() || cli.server.is_some() {
+        return Err(Fail::usage(
+            "`servers` lists the configured servers: it takes --config <FILE> and \
+             --no-project-config, not a target",
+        ));
+    }
+    let found = discovery(cli).discover();
+    if cli.config.is_some() {
+        if let Some(e) = found.errors.first() {
+            return Err(Fail::usage(e.to_string()));
+        }
+    }
+    if !cli.quiet {
+        for e in &found.errors {
+            eprintln!("mcpwire: skipped {e}");
+        }
+    }
+    let wait = Duration::from_millis(cli.timeout.unwrap_or(30_000));
+    let options = ManagerOptions::new()
+        .connect_options(
+            ConnectOptions::new().client_info("mcpwire-cli", env!("CARGO_PKG_VERSION")),
+        )
+        .connect_timeout(wait);
+    let manager = Manager::start(found.servers.clone(), options).await;
+    manager.wait_settled(wait + Duration::from_secs(1)).await;
+    let now = Instant::now();
+    let status = manager.status();
+    if cli.json {
+        let servers: Vec<Value> = status
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "status": s.state.label(),
+                    "error": match &s.state {
+                        ServerState::Failed { error } => Some(error),
+                        _ => None,
+                    },
+                    "tools": s.tools,
+                    "toolsFromCache": s.tools_from_cache,
+                    "transport": s.transport,
+                    "source": s.source.as_ref().map(|p| p.display().to_string()),
+                    "scope": s.scope.label(),
+                })
+            })
+            .collect();
+        let shadowed: Vec<Value> = found
+            .shadowed
+            .iter()
+            .map(|s| json!({"name": s.name, "source": s.origin()}))
+            .collect();
+        let errors: Vec<Value> = found
+            .errors
+            .iter()
+            .map(|e| json!({"path": e.path.display().to_string(), "message": e.message}))
+            .collect();
+        print_json(&json!({"servers": servers, "shadowed": shadowed, "errors": errors}));
+    } else if status.is_empty() {
+        println!(
+            "no MCP servers configured (searched {})",
+            found
+                .searched
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    } else {
+        println!(
+            "{:<20} {:<13} {:>5}  {:<15} SOURCE",
+            "NAME", "STATUS", "TOOLS", "TRANSPORT"
+        );
+        for s in &status {
+            let source = s
+                .source
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |p| p.display().to_string());
+            println!(
+                "{:<20} {:<13} {:>5}  {:<15} {source}",
+                s.name,
+                s.state.label(),
+                s.tools,
+                s.transport.unwrap_or("-"),
+            );
+            match &s.state {
+                ServerState::Failed { error } => println!("    error: {error}"),
+                ServerState::Reconnecting { .. } => println!("    {}", s.describe(now)),
+                _ => {}
+            }
+        }
+    }
+    manager.close().await;
+    Ok(0)
 }
 
 /// `mcpwire demo`: runs this binary's demo server as a child and walks

@@ -19,6 +19,7 @@
 pub mod codec;
 pub mod config;
 pub mod connection;
+pub mod manager;
 pub mod mcp;
 pub mod rpc;
 pub mod transport;

@@ -1,0 +1,219 @@
+//! `mcpwire servers` and `--server NAME` through the manager's discovery,
+//! on temporary project and home directories.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+fn test_server() -> String {
+    mcpwire_tests::test_server_binary()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A project dir and a home dir; the command runs in the project with its
+/// home, config and cache directories pointed into the sandbox.
+struct Sandbox {
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new(tag: &str) -> Sandbox {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "mcpwire-cli-servers-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in ["project", "home", "config", "cache", "codex"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        Sandbox { root }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn write(&self, path: &Path, v: &Value) -> PathBuf {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, v.to_string()).unwrap();
+        path.to_path_buf()
+    }
+
+    fn run(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(self.project())
+            .stdin(Stdio::null())
+            .env("HOME", self.home())
+            .env_remove("USERPROFILE")
+            .env("XDG_CONFIG_HOME", self.root.join("config"))
+            .env("XDG_CACHE_HOME", self.root.join("cache"))
+            .env("CODEX_HOME", self.root.join("codex"));
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run mcpwire")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+fn server<'a>(listing: &'a Value, name: &str) -> &'a Value {
+    listing["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {listing}"))
+}
+
+#[test]
+fn servers_lists_status_and_tool_counts() {
+    let sb = Sandbox::new("list");
+    let cfg = sb.write(
+        &sb.root.join("servers.json"),
+        &json!({"mcpServers": {
+            "ts": {"command": test_server()},
+            "off": {"command": test_server(), "enabled": false},
+            "nocmd": {"type": "stdio"},
+            "gone": {"command": "/nonexistent/mcp-server"}
+        }}),
+    );
+    let cfg = cfg.to_str().unwrap();
+    let o = sb.run(&["servers", "--config", cfg, "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let ts = server(&listing, "ts");
+    assert_eq!(ts["status"], "connected");
+    assert!(ts["tools"].as_u64().unwrap() > 10, "{ts}");
+    assert_eq!(ts["transport"], "stdio");
+    assert_eq!(ts["scope"], "explicit");
+    assert_eq!(server(&listing, "off")["status"], "disabled");
+    let nocmd = server(&listing, "nocmd");
+    assert_eq!(nocmd["status"], "failed");
+    assert!(nocmd["error"]
+        .as_str()
+        .unwrap()
+        .contains("stdio server without `command`"));
+    assert_eq!(server(&listing, "gone")["status"], "failed");
+    assert!(
+        sb.root.join("cache/mcpwire/tools.json").is_file(),
+        "the tool cache is written under $XDG_CACHE_HOME"
+    );
+
+    let o = sb.run(&["servers", "--config", cfg], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("ts ")).unwrap();
+    assert!(
+        line.contains("connected") && line.contains("stdio"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error: invalid entry: stdio server without `command`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn servers_discovers_project_and_user_files_and_the_project_switch() {
+    let sb = Sandbox::new("discover");
+    let ts = test_server();
+    sb.write(
+        &sb.project().join(".cursor/mcp.json"),
+        &json!({"mcpServers": {"proj": {"command": ts}, "both": {"command": ts}}}),
+    );
+    sb.write(
+        &sb.home().join(".claude.json"),
+        &json!({"mcpServers": {"user": {"command": ts}, "both": {"command": "/nonexistent/x"}}}),
+    );
+    let o = sb.run(&["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    assert_eq!(server(&listing, "proj")["scope"], "project");
+    assert_eq!(server(&listing, "user")["scope"], "user");
+    let both = server(&listing, "both");
+    assert_eq!(both["scope"], "project", "the first definition wins");
+    assert_eq!(both["status"], "connected");
+    assert_eq!(listing["shadowed"][0]["name"], "both");
+
+    let o = sb.run(&["servers", "--json", "--no-project-config"], &[]);
+    let listing = json_out(&o);
+    let names: Vec<&str> = listing["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["both", "user"]);
+    assert_eq!(server(&listing, "both")["status"], "failed");
+}
+
+#[test]
+fn server_name_uses_discovery_and_expands_variables() {
+    let sb = Sandbox::new("named");
+    sb.write(
+        &sb.project().join(".vscode/mcp.json"),
+        &json!({"servers": {"ts": {"type": "stdio", "command": "${TS_BIN}",
+                                   "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
+    );
+    let ts = test_server();
+    let o = sb.run(&["tools", "--server", "ts"], &[("TS_BIN", &ts)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("echo"));
+
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("TS_BIN"), "{}", text(&o));
+
+    let o = sb.run(&["tools", "--server", "nope"], &[("TS_BIN", &ts)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("it has: ts"), "{}", text(&o));
+
+    let o = sb.run(
+        &["tools", "--server", "ts", "--no-project-config"],
+        &[("TS_BIN", &ts)],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("add --config"), "{}", text(&o));
+}
+
+#[test]
+fn servers_usage_errors() {
+    let sb = Sandbox::new("usage");
+    let o = sb.run(&["servers", "--url", "http://127.0.0.1:1/mcp"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = sb.run(&["servers", "--config", "/nonexistent/mcp.json"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("cannot read"), "{}", text(&o));
+    let o = sb.run(&["servers"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no MCP servers configured"));
+}

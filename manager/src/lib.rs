@@ -1,0 +1,64 @@
+//! # mcpwire-manager — many MCP servers for an agent host
+//!
+//! What a host needs on top of one [`mcpwire_tokio::Client`]: server
+//! definitions found where MCP hosts keep them, all servers started in
+//! parallel behind a short startup deadline (slow ones are offered from a
+//! tool cache until they connect), connections that come back after a
+//! crash, and tool names an agent can use.
+//!
+//! ```no_run
+//! use mcpwire_manager::{CallOptions, Discovery, Manager, ManagerOptions};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), mcpwire_manager::Error> {
+//! let found = Discovery::new().discover();            // .mcp.json, ~/.cursor/mcp.json, …
+//! for e in &found.errors { eprintln!("skipped {e}"); }
+//! let manager = Manager::start(found.servers, ManagerOptions::new()).await;
+//! for t in manager.tools() {                            // mcp__<server>__<tool>
+//!     println!("{} {}", t.name, if t.deferred { "(connecting)" } else { "" });
+//! }
+//! let out = manager.call("mcp__files__read", json!({"path": "a.txt"}), CallOptions::new()).await?;
+//! for s in manager.status() { println!("{} {}", s.name, s.state); }
+//! manager.close().await;
+//! # let _ = out; Ok(()) }
+//! ```
+//!
+//! - **Discovery** ([`discovery`]): explicit files, then project files
+//!   (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`),
+//!   then user files (`~/.cursor/mcp.json`, Claude Desktop, `~/.claude.json`,
+//!   Codex `config.toml`); the first definition of a name wins.
+//!   `${VAR}` / `${VAR:-default}` are expanded when a server is started;
+//!   each entry is validated on its own and a bad one only fails itself.
+//! - **Startup**: every server connects at once, each with its own connect
+//!   timeout. [`Manager::start`] returns when all have finished their first
+//!   attempt, or at the startup deadline (250 ms) if every server still
+//!   connecting has cached tools; those are exposed as *deferred* tools
+//!   whose calls wait for the connection.
+//! - **Tool cache**: `tools.json` in the user's cache directory
+//!   ([`paths::cache_dir`]), keyed by server name and a hash of the
+//!   unexpanded entry (no secrets), 30-day TTL, rewritten after every
+//!   listing, a corrupt file is a miss.
+//! - **Reconnect**: a connection that closes unexpectedly is re-made with
+//!   exponential backoff and jitter up to a maximum number of attempts,
+//!   then the server is failed with the last error; tools are re-listed
+//!   after each connect and on `notifications/tools/list_changed`. The
+//!   policy is core's sans-IO [`mcpwire::manager::policy`].
+//! - **Names**: `mcp__<server>__<tool>`, `[A-Za-z0-9_-]`, at most 64
+//!   characters, collision-free ([`mcpwire::manager::names`]).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod cache_file;
+pub mod discovery;
+mod error;
+mod manager;
+pub mod paths;
+mod supervisor;
+
+pub use discovery::{Discovered, Discovery, Scope, ServerEntry, SourceError};
+pub use error::Error;
+pub use manager::{AgentTool, CallOptions, Manager, ManagerOptions, ServerStatus};
+pub use mcpwire::manager::policy::{RetryPolicy, ServerState};
+pub use paths::Env;
+
+pub use mcpwire_tokio::{CancelToken, Client, ConnectOptions, ServerConfig};

@@ -1,0 +1,129 @@
+//! Where things are: the home directory, the Claude Desktop config, Codex's
+//! config, the cache directory. Every environment read goes through an
+//! [`Env`], so tests can point it all at a temporary directory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An environment lookup: the process environment by default, anything
+/// else (a map, a layered lookup) when the host or a test says so.
+#[derive(Clone)]
+pub struct Env(Arc<LookupFn>);
+
+/// The shape of an environment lookup.
+pub type LookupFn = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Env {
+    /// The process environment.
+    pub fn process() -> Self {
+        Env(Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// A lookup function.
+    pub fn from_fn(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Env(Arc::new(f))
+    }
+
+    /// Fixed variables only (nothing from the process).
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let map: std::collections::HashMap<String, String> = pairs
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        Env(Arc::new(move |name| map.get(name).cloned()))
+    }
+
+    /// The value of `name`, if set.
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+
+    /// The value of `name` if set and not empty, as a path.
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        self.get(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+    }
+
+    /// The lookup as a plain function reference (for core's expansion).
+    pub fn as_fn(&self) -> &LookupFn {
+        &*self.0
+    }
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::process()
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Env(..)")
+    }
+}
+
+/// The user's home: `$HOME`, else `%USERPROFILE%` (the other way round
+/// on Windows).
+pub fn home_dir(env: &Env) -> Option<PathBuf> {
+    if cfg!(windows) {
+        env.path("USERPROFILE").or_else(|| env.path("HOME"))
+    } else {
+        env.path("HOME").or_else(|| env.path("USERPROFILE"))
+    }
+}
+
+/// Claude Desktop's `claude_desktop_config.json`:
+/// macOS `~/Library/Application Support/Claude/`, Windows
+/// `%APPDATA%\Claude\`, elsewhere `$XDG_CONFIG_HOME/Claude/` (default
+/// `~/.config/Claude/`).
+pub fn claude_desktop_config(env: &Env) -> Option<PathBuf> {
+    const FILE: &str = "claude_desktop_config.json";
+    let dir = if cfg!(target_os = "macos") {
+        home_dir(env)?.join("Library/Application Support/Claude")
+    } else if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+            .join("Claude")
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+            .join("Claude")
+    };
+    Some(dir.join(FILE))
+}
+
+/// Codex's `config.toml`: `$CODEX_HOME/config.toml`, default
+/// `~/.codex/config.toml`.
+pub fn codex_config(env: &Env) -> Option<PathBuf> {
+    let dir = env
+        .path("CODEX_HOME")
+        .or_else(|| home_dir(env).map(|h| h.join(".codex")))?;
+    Some(dir.join("config.toml"))
+}
+
+/// mcpwire's cache directory: `$XDG_CACHE_HOME/mcpwire` when set, else
+/// `~/Library/Caches/mcpwire` on macOS, `%LOCALAPPDATA%\mcpwire\cache` on
+/// Windows, `~/.cache/mcpwire` elsewhere.
+pub fn cache_dir(env: &Env) -> Option<PathBuf> {
+    if let Some(xdg) = env.path("XDG_CACHE_HOME") {
+        return Some(xdg.join("mcpwire"));
+    }
+    if cfg!(target_os = "macos") {
+        Some(home_dir(env)?.join("Library/Caches/mcpwire"))
+    } else if cfg!(windows) {
+        Some(
+            env.path("LOCALAPPDATA")
+                .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Local")))?
+                .join("mcpwire")
+                .join("cache"),
+        )
+    } else {
+        Some(home_dir(env)?.join(".cache/mcpwire"))
+    }
+}
+
+/// The tool cache file: `tools.json` in [`cache_dir`].
+pub fn tool_cache_file(env: &Env) -> Option<PathBuf> {
+    Some(cache_dir(env)?.join("tools.json"))
+}
