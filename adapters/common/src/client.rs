@@ -379,7 +379,15 @@ impl<R: Runtime> Client<R> {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        let params = serde_json::json!({ "name": name, "arguments": arguments });
+        #[derive(Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            arguments: &'a Value,
+        }
+        let params = Params {
+            name,
+            arguments: &arguments,
+        };
         self.request("tools/call", Some(&params), options).await
     }
 

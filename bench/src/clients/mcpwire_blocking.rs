@@ -1,0 +1,37 @@
+//! mcpwire-blocking, through its public API only; N calls in flight are N
+//! threads sharing one `Client`.
+
+use mcpwire_bench::proto::Call;
+use mcpwire_blocking::types::Content;
+use mcpwire_blocking::{Client, ServerConfig};
+
+use crate::drive::{self, BlockingClient, Error, Target};
+use crate::scenario::{Job, Measured};
+
+pub fn run(job: &Job, target: &Target) -> Result<Measured, Error> {
+    drive::run_blocking::<McpwireBlocking>(job, target)
+}
+
+struct McpwireBlocking(Client);
+
+impl BlockingClient for McpwireBlocking {
+    fn connect(target: &Target) -> Result<Self, Error> {
+        let server = match target {
+            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Http { url } => ServerConfig::http(url),
+        };
+        Ok(McpwireBlocking(Client::connect(server)?))
+    }
+
+    fn call(&self, call: &Call) -> Result<usize, Error> {
+        let result = self.0.call_tool(call.tool, call.args.clone())?;
+        match result.content.first() {
+            Some(Content::Text { text, .. }) => Ok(text.len()),
+            _ => Err("no text content".into()),
+        }
+    }
+
+    fn close(self) -> Result<(), Error> {
+        Ok(self.0.close()?)
+    }
+}

@@ -1,0 +1,37 @@
+//! mcpwire-smol, through its public API only (its connection tasks run on
+//! smol's global executor; the calls are made from `smol::block_on`).
+
+use mcpwire_bench::proto::Call;
+use mcpwire_smol::types::Content;
+use mcpwire_smol::{Client, ServerConfig};
+
+use crate::drive::{self, AsyncClient, Error, Target};
+use crate::scenario::{Job, Measured};
+
+pub fn run(job: &Job, target: &Target) -> Result<Measured, Error> {
+    smol::block_on(drive::run_async::<McpwireSmol>(job, target))
+}
+
+struct McpwireSmol(Client);
+
+impl AsyncClient for McpwireSmol {
+    async fn connect(target: &Target) -> Result<Self, Error> {
+        let server = match target {
+            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Http { url } => ServerConfig::http(url),
+        };
+        Ok(McpwireSmol(Client::connect(server).await?))
+    }
+
+    async fn call(&self, call: &Call) -> Result<usize, Error> {
+        let result = self.0.call_tool(call.tool, call.args.clone()).await?;
+        match result.content.first() {
+            Some(Content::Text { text, .. }) => Ok(text.len()),
+            _ => Err("no text content".into()),
+        }
+    }
+
+    async fn close(self) -> Result<(), Error> {
+        Ok(self.0.close().await?)
+    }
+}

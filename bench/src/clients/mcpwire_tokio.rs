@@ -1,0 +1,36 @@
+//! mcpwire-tokio, through its public API only.
+
+use mcpwire_bench::proto::Call;
+use mcpwire_tokio::types::Content;
+use mcpwire_tokio::{Client, ServerConfig};
+
+use crate::drive::{self, AsyncClient, Error, Target};
+use crate::scenario::{Job, Measured};
+
+pub fn run(job: &Job, target: &Target) -> Result<Measured, Error> {
+    super::tokio_runtime()?.block_on(drive::run_async::<McpwireTokio>(job, target))
+}
+
+struct McpwireTokio(Client);
+
+impl AsyncClient for McpwireTokio {
+    async fn connect(target: &Target) -> Result<Self, Error> {
+        let server = match target {
+            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Http { url } => ServerConfig::http(url),
+        };
+        Ok(McpwireTokio(Client::connect(server).await?))
+    }
+
+    async fn call(&self, call: &Call) -> Result<usize, Error> {
+        let result = self.0.call_tool(call.tool, call.args.clone()).await?;
+        match result.content.first() {
+            Some(Content::Text { text, .. }) => Ok(text.len()),
+            _ => Err("no text content".into()),
+        }
+    }
+
+    async fn close(self) -> Result<(), Error> {
+        Ok(self.0.close().await?)
+    }
+}
