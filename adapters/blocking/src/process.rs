@@ -11,6 +11,8 @@ use std::sync::Arc;
 use mcpwire::config::ServerConfig;
 use mcpwire::transport::stdio::{ExitStatus, Signal};
 
+use mcpwire_adapter::process::{exit_status, signal};
+
 use crate::owner::{Credits, Event};
 
 /// Operations queued for the stdin writer thread (its capacity is the
@@ -171,43 +173,5 @@ fn writer(stdin: Option<ChildStdin>, ops: mpsc::Receiver<WriteOp>, tx: Sender<Ev
         if tx.send(Event::Wrote).is_err() {
             return;
         }
-    }
-}
-
-/// Sends `sig` to process `pid` (best effort: it may have exited).
-fn signal(pid: u32, sig: Signal) {
-    #[cfg(unix)]
-    {
-        use rustix::process::{kill_process, Pid, Signal as S};
-        let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-            return;
-        };
-        let s = match sig {
-            Signal::Terminate => S::TERM,
-            Signal::Kill => S::KILL,
-        };
-        if let Err(e) = kill_process(pid, s) {
-            tracing::debug!("signal {sig:?} to {pid:?}: {e}");
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        // No SIGTERM elsewhere: both steps terminate the process.
-        let _ = std::process::Command::new("taskkill")
-            .args(["/F", "/PID", &pid.to_string()])
-            .status();
-        let _ = sig;
-    }
-}
-
-/// The core's view of an exit status.
-fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
-    #[cfg(unix)]
-    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-    #[cfg(not(unix))]
-    let signal = None;
-    ExitStatus {
-        code: status.code(),
-        signal,
     }
 }

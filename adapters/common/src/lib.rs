@@ -27,7 +27,7 @@ mod driver;
 mod error;
 pub mod http;
 mod options;
-mod process;
+pub mod process;
 pub mod runtime;
 mod sync;
 #[cfg(feature = "tls")]

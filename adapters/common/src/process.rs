@@ -1,10 +1,11 @@
 //! The two OS facts the stdio transport needs: sending a signal and
-//! reading an exit status.
+//! reading an exit status. Public so that `mcpwire-blocking`, which has no
+//! async driver, uses the same two functions.
 
 use mcpwire::transport::stdio::{ExitStatus, Signal};
 
 /// Sends `sig` to process `pid` (best effort: it may have exited).
-pub(crate) fn signal(pid: u32, sig: Signal) {
+pub fn signal(pid: u32, sig: Signal) {
     #[cfg(unix)]
     {
         use rustix::process::{kill_process, Pid, Signal as S};
@@ -30,7 +31,7 @@ pub(crate) fn signal(pid: u32, sig: Signal) {
 }
 
 /// The core's view of an exit status.
-pub(crate) fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
     #[cfg(unix)]
     let signal = std::os::unix::process::ExitStatusExt::signal(&status);
     #[cfg(not(unix))]
