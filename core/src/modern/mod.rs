@@ -1,0 +1,63 @@
+//! Building blocks for the stateless 2026-07-28 protocol era ("modern"
+//! MCP): no `initialize`, no sessions, every request self-describing.
+//!
+//! Pure functions and types only; nothing here is wired into
+//! [`Connection`](crate::Connection) yet.
+//!
+//! ```text
+//!   meta      _meta envelope keys, merge into request params
+//!   discover  server/discover params + result, version selection
+//!   mrtr      resultType, input_required -> input requests -> retry params
+//!   errors    -32020 / -32021 / -32022 typed
+//!   headers   MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*
+//!   probe     era detection: stdio (server/discover) and HTTP (first POST)
+//! ```
+//!
+//! Source of truth: `schema/2026-07-28/schema.ts` and
+//! `docs/specification/2026-07-28/` in modelcontextprotocol/modelcontextprotocol.
+
+pub mod discover;
+pub mod errors;
+pub mod headers;
+pub mod meta;
+pub mod mrtr;
+pub mod probe;
+
+pub use discover::{select_version, DiscoverResult, SUPPORTED_MODERN_VERSIONS};
+pub use errors::{
+    ModernError, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+pub use headers::{
+    encode_header_value, param_header_values, param_headers, request_headers, HeaderError,
+    ParamHeader,
+};
+pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
+pub use mrtr::{
+    classify, retry_params, InputRequest, InputRequired, MrtrError, ResultKind, ResultType,
+};
+pub use probe::{http_probe_verdict, stdio_probe_verdict, Era, ProbeVerdict, StdioProbeOutcome};
+
+/// The protocol version string of the stateless era.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The method that advertises a modern server's versions and capabilities.
+pub const DISCOVER_METHOD: &str = "server/discover";
+
+/// The method that opens a long-lived notification stream (replaces the
+/// HTTP GET stream and `resources/subscribe`).
+pub const SUBSCRIPTIONS_LISTEN_METHOD: &str = "subscriptions/listen";
+
+/// The first message on a `subscriptions/listen` stream.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION: &str =
+    "notifications/subscriptions/acknowledged";
+
+/// Methods removed in the modern era: never send them to a modern server.
+pub const REMOVED_METHODS: &[&str] = &[
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "notifications/roots/list_changed",
+];
