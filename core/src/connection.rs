@@ -26,6 +26,9 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::auth::{
+    parse_challenges, AuthAction, AuthConfig, AuthFlow, AuthState, Secrets, Trigger,
+};
 use crate::codec::jsonl::JsonlError;
 use crate::config::{ConfigError, ServerConfig, TransportKind};
 use crate::mcp::handshake::{accept_result, HandshakeError};
@@ -54,7 +57,15 @@ pub struct ConnectionConfig {
     pub stdio: StdioConfig,
     /// HTTP headers, limits and retry policy.
     pub http: HttpConfig,
+    /// OAuth for HTTP servers: when set, a 401 (or 403
+    /// `insufficient_scope`) starts an authorization ([`Output::Authorize`],
+    /// [`Output::Authorized`]) and the requests it held are sent again.
+    pub auth: Option<AuthConfig>,
 }
+
+/// Exchange ids of authorization traffic carry this bit (the transports
+/// number theirs from 0).
+const AUTH_EXCHANGES: u64 = 1 << 62;
 
 /// Which wire a [`Connection`] speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +185,17 @@ pub enum Output {
     },
     /// A notification from the server.
     Notification(ServerNotification),
+    /// The server wants an OAuth authorization: send the user agent to
+    /// `url` (open a browser) and report where it was redirected with
+    /// [`Connection::authorization_response`] (or give up with
+    /// [`Connection::authorization_failed`]). Requests wait meanwhile.
+    Authorize {
+        /// The authorization URL.
+        url: String,
+    },
+    /// An authorization succeeded: persist this state (a token store) to
+    /// reuse it next time ([`AuthConfig::state`]).
+    Authorized(AuthState),
     /// A request from the server that the application declared it handles
     /// (roots, sampling, elicitation). Answer it exactly once with
     /// [`Connection::respond`].
@@ -314,7 +336,21 @@ pub struct Connection {
     /// The handshake is done but `Ready` waits for the HTTP listener to
     /// settle.
     ready_pending: bool,
+    auth: Option<Auth>,
     out: VecDeque<Output>,
+}
+
+/// The connection's authorization bookkeeping.
+struct Auth {
+    config: AuthConfig,
+    /// The state in use (from the store or the last flow).
+    state: Option<AuthState>,
+    flow: Option<AuthFlow>,
+    /// Flows in a row without a request succeeding in between.
+    attempts: u32,
+    next_exchange: u64,
+    /// Requests whose clocks stopped while they wait for the flow.
+    suspended: Vec<u64>,
 }
 
 impl fmt::Debug for Connection {
@@ -335,13 +371,30 @@ impl Connection {
         for method in config.client.handled_requests() {
             engine_config = engine_config.handle_request(method);
         }
+        let auth = config.auth.map(|c| Auth {
+            state: c.state.clone(),
+            config: c,
+            flow: None,
+            attempts: 0,
+            next_exchange: AUTH_EXCHANGES,
+            suspended: Vec::new(),
+        });
+        let bearer = auth
+            .as_ref()
+            .and_then(|a| a.state.as_ref())
+            .map(AuthState::bearer);
         let wire = match transport {
             TransportSpec::Stdio => Wire::Stdio(Stdio::new(config.stdio)),
             TransportSpec::StreamableHttp(url) => {
-                Wire::Http(StreamableHttp::new(url, config.http.clone()))
+                let mut h = StreamableHttp::new(url, config.http.clone());
+                if auth.is_some() {
+                    h.enable_auth();
+                    h.set_authorization(bearer);
+                }
+                Wire::Http(h)
             }
             TransportSpec::LegacySse(url) => {
-                Wire::Legacy(LegacySse::new(now, url, config.http.clone()))
+                Wire::Legacy(LegacySse::new(now, url, with_bearer(&config.http, bearer)))
             }
         };
         let mut conn = Connection {
@@ -355,6 +408,7 @@ impl Connection {
             wire_finished: false,
             initialize_id: None,
             ready_pending: false,
+            auth,
             out: VecDeque::new(),
         };
         conn.start_handshake(now, false);
@@ -399,6 +453,38 @@ impl Connection {
     pub fn handle_input(&mut self, now: Instant, input: Input<'_>) {
         if self.phase == Phase::Closed {
             return;
+        }
+        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+            let mine = |x: ExchangeId| x.0 & AUTH_EXCHANGES != 0;
+            match input {
+                Input::HttpHead { exchange, head } if mine(exchange) => {
+                    flow.handle_head(now, exchange, head);
+                    return self.pump(now);
+                }
+                Input::HttpBody { exchange, data } if mine(exchange) => {
+                    flow.handle_body(now, exchange, data);
+                    return self.pump(now);
+                }
+                Input::HttpEnd { exchange } if mine(exchange) => {
+                    flow.handle_end(now, exchange);
+                    return self.pump(now);
+                }
+                Input::HttpFailed { exchange, error } if mine(exchange) => {
+                    flow.handle_failed(now, exchange, error);
+                    return self.pump(now);
+                }
+                _ => {}
+            }
+        }
+        if let Input::HttpHead { exchange, .. }
+        | Input::HttpBody { exchange, .. }
+        | Input::HttpEnd { exchange }
+        | Input::HttpFailed { exchange, .. } = input
+        {
+            if exchange.0 & AUTH_EXCHANGES != 0 {
+                // A finished flow's late input.
+                return;
+            }
         }
         let engine = &mut self.engine;
         let mut deliver = |m: &[u8]| engine.handle_message(now, m);
@@ -451,6 +537,9 @@ impl Connection {
             return;
         }
         self.engine.handle_timeout(now);
+        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+            flow.handle_timeout(now);
+        }
         let death = match &mut self.wire {
             Wire::Stdio(s) => s.handle_timeout(now),
             Wire::Http(h) => {
@@ -487,9 +576,134 @@ impl Connection {
             Wire::Http(h) => h.poll_timeout(),
             Wire::Legacy(l) => l.poll_timeout(),
         };
-        match (self.engine.poll_timeout(), wire) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let flow = self
+            .auth
+            .as_ref()
+            .and_then(|a| a.flow.as_ref())
+            .and_then(AuthFlow::poll_timeout);
+        [self.engine.poll_timeout(), wire, flow]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    // ----- authorization -------------------------------------------------
+
+    /// The user agent was redirected back after [`Output::Authorize`]:
+    /// `callback` is the URL it reached (or its query string).
+    pub fn authorization_response(&mut self, now: Instant, callback: &str) {
+        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+            flow.handle_redirect(now, callback);
+        }
+        self.pump(now);
+    }
+
+    /// The application could not complete [`Output::Authorize`] (no
+    /// browser, the user gave up): the waiting requests fail.
+    pub fn authorization_failed(&mut self, now: Instant, reason: &str) {
+        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+            flow.handle_redirect_error(reason);
+        }
+        self.pump(now);
+    }
+
+    /// The authorization state in use, if any.
+    pub fn auth_state(&self) -> Option<&AuthState> {
+        self.auth.as_ref().and_then(|a| a.state.as_ref())
+    }
+
+    /// An exchange met 401/403: start a flow unless one runs.
+    fn on_auth_required(
+        &mut self,
+        now: Instant,
+        status: u16,
+        challenges: Vec<String>,
+        request: Option<u64>,
+    ) {
+        let Wire::Http(h) = &mut self.wire else {
+            return;
+        };
+        let Some(auth) = self.auth.as_mut() else {
+            return h
+                .authorization_failed(&format!("HTTP {status} and no authorization configured"));
+        };
+        if let Some(id) = request {
+            if self.engine.suspend_timeout(id) {
+                auth.suspended.push(id);
+            }
+        }
+        if auth.flow.is_some() {
+            return;
+        }
+        if auth.attempts >= auth.config.max_attempts {
+            let e = crate::auth::AuthError::TooManyAttempts(auth.attempts);
+            h.authorization_failed(&format!("HTTP {status}: {e}"));
+            return self.resume_suspended(now);
+        }
+        auth.attempts += 1;
+        let secrets = match Secrets::generate() {
+            Ok(s) => s,
+            Err(e) => {
+                h.authorization_failed(&e);
+                return self.resume_suspended(now);
+            }
+        };
+        let trigger = Trigger {
+            status,
+            challenges: parse_challenges(challenges.iter().map(String::as_str)),
+        };
+        auth.flow = Some(AuthFlow::new(
+            now,
+            auth.config.clone(),
+            h.url().clone(),
+            trigger,
+            auth.state.clone(),
+            secrets,
+            ExchangeId(auth.next_exchange),
+        ));
+    }
+
+    fn poll_auth(&mut self) -> Option<AuthAction> {
+        self.auth.as_mut()?.flow.as_mut()?.poll_action()
+    }
+
+    fn route_auth(&mut self, now: Instant, action: AuthAction) {
+        let Some(auth) = self.auth.as_mut() else {
+            return;
+        };
+        match action {
+            AuthAction::Http(r) => self.out.push_back(Output::Http(r)),
+            AuthAction::Abort(x) => self.out.push_back(Output::AbortHttp(x)),
+            AuthAction::Authorize { url } => self.out.push_back(Output::Authorize { url }),
+            AuthAction::Done(state) => {
+                if let Some(flow) = auth.flow.take() {
+                    auth.next_exchange = flow.next_exchange().0;
+                }
+                auth.state = Some(state.clone());
+                if let Wire::Http(h) = &mut self.wire {
+                    h.authorized(now, state.bearer());
+                }
+                self.out.push_back(Output::Authorized(state));
+                self.resume_suspended(now);
+            }
+            AuthAction::Failed(e) => {
+                if let Some(flow) = auth.flow.take() {
+                    auth.next_exchange = flow.next_exchange().0;
+                }
+                if let Wire::Http(h) = &mut self.wire {
+                    h.authorization_failed(&e.to_string());
+                }
+                self.resume_suspended(now);
+            }
+        }
+    }
+
+    /// Restarts the clocks of the requests that waited for a flow.
+    fn resume_suspended(&mut self, now: Instant) {
+        if let Some(auth) = self.auth.as_mut() {
+            for id in std::mem::take(&mut auth.suspended) {
+                self.engine.resume_timeout(now, id);
+            }
         }
     }
 
@@ -831,6 +1045,9 @@ impl Connection {
         if matches!(self.phase, Phase::Closing | Phase::Closed) {
             return;
         }
+        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+            flow.abandon("the connection is closing");
+        }
         self.engine.close(reason.message());
         self.reason = Some(reason);
         self.phase = Phase::Closing;
@@ -862,6 +1079,10 @@ impl Connection {
             while let Some(a) = self.poll_wire() {
                 moved = true;
                 self.route_wire(now, a);
+            }
+            while let Some(a) = self.poll_auth() {
+                moved = true;
+                self.route_auth(now, a);
             }
             if !moved {
                 break;
@@ -901,7 +1122,16 @@ impl Connection {
         match o {
             rpc::Output::Send { bytes, kind } => match &mut self.wire {
                 Wire::Stdio(s) => s.send(bytes),
-                Wire::Http(h) => h.send(now, bytes, kind),
+                Wire::Http(h) => {
+                    if let (true, SendKind::Request { id }, Some(auth)) =
+                        (h.auth_pending(), &kind, self.auth.as_mut())
+                    {
+                        if self.engine.suspend_timeout(*id) {
+                            auth.suspended.push(*id);
+                        }
+                    }
+                    h.send(now, bytes, kind)
+                }
                 Wire::Legacy(l) => l.send(now, bytes, kind),
             },
             rpc::Output::Complete { id, outcome } => {
@@ -918,6 +1148,9 @@ impl Connection {
                         self.on_initialize(now, outcome, reinit);
                     }
                 } else {
+                    if let (Ok(_), Some(auth)) = (&outcome, self.auth.as_mut()) {
+                        auth.attempts = 0;
+                    }
                     self.out.push_back(Output::Complete { id, outcome });
                 }
             }
@@ -1005,6 +1238,11 @@ impl Connection {
                 HttpEvent::SessionExpired => self.reinitialize(now),
                 HttpEvent::FallbackToLegacy { resend } => self.fall_back(now, resend),
                 HttpEvent::Finished => self.wire_finished = true,
+                HttpEvent::AuthRequired {
+                    status,
+                    challenges,
+                    request,
+                } => self.on_auth_required(now, status, challenges, request),
             },
             WireEvent::Legacy(e) => match e {
                 LegacyEvent::Request(r) => self.out.push_back(Output::Http(r)),
@@ -1023,6 +1261,9 @@ impl Connection {
         let error = match &failure {
             RequestFailure::Http { status, message } => RequestError::Http {
                 status: *status,
+                message: message.clone(),
+            },
+            RequestFailure::Auth(message) => RequestError::Auth {
                 message: message.clone(),
             },
             _ => RequestError::Transport {
@@ -1055,7 +1296,9 @@ impl Connection {
         let Wire::Http(h) = &self.wire else { return };
         let url = h.url().clone();
         let first = h.next_exchange();
-        let mut legacy = LegacySse::starting_at(now, url, self.http_config.clone(), first);
+        let bearer = self.auth_state().map(AuthState::bearer);
+        let config = with_bearer(&self.http_config, bearer);
+        let mut legacy = LegacySse::starting_at(now, url, config, first);
         for (message, kind) in resend {
             legacy.send(now, message, kind);
         }
@@ -1064,6 +1307,18 @@ impl Connection {
             "server refused Streamable HTTP; falling back to legacy HTTP+SSE".into(),
         )));
     }
+}
+
+/// `config` with `Authorization: <bearer>` instead of any configured one.
+fn with_bearer(config: &HttpConfig, bearer: Option<String>) -> HttpConfig {
+    let mut config = config.clone();
+    if let Some(b) = bearer {
+        config
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+        config.headers.push(("Authorization".into(), b));
+    }
+    config
 }
 
 enum WireEvent {

@@ -16,11 +16,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod codec;
 pub mod config;
 pub mod connection;
 pub mod manager;
 pub mod mcp;
+pub mod modern;
 pub mod rpc;
 pub mod transport;
 

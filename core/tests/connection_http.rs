@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcpwire::auth::{AuthConfig, AuthState, ClientCredentials, Tokens};
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{
     CloseReason, Connection, ConnectionConfig, Diagnostic, Input, Output, TransportSpec,
@@ -1072,4 +1073,312 @@ fn http_invalid_session_id_closes_after_failing_everything_pending() {
         other => panic!("{other:?}"),
     }
     assert!(sim.requests.is_empty(), "no session to DELETE");
+}
+
+// ---- OAuth: 401/403 hold the messages, a flow runs, they go again ------
+
+const PRM_URL: &str = "http://mcp.test/.well-known/oauth-protected-resource/mcp";
+
+fn auth_config() -> ConnectionConfig {
+    ConnectionConfig {
+        auth: Some(AuthConfig {
+            redirect_uri: "http://127.0.0.1:7777/callback".into(),
+            ..AuthConfig::default()
+        }),
+        ..ConnectionConfig::default()
+    }
+}
+
+impl Sim {
+    /// A `401` (or `403`) with this `WWW-Authenticate`.
+    fn refuse(&mut self, exchange: ExchangeId, status: u16, www: &str) {
+        self.head(
+            exchange,
+            status,
+            &[
+                ("WWW-Authenticate", www),
+                ("Content-Type", "application/json"),
+            ],
+        );
+        self.body(exchange, br#"{"error":"invalid_token"}"#);
+        self.end(exchange);
+    }
+
+    /// Plays the authorization server for every pending authorization
+    /// exchange (discovery, registration, token `tok-<n>`), and the user
+    /// for each `Authorize`; returns the authorization URLs seen.
+    fn serve_auth(&mut self, token: &str) -> Vec<String> {
+        let mut authorize = Vec::new();
+        loop {
+            let auth: Vec<HttpRequest> = self
+                .requests
+                .iter()
+                .filter(|r| r.purpose == ExchangePurpose::Auth)
+                .cloned()
+                .collect();
+            self.requests.retain(|r| r.purpose != ExchangePurpose::Auth);
+            let mut urls = Vec::new();
+            for e in self.take_events() {
+                match e {
+                    Output::Authorize { url } => urls.push(url),
+                    other => self.events.push(other),
+                }
+            }
+            if auth.is_empty() && urls.is_empty() {
+                return authorize;
+            }
+            for r in auth {
+                assert!(r.exchange.0 >= 1 << 62, "auth exchanges have their own ids");
+                assert!(r
+                    .header("authorization")
+                    .map_or(true, |a| a.starts_with("Basic ")));
+                let text = match r.url.to_string().as_str() {
+                    PRM_URL => {
+                        json!({"resource": URL, "authorization_servers": ["https://as.test"]})
+                    }
+                    "https://as.test/.well-known/oauth-authorization-server" => json!({
+                        "issuer": "https://as.test",
+                        "authorization_endpoint": "https://as.test/authorize",
+                        "token_endpoint": "https://as.test/token",
+                        "registration_endpoint": "https://as.test/register",
+                        "code_challenge_methods_supported": ["S256"],
+                    }),
+                    "https://as.test/register" => json!({"client_id": "c1"}),
+                    "https://as.test/token" => {
+                        json!({"access_token": token, "token_type": "Bearer"})
+                    }
+                    other => panic!("unexpected authorization request to {other}"),
+                };
+                self.json(r.exchange, &[], &text.to_string());
+            }
+            for u in urls {
+                let state = u.split("state=").nth(1).unwrap().split('&').next().unwrap();
+                let cb = format!("http://127.0.0.1:7777/callback?code=k&state={state}");
+                authorize.push(u);
+                self.conn.authorization_response(self.now, &cb);
+                self.drain();
+            }
+        }
+    }
+}
+
+#[test]
+fn auth_401_on_initialize_runs_the_flow_and_resends_with_the_token() {
+    let mut sim = Sim::http(auth_config());
+    let init = sim.next_request();
+    assert!(init.header("authorization").is_none());
+    sim.refuse(
+        init.exchange,
+        401,
+        &format!(r#"Bearer resource_metadata="{PRM_URL}""#),
+    );
+    assert!(sim.aborted.contains(&init.exchange));
+    // Discovery first; the user takes longer than the request timeout
+    // (30 s): the held initialize must not time out meanwhile.
+    let prm = sim.next_request();
+    assert_eq!(prm.url.to_string(), PRM_URL);
+    sim.requests.insert(0, prm);
+    sim.advance(Duration::from_secs(5));
+    // Answer discovery and registration, then wait before consenting.
+    let seen = sim.serve_auth_until_authorize();
+    assert!(seen.starts_with("https://as.test/authorize?"));
+    sim.advance(Duration::from_secs(60));
+    assert!(sim
+        .take_events()
+        .iter()
+        .all(|e| !matches!(e, Output::Closed(_))));
+    let state = seen
+        .split("state=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_owned();
+    sim.conn.authorization_response(
+        sim.now,
+        &format!("http://127.0.0.1:7777/callback?code=k&state={state}"),
+    );
+    sim.drain();
+    sim.serve_auth("tok-1");
+    let events = sim.take_events();
+    assert!(
+        matches!(events.as_slice(), [Output::Authorized(s)] if s.tokens.access_token == "tok-1"),
+        "{events:?}"
+    );
+    // The same initialize again, now with the token; then everything else.
+    let init2 = sim.next_request();
+    assert_eq!(body(&init2)["method"], "initialize");
+    assert_eq!(body(&init2)["id"], 0);
+    assert_eq!(init2.header("authorization"), Some("Bearer tok-1"));
+    sim.json(
+        init2.exchange,
+        &[("Mcp-Session-Id", "s-1")],
+        &reply(0, INIT_RESULT),
+    );
+    let initialized = sim.next_request();
+    assert_eq!(initialized.header("authorization"), Some("Bearer tok-1"));
+    sim.accepted(initialized.exchange);
+    let listen = sim.next_request();
+    assert_eq!(listen.header("authorization"), Some("Bearer tok-1"));
+    sim.sse_open(listen.exchange);
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+}
+
+impl Sim {
+    /// Serves authorization exchanges until an `Authorize` comes; returns
+    /// its URL (not answered).
+    fn serve_auth_until_authorize(&mut self) -> String {
+        for _ in 0..10 {
+            if let Some(i) = self
+                .events
+                .iter()
+                .position(|e| matches!(e, Output::Authorize { .. }))
+            {
+                if let Output::Authorize { url } = self.events.remove(i) {
+                    return url;
+                }
+            }
+            let r = self.next_request();
+            assert_eq!(r.purpose, ExchangePurpose::Auth);
+            self.requests.insert(0, r);
+            // One round of answers (no Authorize is pending yet).
+            let auth: Vec<HttpRequest> = self.take_requests();
+            for r in auth {
+                let text = match r.url.to_string().as_str() {
+                    PRM_URL => {
+                        json!({"resource": URL, "authorization_servers": ["https://as.test"]})
+                    }
+                    "https://as.test/.well-known/oauth-authorization-server" => json!({
+                        "issuer": "https://as.test",
+                        "authorization_endpoint": "https://as.test/authorize",
+                        "token_endpoint": "https://as.test/token",
+                        "registration_endpoint": "https://as.test/register",
+                        "code_challenge_methods_supported": ["S256"],
+                    }),
+                    "https://as.test/register" => json!({"client_id": "c1"}),
+                    other => panic!("unexpected {other}"),
+                };
+                self.json(r.exchange, &[], &text.to_string());
+            }
+        }
+        panic!("no Authorize: {:?}", self.events);
+    }
+}
+
+fn stored_state(scope: &str) -> AuthState {
+    AuthState {
+        resource: URL.into(),
+        issuer: Some("https://as.test".into()),
+        token_endpoint: "https://as.test/token".into(),
+        client: ClientCredentials::public("c0"),
+        tokens: Tokens {
+            access_token: "tok-0".into(),
+            refresh_token: None,
+            scope: None,
+            expires_in: None,
+        },
+        scope: Some(scope.into()),
+    }
+}
+
+#[test]
+fn auth_step_up_then_the_retry_limit() {
+    let mut config = auth_config();
+    config.auth.as_mut().unwrap().state = Some(stored_state("read"));
+    let (mut sim, _listen) = Sim::ready(config);
+    let id = sim
+        .conn
+        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let mut post = sim.next_request();
+    assert_eq!(
+        post.header("authorization"),
+        Some("Bearer tok-0"),
+        "the stored token is used"
+    );
+    let www = r#"Bearer error="insufficient_scope", scope="read write""#;
+    for attempt in 1..=3 {
+        sim.refuse(post.exchange, 403, www);
+        // Requests made meanwhile wait too.
+        let ping = sim.conn.ping(sim.now, opts()).unwrap();
+        sim.drain();
+        let urls = sim.serve_auth(&format!("tok-{attempt}"));
+        assert_eq!(urls.len(), 1, "one authorization per 403");
+        assert!(urls[0].contains("scope=read%20write"), "{}", urls[0]);
+        sim.drop_diagnostics();
+        assert!(matches!(
+            sim.take_events().as_slice(),
+            [Output::Authorized(_)]
+        ));
+        let mut again = sim.take_requests();
+        assert_eq!(again.len(), 2, "{again:?}");
+        assert_eq!(body(&again[0])["id"], id);
+        assert_eq!(body(&again[1])["id"], ping);
+        for r in &again {
+            assert_eq!(
+                r.header("authorization"),
+                Some(format!("Bearer tok-{attempt}").as_str())
+            );
+        }
+        sim.json(again[1].exchange, &[], &reply(ping, "{}"));
+        // The ping succeeded: that resets the count of flows in a row.
+        post = again.remove(0);
+        assert!(sim.completion(ping).is_ok());
+    }
+    // Pings kept succeeding: attempts reset each time; now refuse without
+    // any success until the limit.
+    let mut n = 0;
+    loop {
+        sim.refuse(post.exchange, 403, www);
+        let urls = sim.serve_auth("tok-x");
+        sim.drop_diagnostics();
+        if urls.is_empty() {
+            break;
+        }
+        n += 1;
+        sim.take_events();
+        post = sim.next_request();
+    }
+    assert_eq!(n, 3, "max_attempts flows in a row, then the limit");
+    match sim.completion(id) {
+        Err(RequestError::Auth { message }) => {
+            assert!(message.contains("3 authorization attempts"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The connection is still usable.
+    let p = sim.conn.ping(sim.now, opts()).unwrap();
+    sim.drain();
+    let r = sim.next_request();
+    sim.json(r.exchange, &[], &reply(p, "{}"));
+    assert!(sim.completion(p).is_ok());
+}
+
+#[test]
+fn auth_failure_fails_the_held_requests_with_a_typed_error() {
+    let mut config = auth_config();
+    config.auth.as_mut().unwrap().interactive = false;
+    let (mut sim, _listen) = Sim::ready(config);
+    let id = sim
+        .conn
+        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.refuse(post.exchange, 401, "Bearer");
+    let urls = sim.serve_auth("never");
+    assert!(urls.is_empty());
+    match sim.completion(id) {
+        Err(RequestError::Auth { message }) => {
+            assert!(message.contains("--login"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!sim.conn.is_closed());
 }

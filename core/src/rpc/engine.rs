@@ -324,6 +324,34 @@ impl Engine {
         true
     }
 
+    /// Stops request `id`'s clock: its deadline no longer fires until
+    /// [`resume_timeout`](Self::resume_timeout) (used while it waits for an
+    /// authorization, which has timeouts of its own). False if it is not
+    /// pending.
+    pub fn suspend_timeout(&mut self, id: u64) -> bool {
+        match self.pending.get_mut(&id) {
+            Some(p) => {
+                p.deadline = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Restarts request `id`'s clock from `now` (its timeout and hard
+    /// maximum both count from here). False if it is not pending.
+    pub fn resume_timeout(&mut self, now: Instant, id: u64) -> bool {
+        let Some(p) = self.pending.get_mut(&id) else {
+            return false;
+        };
+        p.start = now;
+        p.deadline = p.deadline_from(now);
+        if let Some(d) = p.deadline {
+            self.push_deadline(d, id);
+        }
+        true
+    }
+
     /// Accepts or refuses incoming JSON-RPC batches from now on (the
     /// 2025-03-26 protocol has them; the others do not).
     pub fn set_accept_batches(&mut self, yes: bool) {

@@ -79,6 +79,13 @@ pub enum RequestError {
         /// What happened.
         message: String,
     },
+    /// The server wanted an OAuth authorization and it failed (or was not
+    /// possible without a user).
+    #[error("{message}")]
+    Auth {
+        /// `authorization failed: …` with the reason.
+        message: String,
+    },
     /// The connection closed before a response came.
     #[error("Transport closed{}", Suffix(.reason))]
     Closed {

@@ -70,10 +70,15 @@ pub enum ExchangePurpose {
     Resume,
     /// The DELETE that ends a session.
     Close,
+    /// Authorization traffic (metadata discovery, registration, tokens) to
+    /// the authorization server or the resource's well-known URLs.
+    Auth,
 }
 
-/// One HTTP request the driver must perform.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One HTTP request the driver must perform. Its `Debug` output hides
+/// `Authorization` values and the bodies of authorization exchanges (codes,
+/// secrets, tokens), so it may be logged.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// Names the exchange in the inputs that report its response.
     pub exchange: ExchangeId,
@@ -88,6 +93,35 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     /// What it is for.
     pub purpose: ExchangePurpose,
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                if n.eq_ignore_ascii_case("authorization") {
+                    (n.as_str(), "<redacted>")
+                } else {
+                    (n.as_str(), v.as_str())
+                }
+            })
+            .collect();
+        let body: &dyn fmt::Debug = if self.purpose == ExchangePurpose::Auth {
+            &"<redacted>"
+        } else {
+            &String::from_utf8_lossy(&self.body)
+        };
+        f.debug_struct("HttpRequest")
+            .field("exchange", &self.exchange)
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body", body)
+            .field("purpose", &self.purpose)
+            .finish()
+    }
 }
 
 impl HttpRequest {
@@ -175,6 +209,8 @@ pub enum RequestFailure {
     },
     /// Anything else (connection refused, reset, bad framing…).
     Other(String),
+    /// Authorization was needed and failed (or was not possible).
+    Auth(String),
 }
 
 impl fmt::Display for RequestFailure {
@@ -186,6 +222,7 @@ impl fmt::Display for RequestFailure {
                 write!(f, "No response received for request ID {id}")
             }
             RequestFailure::Other(m) => f.write_str(m),
+            RequestFailure::Auth(m) => write!(f, "authorization failed: {m}"),
         }
     }
 }

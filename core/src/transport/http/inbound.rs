@@ -41,6 +41,13 @@ impl StreamableHttp {
             self.abort_exchange(Some(ex));
             return self.finish();
         }
+        if self.auth_enabled
+            && !matches!(owner, Owner::Resume(_))
+            && self.phase != Phase::Expired
+            && wants_authorization(head)
+        {
+            return self.auth_required(ex, owner, head);
+        }
         if let (Owner::Request(id), Phase::Initializing { id: init, .. }) = (&owner, self.phase) {
             if *id == init && self.generation == 0 && matches!(head.status, 400 | 404 | 405) {
                 return self.fall_back(ex, init);
@@ -155,6 +162,49 @@ impl StreamableHttp {
     }
 
     // ---- heads ----------------------------------------------------------
+
+    /// A 401/403 that an authorization may cure: park what met it.
+    fn auth_required(&mut self, ex: ExchangeId, owner: Owner, head: &ResponseHead) {
+        let resend = self.exchanges.get_mut(&ex).and_then(|x| x.resend.take());
+        self.abort_exchange(Some(ex));
+        let mut request = None;
+        match owner {
+            Owner::Request(id) => {
+                if let Some(p) = self.pending.remove(&id) {
+                    match p.message {
+                        Some(m) => {
+                            self.park(m, crate::rpc::SendKind::Request { id });
+                            request = Some(id);
+                        }
+                        None => {
+                            self.fail(id, RequestFailure::Auth(format!("HTTP {}", head.status)))
+                        }
+                    }
+                }
+            }
+            Owner::Notify(_) => {
+                if let Some((m, k)) = resend {
+                    self.park(m, k);
+                }
+            }
+            Owner::Listen => {
+                self.settle_until = None;
+                self.listener.state = ListenState::Off;
+                self.listener_wants_auth = true;
+            }
+            Owner::Resume(_) | Owner::Close => {}
+        }
+        self.auth_hold = true;
+        let challenges = head
+            .header_all("www-authenticate")
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        self.events.push_back(HttpEvent::AuthRequired {
+            status: head.status,
+            challenges,
+            request,
+        });
+    }
 
     fn set_body(&mut self, ex: ExchangeId, body: Body) {
         if let Some(x) = self.exchanges.get_mut(&ex) {
@@ -642,6 +692,23 @@ fn is_error_response_for(body: &[u8], id: u64) -> bool {
             id: RequestId::Number(n),
             outcome: Err(_),
         }) => u64::try_from(n) == Ok(id),
+        _ => false,
+    }
+}
+
+/// 401, or 403 whose `Bearer` challenge says `insufficient_scope`.
+fn wants_authorization(head: &ResponseHead) -> bool {
+    match head.status {
+        401 => true,
+        403 => {
+            let values = head
+                .header_all("www-authenticate")
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect::<Vec<_>>();
+            let challenges = crate::auth::parse_challenges(values.iter().map(String::as_str));
+            crate::auth::bearer(&challenges)
+                .is_some_and(|c| c.param("error") == Some("insufficient_scope"))
+        }
         _ => false,
     }
 }

@@ -107,6 +107,20 @@ pub enum HttpEvent {
     /// `begin_close()` has completed (the DELETE was answered, failed or
     /// timed out, or there was nothing to delete). The last event.
     Finished,
+    /// (Only after [`StreamableHttp::enable_auth`].) An exchange got 401,
+    /// or 403 with `error="insufficient_scope"`: the transport holds that
+    /// message and every later one until the Connection calls
+    /// [`StreamableHttp::authorized`] (they are sent again with the new
+    /// token) or [`StreamableHttp::authorization_failed`] (they fail).
+    AuthRequired {
+        /// 401 or 403.
+        status: u16,
+        /// The `WWW-Authenticate` header values.
+        challenges: Vec<String>,
+        /// Our request that met it, if it was one (not a notification,
+        /// a response or the listener).
+        request: Option<u64>,
+    },
 }
 
 /// Where the session stands.
@@ -184,6 +198,9 @@ struct Exchange {
     body: Body,
     /// The session generation whose `Mcp-Session-Id` it carried, if any.
     session: Option<u64>,
+    /// A notification's or response's message, kept (only with auth
+    /// enabled) to send it again after an authorization.
+    resend: Option<(Vec<u8>, SendKind)>,
 }
 
 /// One of our requests on the wire (its POST, its stream or a resumption).
@@ -255,6 +272,16 @@ pub struct StreamableHttp {
     listener: Listener,
     /// Until when to wait for the listener's head before being settled.
     settle_until: Option<Instant>,
+    /// `Authorization` of every request (a bearer token), if any.
+    authorization: Option<String>,
+    /// 401/403 become [`HttpEvent::AuthRequired`].
+    auth_enabled: bool,
+    /// An authorization is under way: sends are parked.
+    auth_hold: bool,
+    /// Messages waiting for the authorization, in order.
+    parked: VecDeque<(Vec<u8>, SendKind)>,
+    /// The listener met 401/403: reopen it once authorized.
+    listener_wants_auth: bool,
     events: VecDeque<HttpEvent>,
 }
 
@@ -294,8 +321,80 @@ impl StreamableHttp {
                 saw_event: false,
             },
             settle_until: None,
+            authorization: None,
+            auth_enabled: false,
+            auth_hold: false,
+            parked: VecDeque::new(),
+            listener_wants_auth: false,
             events: VecDeque::new(),
         }
+    }
+
+    // ---- authorization ----------------------------------------------------
+
+    /// Makes 401 (and 403 `insufficient_scope`) answers hold their message
+    /// and report [`HttpEvent::AuthRequired`] instead of failing it.
+    pub fn enable_auth(&mut self) {
+        self.auth_enabled = true;
+    }
+
+    /// Sets the `Authorization` header of every later request (`None`:
+    /// none). It replaces a configured `Authorization` header.
+    pub fn set_authorization(&mut self, value: Option<String>) {
+        self.authorization = value.filter(|v| is_header_value(v));
+    }
+
+    /// Whether an authorization is under way (sends are being parked).
+    pub fn auth_pending(&self) -> bool {
+        self.auth_hold
+    }
+
+    /// The authorization succeeded: sends every parked message again, in
+    /// order, with `authorization` (and reopens the listener if it met the
+    /// 401).
+    pub fn authorized(&mut self, now: Instant, authorization: String) {
+        self.set_authorization(Some(authorization));
+        self.auth_hold = false;
+        for (m, k) in std::mem::take(&mut self.parked) {
+            match (self.phase, &k) {
+                (Phase::Initializing { id: init, .. }, SendKind::Request { id }) if *id == init => {
+                    self.post(m, k, false);
+                }
+                _ => self.send(now, m, k),
+            }
+        }
+        if std::mem::take(&mut self.listener_wants_auth)
+            && self.phase == Phase::Ready
+            && self.config.listen
+            && self.listener.state == ListenState::Off
+        {
+            self.open_listener();
+        }
+    }
+
+    /// The authorization failed: every parked request fails with
+    /// `message`; parked notifications and responses are dropped.
+    pub fn authorization_failed(&mut self, message: &str) {
+        self.auth_hold = false;
+        self.listener_wants_auth = false;
+        for (_, k) in std::mem::take(&mut self.parked) {
+            match k {
+                SendKind::Request { id } => self.fail(id, RequestFailure::Auth(message.to_owned())),
+                _ => self.diag(format!("message dropped: {message}")),
+            }
+        }
+    }
+
+    fn park(&mut self, message: Vec<u8>, kind: SendKind) {
+        if self.parked.len() >= MAX_HELD {
+            let why = format!("more than {MAX_HELD} messages wait for an authorization");
+            match kind {
+                SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
+                _ => self.diag(format!("message dropped: {why}")),
+            }
+            return;
+        }
+        self.parked.push_back((message, kind));
     }
 
     // ---- app calls ----------------------------------------------------
@@ -319,6 +418,7 @@ impl StreamableHttp {
                 _ => self.hold(message, kind),
             },
             Phase::Initializing { .. } | Phase::Expired => self.hold(message, kind),
+            Phase::Ready if self.auth_hold => self.park(message, kind),
             Phase::Ready => self.post(message, kind, false),
             Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
                 if let SendKind::Request { id } = kind {
@@ -406,6 +506,7 @@ impl StreamableHttp {
             self.initialize_failed();
         }
         self.held.retain(|(_, k)| *k != SendKind::Request { id });
+        self.parked.retain(|(_, k)| *k != SendKind::Request { id });
         self.resend.retain(|(r, _)| *r != id);
         if let Some(p) = self.pending.remove(&id) {
             self.abort_exchange(p.exchange);
@@ -539,9 +640,14 @@ impl StreamableHttp {
             h.push(("Content-Type".to_owned(), "application/json".to_owned()));
         }
         for (name, value) in &self.config.headers {
-            if !OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o)) {
+            let replaced =
+                self.authorization.is_some() && name.eq_ignore_ascii_case("authorization");
+            if !(replaced || OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o))) {
                 h.push((name.clone(), value.clone()));
             }
+        }
+        if let Some(a) = &self.authorization {
+            h.push(("Authorization".to_owned(), a.clone()));
         }
         if let Some(s) = &self.session_id {
             h.push(("Mcp-Session-Id".to_owned(), s.clone()));
@@ -569,6 +675,7 @@ impl StreamableHttp {
                 owner,
                 body: Body::Head,
                 session,
+                resend: None,
             },
         );
         self.events.push_back(HttpEvent::Request(HttpRequest {
@@ -584,6 +691,8 @@ impl StreamableHttp {
     /// POSTs one message now.
     fn post(&mut self, message: Vec<u8>, kind: SendKind, resent: bool) {
         let ex = self.next_id();
+        let keep = (self.auth_enabled && !matches!(kind, SendKind::Request { .. }))
+            .then(|| (message.clone(), kind.clone()));
         let (owner, purpose) = match kind {
             SendKind::Request { id } => {
                 let p = Pending {
@@ -614,6 +723,9 @@ impl StreamableHttp {
         };
         let headers = self.headers(Some(ACCEPT_POST), true);
         self.open(ex, HttpMethod::Post, headers, message, purpose, owner);
+        if let (Some(keep), Some(x)) = (keep, self.exchanges.get_mut(&ex)) {
+            x.resend = Some(keep);
+        }
     }
 
     fn hold(&mut self, message: Vec<u8>, kind: SendKind) {
@@ -790,6 +902,7 @@ impl StreamableHttp {
         self.events.extend(open.into_keys().map(HttpEvent::Abort));
         self.pending.clear();
         self.held.clear();
+        self.parked.clear();
         self.resend.clear();
         if self.listener.state != ListenState::Disabled {
             self.listener.state = ListenState::Off;
