@@ -93,12 +93,24 @@ impl<R: Runtime> Client<R> {
             _ => None,
         };
         let now = Instant::now();
-        let conn = Connection::for_server(&server, options.config.clone(), now)
+        let mut config = options.config.clone();
+        if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
+            config.auth = Some(auth.for_endpoint(url));
+        }
+        // A user may have to log in before the handshake completes.
+        let login = config
+            .auth
+            .as_ref()
+            .filter(|a| a.interactive)
+            .map_or(Duration::ZERO, |a| a.authorize_timeout);
+        let conn = Connection::for_server(&server, config, now)
             .map_err(|e: SpecError| Error::Config(e))?;
-        let connect_timeout = options
-            .connect_timeout
-            .or(server.request_timeout())
-            .unwrap_or(options.config.engine.default_timeout);
+        let connect_timeout = options.connect_timeout.unwrap_or_else(|| {
+            server
+                .request_timeout()
+                .unwrap_or(options.config.engine.default_timeout)
+                + login
+        });
         let (cmd_tx, cmd_rx) = async_channel::bounded(256);
         let (urgent_tx, urgent_rx) = async_channel::unbounded();
         let (ready_tx, ready_rx) = oneshot();

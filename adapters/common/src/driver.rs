@@ -91,6 +91,8 @@ pub(crate) enum Urgent {
         id: RequestId,
         result: Result<Value, ErrorObject>,
     },
+    /// The redirect handler's answer: the URL the user agent reached.
+    Redirect(Result<String, String>),
 }
 
 /// A receiver the driver polls by hand (pinned: it is `!Unpin`).
@@ -397,6 +399,15 @@ impl<R: Runtime> Driver<R> {
                 Output::Log(line) => tracing::debug!(target: "mcpwire::server_stderr", "{line}"),
                 Output::Diagnostic(d) => tracing::warn!("{d}"),
                 Output::Closed(reason) => self.on_closed(reason),
+                Output::Authorize { url } => self.authorize(url),
+                Output::Authorized(state) => {
+                    tracing::debug!(issuer = ?state.issuer, "authorized");
+                    if let Some(a) = &self.options.auth {
+                        if let Err(e) = a.store.save(&state) {
+                            tracing::warn!("could not save the tokens: {e}");
+                        }
+                    }
+                }
                 other => tracing::warn!("unhandled output {other:?}"),
             }
         }
@@ -499,6 +510,30 @@ impl<R: Runtime> Driver<R> {
                     tracing::debug!("answer to a server request dropped: {e}");
                 }
             }
+            Urgent::Redirect(Ok(callback)) => self.conn.authorization_response(now, &callback),
+            Urgent::Redirect(Err(reason)) => self.conn.authorization_failed(now, &reason),
+        }
+    }
+
+    /// Runs the redirect handler on a thread of its own (it blocks until
+    /// the user is back); its answer comes back as [`Urgent::Redirect`].
+    fn authorize(&mut self, url: String) {
+        let Some(handler) = self.options.auth.as_ref().map(|a| a.redirect.clone()) else {
+            self.conn
+                .authorization_failed(Instant::now(), "no redirect handler configured");
+            return;
+        };
+        tracing::info!("authorization needed: sending the user agent to the authorization server");
+        let urgent = self.urgent_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcpwire-authorize".into())
+            .spawn(move || {
+                let result = handler.authorize(&url);
+                let _ = urgent.send_blocking(Urgent::Redirect(result));
+            });
+        if let Err(e) = spawned {
+            self.conn
+                .authorization_failed(Instant::now(), &format!("cannot start a thread: {e}"));
         }
     }
 

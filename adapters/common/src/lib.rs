@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 mod client;
 mod driver;
 mod error;
@@ -33,6 +34,9 @@ mod sync;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+pub use auth::{
+    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+};
 pub use client::{Client, Notifications};
 pub use error::Error;
 pub use options::{

@@ -38,6 +38,8 @@ pub struct ConnectOptions {
     /// Whether `clientInfo` was chosen by the caller (else the adapter
     /// names itself).
     pub(crate) client_info_set: bool,
+    /// OAuth for HTTP servers.
+    pub(crate) auth: Option<crate::auth::AuthOptions>,
 }
 
 impl ConnectOptions {
@@ -78,8 +80,18 @@ impl ConnectOptions {
         self
     }
 
+    /// OAuth for HTTP servers: on 401 (or 403 `insufficient_scope`) the
+    /// connection authorizes itself (the user in a browser, or stored and
+    /// refreshed tokens) and carries on; tokens are saved to the store.
+    /// Without it, a 401 fails the request with the server's hints.
+    pub fn auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// How long `connect` may take, handshake included (default: the
-    /// request timeout).
+    /// request timeout, plus the time a user has to log in when OAuth is
+    /// interactive).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self

@@ -53,7 +53,11 @@ use std::time::Instant;
 
 use mcpwire_adapter::runtime::Child;
 
+pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::types;
+pub use mcpwire_adapter::{
+    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+};
 pub use mcpwire_adapter::{
     BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Notifications,
     Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig, ServerNotification,

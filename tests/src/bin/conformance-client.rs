@@ -4,11 +4,113 @@
 //! `MCP_CONFORMANCE_SCENARIO` set, and judges what the client does on the
 //! wire. Exit status 0 when every step the scenario asks for succeeded.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcpwire_tokio::{Client, ConnectOptions, ErrorObject, ServerConfig};
+use base64::Engine as _;
+use mcpwire::auth::{base64url, AssertionClaims, ClientCredentials, Grant, TokenAuthMethod};
+use mcpwire_tokio::auth::FnRedirect;
+use mcpwire_tokio::{AuthOptions, Client, ConnectOptions, ErrorObject, ServerConfig};
 use serde_json::{json, Map, Value};
+
+/// The Client ID Metadata Document URL the suite expects (basic-cimd).
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Plays the user agent: GETs the authorization URL without following
+/// the redirect and returns its `Location` (the callback with the code).
+fn fetch_redirect(url: &str) -> Result<String, String> {
+    let parsed = mcpwire::transport::HttpUrl::parse(url).map_err(|e| e.to_string())?;
+    let mut s = TcpStream::connect((parsed.host_unbracketed(), parsed.port()))
+        .map_err(|e| format!("{url}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    write!(
+        s,
+        "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        parsed.target(),
+        parsed.host_header()
+    )
+    .map_err(|e| e.to_string())?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let status = text.lines().next().unwrap_or_default().to_owned();
+    text.lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case("location")
+                .then(|| v.trim().to_owned())
+        })
+        .ok_or_else(|| format!("authorization endpoint answered {status:?} without a Location"))
+}
+
+/// Signs an RFC 7523 client assertion with ES256 (the suite's
+/// `private_key_jwt` scenario hands over a PKCS#8 PEM key).
+fn es256_signer(pem: &str) -> Result<mcpwire::auth::AssertionSigner, String> {
+    use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| format!("private key PEM: {e}"))?;
+    let rng = ring::rand::SystemRandom::new();
+    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+        .map_err(|e| format!("private key: {e}"))?;
+    Ok(Arc::new(move |c: &AssertionClaims| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_secs();
+        let header = base64url(br#"{"alg":"ES256","typ":"JWT"}"#);
+        let claims = json!({
+            "iss": c.client_id, "sub": c.client_id, "aud": c.audience,
+            "iat": now, "exp": now + 300, "jti": c.jti,
+        });
+        let claims = base64url(claims.to_string().as_bytes());
+        let input = format!("{header}.{claims}");
+        let sig = key
+            .sign(&ring::rand::SystemRandom::new(), input.as_bytes())
+            .map_err(|e| format!("signing: {e}"))?;
+        Ok(format!("{input}.{}", base64url(sig.as_ref())))
+    }))
+}
+
+/// OAuth for the `auth/*` scenarios, from the scenario name and the
+/// context the suite passes in `MCP_CONFORMANCE_CONTEXT`.
+fn auth_options(scenario: &str) -> Result<AuthOptions, String> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let mut auth = AuthOptions::new(FnRedirect::new(
+        "http://127.0.0.1:3333/callback",
+        fetch_redirect,
+    ))
+    .client_metadata_url(CIMD_URL);
+    if let Some(id) = context["client_id"].as_str() {
+        let mut client = ClientCredentials::public(id);
+        client.client_secret = context["client_secret"].as_str().map(str::to_owned);
+        if let Some(pem) = context["private_key_pem"].as_str() {
+            client.auth_method = Some(TokenAuthMethod::PrivateKeyJwt);
+            let signer = es256_signer(pem)?;
+            auth = auth.config(|c| c.assertion = Some(signer));
+        }
+        auth = auth.client(client);
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        auth = auth.config(|c| c.grant = Grant::ClientCredentials);
+    }
+    Ok(auth)
+}
 
 /// Fills an elicitation answer with the defaults of the requested schema
 /// (SEP-1034: a client applies the defaults of omitted fields).
@@ -28,6 +130,9 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     let mut options = ConnectOptions::new()
         .client_info("mcpwire-conformance-client", env!("CARGO_PKG_VERSION"))
         .timeout(Duration::from_secs(20));
+    if scenario.starts_with("auth/") {
+        options = options.auth(auth_options(scenario)?);
+    }
     if scenario.starts_with("elicitation") {
         options =
             options.elicitation(|params| async move { Ok::<_, ErrorObject>(defaults_of(&params)) });

@@ -1,0 +1,558 @@
+//! The application's side of OAuth: where the user agent goes
+//! ([`RedirectHandler`]: a browser and a loopback listener by default, or a
+//! printed URL), and where tokens live between runs ([`TokenStore`]: in
+//! memory, or a `0600` JSON file). The flow itself is the core's
+//! ([`mcpwire::auth`]); the driver runs a handler on a thread of its own
+//! (it blocks while the user logs in), so the same handlers serve every
+//! runtime.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire::auth::{resource_covers, AuthConfig, AuthState, ClientCredentials};
+use mcpwire::transport::HttpUrl;
+
+/// Sends the user agent to an authorization URL and brings back where the
+/// authorization server redirected it.
+pub trait RedirectHandler: Send + Sync {
+    /// The `redirect_uri` to register and send (must be where
+    /// [`authorize`](Self::authorize) can see the redirect arrive).
+    fn redirect_uri(&self) -> String;
+
+    /// Sends the user to `url` and blocks until the redirect arrives;
+    /// returns the URL it reached (with `code` and `state`, or `error`).
+    /// Runs on a thread of its own.
+    fn authorize(&self, url: &str) -> Result<String, String>;
+}
+
+/// Keeps authorization state between connections (and runs).
+pub trait TokenStore: Send + Sync {
+    /// The state saved for the MCP endpoint `endpoint`, if any.
+    fn load(&self, endpoint: &str) -> Option<AuthState>;
+    /// Saves `state` (replacing the one for the same issuer and resource).
+    fn save(&self, state: &AuthState) -> Result<(), String>;
+}
+
+/// How a connection authorizes itself: the core's [`AuthConfig`], where
+/// the user goes, where tokens are kept.
+#[derive(Clone)]
+pub struct AuthOptions {
+    pub(crate) config: AuthConfig,
+    pub(crate) redirect: Arc<dyn RedirectHandler>,
+    pub(crate) store: Arc<dyn TokenStore>,
+}
+
+impl AuthOptions {
+    /// OAuth with this redirect handler and an in-memory token store.
+    pub fn new(redirect: impl RedirectHandler + 'static) -> Self {
+        AuthOptions {
+            config: AuthConfig::default(),
+            redirect: Arc::new(redirect),
+            store: Arc::new(MemoryStore::default()),
+        }
+    }
+
+    /// OAuth with the default handler: the system browser and a loopback
+    /// listener on `127.0.0.1` (a random port).
+    pub fn browser() -> io::Result<Self> {
+        Ok(Self::new(LoopbackRedirect::bind(true)?))
+    }
+
+    /// Where tokens are kept.
+    pub fn store(mut self, store: impl TokenStore + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Pre-registered client credentials (used before any registration).
+    pub fn client(mut self, client: ClientCredentials) -> Self {
+        self.config.client = Some(client);
+        self
+    }
+
+    /// This client's metadata document URL (an HTTPS `client_id` for
+    /// servers that accept Client ID Metadata Documents).
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.config.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The scope to ask for (else the server's challenge or metadata
+    /// decides).
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.config.scope = Some(scope.into());
+        self
+    }
+
+    /// Whether a user may be sent to the browser (false: only stored and
+    /// refreshed tokens are used; a flow that needs a user fails).
+    pub fn interactive(mut self, yes: bool) -> Self {
+        self.config.interactive = yes;
+        self
+    }
+
+    /// Any other setting of the core's [`AuthConfig`].
+    pub fn config(mut self, f: impl FnOnce(&mut AuthConfig)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// The core configuration for a connection to `endpoint`: the handler's
+    /// redirect URI and the stored state.
+    pub(crate) fn for_endpoint(&self, endpoint: &str) -> AuthConfig {
+        let mut c = self.config.clone();
+        c.redirect_uri = self.redirect.redirect_uri();
+        if c.state.is_none() {
+            c.state = self.store.load(endpoint);
+        }
+        c
+    }
+}
+
+impl std::fmt::Debug for AuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthOptions")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tokens in memory, for the life of the process.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    states: Mutex<Vec<AuthState>>,
+}
+
+impl TokenStore for MemoryStore {
+    fn load(&self, endpoint: &str) -> Option<AuthState> {
+        find(
+            &self.states.lock().unwrap_or_else(|e| e.into_inner()),
+            endpoint,
+        )
+    }
+
+    fn save(&self, state: &AuthState) -> Result<(), String> {
+        upsert(
+            &mut self.states.lock().unwrap_or_else(|e| e.into_inner()),
+            state,
+        );
+        Ok(())
+    }
+}
+
+/// Tokens in a JSON file readable by its owner only (`0600`), keyed by
+/// authorization server and resource; written atomically.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    path: PathBuf,
+}
+
+impl FileStore {
+    /// A store in `path` (created on the first save).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileStore { path: path.into() }
+    }
+
+    /// `$XDG_CONFIG_HOME/mcpwire/tokens.json` (else `~/.config/…`).
+    pub fn default_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))?;
+        Some(base.join("mcpwire").join("tokens.json"))
+    }
+
+    /// Where the tokens are kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Vec<AuthState> {
+        let Ok(text) = std::fs::read_to_string(&self.path) else {
+            return Vec::new();
+        };
+        match serde_json::from_str::<StoreFile>(&text) {
+            Ok(f) => f.states,
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), "ignoring unreadable token store: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoreFile {
+    states: Vec<AuthState>,
+}
+
+impl TokenStore for FileStore {
+    fn load(&self, endpoint: &str) -> Option<AuthState> {
+        find(&self.read(), endpoint)
+    }
+
+    fn save(&self, state: &AuthState) -> Result<(), String> {
+        let mut states = self.read();
+        upsert(&mut states, state);
+        let text = serde_json::to_string_pretty(&StoreFile { states })
+            .map_err(|e| format!("encoding tokens: {e}"))?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let tmp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
+        write_private(&tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("{}: {e}", self.path.display())
+        })
+    }
+}
+
+/// Creates `path` with mode 0600 (owner only) and writes `bytes`.
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path)?;
+    #[cfg(unix)]
+    {
+        // An existing file keeps its mode on open: set it.
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// The state whose resource covers `endpoint` (the most specific one).
+fn find(states: &[AuthState], endpoint: &str) -> Option<AuthState> {
+    let url = HttpUrl::parse(endpoint).ok()?;
+    states
+        .iter()
+        .filter(|s| resource_covers(&s.resource, &url))
+        .max_by_key(|s| s.resource.len())
+        .cloned()
+}
+
+fn upsert(states: &mut Vec<AuthState>, state: &AuthState) {
+    states.retain(|s| !(s.resource == state.resource && s.issuer == state.issuer));
+    states.push(state.clone());
+}
+
+/// Receives the redirect on `http://127.0.0.1:<port>/callback` (RFC 8252
+/// loopback redirect), after opening the system browser or printing the
+/// URL for the user to open.
+#[derive(Debug)]
+pub struct LoopbackRedirect {
+    listener: Mutex<TcpListener>,
+    addr: SocketAddr,
+    open_browser: bool,
+    timeout: Duration,
+}
+
+impl LoopbackRedirect {
+    /// Binds `127.0.0.1` on a random port. `open_browser`: launch the
+    /// system browser (`xdg-open`, `open`, `start`); else print the URL on
+    /// stderr (for a headless machine with a forwarded port).
+    pub fn bind(open_browser: bool) -> io::Result<Self> {
+        Self::bind_to(SocketAddr::from(([127, 0, 0, 1], 0)), open_browser)
+    }
+
+    /// Binds a given loopback address (a fixed port some servers require).
+    pub fn bind_to(addr: SocketAddr, open_browser: bool) -> io::Result<Self> {
+        if !addr.ip().is_loopback() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the redirect listener must be on a loopback address",
+            ));
+        }
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        Ok(LoopbackRedirect {
+            listener: Mutex::new(listener),
+            addr,
+            open_browser,
+            timeout: Duration::from_secs(300),
+        })
+    }
+
+    /// How long to wait for the redirect (default 5 minutes).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The listener's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl RedirectHandler for LoopbackRedirect {
+    fn redirect_uri(&self) -> String {
+        format!("http://{}/callback", self.addr)
+    }
+
+    fn authorize(&self, url: &str) -> Result<String, String> {
+        let listener = self.listener.lock().unwrap_or_else(|e| e.into_inner());
+        if self.open_browser {
+            if let Err(e) = open_browser(url) {
+                eprintln!("Could not open a browser ({e}). Open this URL to authorize:\n  {url}");
+            }
+        } else {
+            eprintln!("Open this URL to authorize:\n  {url}");
+        }
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if let Some(target) = serve_callback(stream) {
+                        return Ok(format!("http://{}{target}", self.addr));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(format!(
+                            "no redirect to {} within {} s",
+                            self.redirect_uri(),
+                            self.timeout.as_secs()
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(format!("redirect listener: {e}")),
+            }
+        }
+    }
+}
+
+/// Reads one request (bounded); if it is `GET /callback?…` with a `code`
+/// or an `error`, answers a page and returns its target.
+fn serve_callback(mut stream: TcpStream) -> Option<String> {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 8192 {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let target = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("GET "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_default()
+        .to_owned();
+    let is_callback =
+        target.starts_with("/callback?") && (target.contains("code=") || target.contains("error="));
+    let (status, page) = if is_callback {
+        (
+            "200 OK",
+            "<!doctype html><title>mcpwire</title><p>Authorization received. You can close this window.",
+        )
+    } else {
+        (
+            "404 Not Found",
+            "<!doctype html><title>mcpwire</title><p>Not here.",
+        )
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    is_callback.then_some(target)
+}
+
+/// Launches the system browser on `url`.
+fn open_browser(url: &str) -> io::Result<()> {
+    let mut cmd = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", "start", ""]);
+        c
+    } else {
+        std::process::Command::new(std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".into()))
+    };
+    cmd.arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(|_| ())
+}
+
+/// A handler the application writes as a closure (e.g. one that fetches
+/// the URL itself in a test, or asks the user to paste the redirect).
+pub struct FnRedirect<F> {
+    redirect_uri: String,
+    f: F,
+}
+
+impl<F> FnRedirect<F>
+where
+    F: Fn(&str) -> Result<String, String> + Send + Sync,
+{
+    /// `f` gets the authorization URL and returns the redirect URL.
+    pub fn new(redirect_uri: impl Into<String>, f: F) -> Self {
+        FnRedirect {
+            redirect_uri: redirect_uri.into(),
+            f,
+        }
+    }
+}
+
+impl<F> RedirectHandler for FnRedirect<F>
+where
+    F: Fn(&str) -> Result<String, String> + Send + Sync,
+{
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    fn authorize(&self, url: &str) -> Result<String, String> {
+        (self.f)(url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpwire::auth::Tokens;
+
+    fn state(resource: &str, token: &str) -> AuthState {
+        AuthState {
+            resource: resource.into(),
+            issuer: Some("https://as.example".into()),
+            token_endpoint: "https://as.example/token".into(),
+            client: ClientCredentials::public("c"),
+            tokens: Tokens {
+                access_token: token.into(),
+                refresh_token: Some("r".into()),
+                scope: None,
+                expires_in: None,
+            },
+            scope: None,
+        }
+    }
+
+    #[test]
+    fn file_store_round_trip_is_private_and_keyed() {
+        let dir = std::env::temp_dir().join(format!("mcpwire-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = FileStore::new(dir.join("sub").join("tokens.json"));
+        assert!(store.load("https://h.example/mcp").is_none());
+        store.save(&state("https://h.example/mcp", "t1")).unwrap();
+        store
+            .save(&state("https://other.example/mcp", "t2"))
+            .unwrap();
+        store.save(&state("https://h.example/mcp", "t3")).unwrap();
+        assert_eq!(
+            store
+                .load("https://h.example/mcp")
+                .unwrap()
+                .tokens
+                .access_token,
+            "t3"
+        );
+        assert_eq!(
+            store
+                .load("https://other.example/mcp")
+                .unwrap()
+                .tokens
+                .access_token,
+            "t2"
+        );
+        assert!(store.load("https://third.example/mcp").is_none());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // A corrupt file is ignored, not fatal.
+        std::fs::write(store.path(), "{not json").unwrap();
+        assert!(store.load("https://h.example/mcp").is_none());
+        store.save(&state("https://h.example/mcp", "t4")).unwrap();
+        assert_eq!(
+            store
+                .load("https://h.example/mcp")
+                .unwrap()
+                .tokens
+                .access_token,
+            "t4"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn memory_store_matches_parent_resources() {
+        let store = MemoryStore::default();
+        store.save(&state("https://h.example", "root")).unwrap();
+        assert_eq!(
+            store
+                .load("https://h.example/a/mcp")
+                .unwrap()
+                .tokens
+                .access_token,
+            "root"
+        );
+        store
+            .save(&state("https://h.example/a/mcp", "exact"))
+            .unwrap();
+        assert_eq!(
+            store
+                .load("https://h.example/a/mcp")
+                .unwrap()
+                .tokens
+                .access_token,
+            "exact"
+        );
+    }
+
+    #[test]
+    fn loopback_receives_the_redirect() {
+        let r = LoopbackRedirect::bind(false)
+            .unwrap()
+            .timeout(Duration::from_secs(10));
+        let uri = r.redirect_uri();
+        assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
+        let addr = r.local_addr();
+        let browser = std::thread::spawn(move || {
+            // A stray request first (favicon), then the redirect.
+            for target in ["/favicon.ico", "/callback?code=abc&state=xyz"] {
+                let mut s = TcpStream::connect(addr).unwrap();
+                write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                let mut page = String::new();
+                s.read_to_string(&mut page).unwrap();
+                assert!(page.starts_with("HTTP/1.1 "), "{page}");
+            }
+        });
+        let got = r.authorize("https://as.example/authorize?x=1").unwrap();
+        browser.join().unwrap();
+        assert_eq!(got, format!("http://{addr}/callback?code=abc&state=xyz"));
+        // Nobody comes: a timeout, not a hang.
+        let r = r.timeout(Duration::from_millis(200));
+        assert!(r
+            .authorize("https://as.example/authorize")
+            .unwrap_err()
+            .contains("no redirect"));
+    }
+}
