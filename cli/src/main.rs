@@ -14,6 +14,12 @@
 //! `${VAR:-default}`. `servers` starts every discovered server and lists
 //! it with its status and tool count.
 //!
+//! OAuth (HTTP servers): `--login` runs the authorization in the browser
+//! (`--no-browser`: print the URL) when the server asks for it, and keeps
+//! the tokens in `~/.config/mcpwire/tokens.json` (0600; `--token-store F`);
+//! later runs use them, refreshing when needed, and fail with a hint to log
+//! in when a user is needed.
+//!
 //! Exit codes: 0 ok; 1 the tool returned `isError: true`; 2 usage error;
 //! 3 connection, protocol or server error; 4 timeout; 130 interrupted.
 
@@ -28,10 +34,11 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{Discovery, Manager, ManagerOptions, ServerState};
+use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
 use mcpwire_tokio::{
-    CallOptions, CancelToken, Client, ConnectOptions, Error, RequestError, ServerConfig,
-    ServerNotification,
+    AuthOptions, CallOptions, CancelToken, Client, ConnectOptions, Error, FileStore,
+    LoopbackRedirect, MemoryStore, RequestError, ServerConfig, ServerNotification,
 };
 use serde_json::{json, Map, Value};
 
@@ -48,7 +55,7 @@ use serde_json::{json, Map, Value};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Cmd,
+    command: Option<Cmd>,
     /// Streamable HTTP endpoint (falls back to legacy SSE per the spec).
     #[arg(long, global = true, value_name = "URL")]
     url: Option<String>,
@@ -84,6 +91,34 @@ struct Cli {
     /// Less logging on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Log in (OAuth) if the HTTP server asks for it: opens the browser and
+    /// stores the tokens for later runs. Without a command: log in and show
+    /// `info`.
+    #[arg(long, global = true)]
+    login: bool,
+    /// With --login: print the authorization URL instead of opening a
+    /// browser (the redirect still comes back to 127.0.0.1).
+    #[arg(long, global = true)]
+    no_browser: bool,
+    /// Where OAuth tokens are kept (default ~/.config/mcpwire/tokens.json).
+    #[arg(long, global = true, value_name = "FILE")]
+    token_store: Option<PathBuf>,
+    /// A pre-registered OAuth client id (else the client registers itself).
+    #[arg(long, global = true, value_name = "ID")]
+    client_id: Option<String>,
+    /// The secret of --client-id, for a confidential client.
+    #[arg(long, global = true, value_name = "SECRET")]
+    client_secret: Option<String>,
+    /// The OAuth scope to ask for (else the server's challenge decides).
+    #[arg(long, global = true, value_name = "SCOPE")]
+    scope: Option<String>,
+}
+
+impl Cli {
+    /// The command (`info` when only `--login` was given).
+    fn cmd(&self) -> &Cmd {
+        self.command.as_ref().unwrap_or(&Cmd::Info)
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -181,7 +216,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if let Cmd::Serve { demo } = cli.command {
+    if cli.command.is_none() && !cli.login {
+        eprintln!("mcpwire: a command is required (try `mcpwire --help` or `mcpwire demo`)");
+        return ExitCode::from(2);
+    }
+    if let Cmd::Serve { demo } = *cli.cmd() {
         if !demo {
             eprintln!("mcpwire: `serve` needs --demo (the only built-in server)");
             return ExitCode::from(2);
@@ -353,10 +392,49 @@ fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Value, Fail> 
     Ok(Value::Object(map))
 }
 
-async fn connect(config: ServerConfig, timeout: Option<u64>) -> Result<Client, Fail> {
+/// OAuth for an HTTP server: stored tokens always; the browser only with
+/// `--login`.
+fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
+    let mut auth = if cli.login {
+        let redirect = LoopbackRedirect::bind(!cli.no_browser).map_err(|e| Fail {
+            code: 3,
+            message: format!("cannot listen on 127.0.0.1 for the login redirect: {e}"),
+        })?;
+        AuthOptions::new(redirect)
+    } else {
+        AuthOptions::new(FnRedirect::new("http://127.0.0.1/callback", |_: &str| {
+            Err("log in first with --login".to_string())
+        }))
+        .interactive(false)
+    };
+    auth = match cli.token_store.clone().or_else(FileStore::default_path) {
+        Some(path) => auth.store(FileStore::new(path)),
+        None => auth.store(MemoryStore::default()),
+    };
+    match (&cli.client_id, &cli.client_secret) {
+        (Some(id), secret) => {
+            let mut c = ClientCredentials::public(id.clone());
+            c.client_secret = secret.clone();
+            auth = auth.client(c);
+        }
+        (None, Some(_)) => return Err(Fail::usage("--client-secret needs --client-id")),
+        (None, None) => {}
+    }
+    if let Some(scope) = &cli.scope {
+        auth = auth.scope(scope.clone());
+    }
+    Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
+}
+
+async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, Fail> {
     let mut options = ConnectOptions::new().client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"));
-    if let Some(ms) = timeout {
+    if let Some(ms) = cli.timeout {
         options = options.timeout(Duration::from_millis(ms));
+    }
+    if config.url.is_some() {
+        options = options.auth(auth_options(cli)?);
+    } else if cli.login {
+        return Err(Fail::usage("--login is for HTTP servers (--url, --sse)"));
     }
     Client::connect_with(config, options)
         .await
@@ -364,22 +442,22 @@ async fn connect(config: ServerConfig, timeout: Option<u64>) -> Result<Client, F
 }
 
 async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
-    if let Cmd::Demo = cli.command {
+    if let Cmd::Demo = cli.cmd() {
         return demo(&cli).await;
     }
-    if let Cmd::Servers = cli.command {
+    if let Cmd::Servers = cli.cmd() {
         return servers(&cli, &server_cmd).await;
     }
     let config = target(&cli, &server_cmd)?;
     // Usage errors come before any connection is made.
-    match &cli.command {
+    match cli.cmd() {
         Cmd::Call { args, pairs, .. } | Cmd::Prompt { args, pairs, .. } => {
             parse_args(args.as_deref(), pairs)?;
         }
         _ => {}
     }
     let quiet = cli.quiet;
-    let client = connect(config, cli.timeout).await?;
+    let client = connect(&cli, config).await?;
     let logs = tokio::spawn(print_server_logs(client.clone(), quiet));
     let cancel = CancelToken::new();
     let outcome = {
@@ -428,7 +506,7 @@ async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, 
     if let Some(ms) = cli.timeout {
         call_opts = call_opts.timeout(Duration::from_millis(ms));
     }
-    match &cli.command {
+    match cli.cmd() {
         Cmd::Tools => {
             let tools = client.list_tools().await?;
             if cli.json {
@@ -793,7 +871,7 @@ async fn demo(cli: &Cli) -> Result<u8, Fail> {
         exe.display()
     ));
     let t = Instant::now();
-    let client = connect(config, cli.timeout).await?;
+    let client = connect(cli, config).await?;
     let s = client.server();
     println!(
         "connected to {} {} in {:.1} ms, protocol {}",

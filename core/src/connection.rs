@@ -351,6 +351,9 @@ struct Auth {
     next_exchange: u64,
     /// Requests whose clocks stopped while they wait for the flow.
     suspended: Vec<u64>,
+    /// `HTTP 401 (WWW-Authenticate: …)` of the answer that started the
+    /// flow, for the failure message.
+    trigger: String,
 }
 
 impl fmt::Debug for Connection {
@@ -378,6 +381,7 @@ impl Connection {
             attempts: 0,
             next_exchange: AUTH_EXCHANGES,
             suspended: Vec::new(),
+            trigger: String::new(),
         });
         let bearer = auth
             .as_ref()
@@ -641,6 +645,20 @@ impl Connection {
             return self.resume_suspended(now);
         }
         auth.attempts += 1;
+        auth.trigger = format!("HTTP {status}");
+        if !challenges.is_empty() {
+            let mut hint = challenges.join(", ");
+            if hint.len() > 300 {
+                let mut end = 300;
+                while !hint.is_char_boundary(end) {
+                    end -= 1;
+                }
+                hint.truncate(end);
+                hint.push('…');
+            }
+            auth.trigger
+                .push_str(&format!(" (WWW-Authenticate: {hint})"));
+        }
         let secrets = match Secrets::generate() {
             Ok(s) => s,
             Err(e) => {
@@ -691,7 +709,7 @@ impl Connection {
                     auth.next_exchange = flow.next_exchange().0;
                 }
                 if let Wire::Http(h) = &mut self.wire {
-                    h.authorization_failed(&e.to_string());
+                    h.authorization_failed(&format!("{}; {e}", auth.trigger));
                 }
                 self.resume_suspended(now);
             }

@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpwire::auth::{resource_covers, AuthConfig, AuthState, ClientCredentials};
+use mcpwire::auth::resource_covers;
+pub use mcpwire::auth::{
+    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials, Grant,
+    TokenAuthMethod, Tokens,
+};
 use mcpwire::transport::HttpUrl;
 
 /// Sends the user agent to an authorization URL and brings back where the

@@ -192,6 +192,10 @@ impl AuthFlow {
             .is_some_and(|p| p.tokens.refresh_token.is_some() && p.resource == flow.resource);
         if !flow.trigger.is_step_up() && refreshable {
             flow.refresh(now);
+        } else if flow.config.grant == Grant::AuthorizationCode && !flow.config.interactive {
+            // Nobody to approve: don't touch the network (no registration
+            // for an authorization that cannot happen).
+            flow.fail(AuthError::InteractionRequired);
         } else {
             flow.discover(now);
         }
@@ -843,6 +847,10 @@ impl AuthFlow {
                 };
                 self.step = Step::Finished;
                 self.actions.push_back(AuthAction::Done(state));
+            }
+            Err(_) if refreshing && !self.config.interactive => {
+                // The refresh token is spent and nobody can log in.
+                self.fail(AuthError::InteractionRequired)
             }
             Err(e) if refreshing => {
                 // The refresh token is spent or refused: authorize afresh

@@ -807,8 +807,37 @@ fn non_interactive_needs_a_user() {
         interactive: false,
         ..config()
     };
-    let r = run(happy(), cfg, "Bearer");
+    let r = run(happy(), cfg.clone(), "Bearer");
     assert_eq!(err(&r), &AuthError::InteractionRequired);
+    assert!(
+        r.web.requests.is_empty(),
+        "no registration for an authorization that cannot happen"
+    );
+    // A stored refresh token still works without a user…
+    let web = Web::default().route(&format!("{AS}/token"), 200, token_ok());
+    let r = run_with(
+        web,
+        cfg.clone(),
+        trigger("Bearer"),
+        Some(state_with("s", Some("rt"))),
+        |_| panic!("no user"),
+    );
+    ok(&r);
+    // …and when it is refused, the answer is "log in".
+    let web = Web::default().route(
+        &format!("{AS}/token"),
+        400,
+        serde_json::json!({"error": "invalid_grant"}),
+    );
+    let r = run_with(
+        web,
+        cfg,
+        trigger("Bearer"),
+        Some(state_with("s", Some("rt"))),
+        |_| panic!("no user"),
+    );
+    assert_eq!(err(&r), &AuthError::InteractionRequired);
+    assert_eq!(r.web.requests.len(), 1);
 }
 
 #[test]
