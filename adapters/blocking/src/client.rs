@@ -73,7 +73,17 @@ impl Client {
     pub fn connect_with(server: ServerConfig, mut options: ConnectOptions) -> Result<Self, Error> {
         options.default_client_info();
         let spec = TransportSpec::from_server(&server)?;
-        let conn = Connection::for_server(&server, options.config.clone(), Instant::now())?;
+        let mut config = options.config.clone();
+        if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
+            config.auth = Some(auth.for_endpoint(url));
+        }
+        // A user may have to log in before the handshake completes.
+        let login = config
+            .auth
+            .as_ref()
+            .filter(|a| a.interactive)
+            .map_or(Duration::ZERO, |a| a.authorize_timeout);
+        let conn = Connection::for_server(&server, config, Instant::now())?;
         let child = match spec {
             TransportSpec::Stdio => Some(crate::process::spawn_child(&server).map_err(
                 |source| Error::Spawn {
@@ -83,10 +93,12 @@ impl Client {
             )?),
             _ => None,
         };
-        let connect_timeout = options
-            .connect_timeout
-            .or(server.request_timeout())
-            .unwrap_or(options.config.engine.default_timeout);
+        let connect_timeout = options.connect_timeout.unwrap_or_else(|| {
+            server
+                .request_timeout()
+                .unwrap_or(options.config.engine.default_timeout)
+                + login
+        });
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let shared = Arc::new(Shared::default());

@@ -55,7 +55,11 @@ pub use options::{
     CallOptions, CancelToken, ConnectOptions, NotificationFn, ProgressFn, RequestHandler,
 };
 
+pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::Error;
 pub use mcpwire_adapter::{
     types, ErrorObject, Progress, RequestError, ServerConfig, ServerNotification,
+};
+pub use mcpwire_adapter::{
+    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
 };

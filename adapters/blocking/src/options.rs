@@ -36,6 +36,7 @@ pub struct ConnectOptions {
     pub(crate) on_notification: Option<NotificationFn>,
     pub(crate) connect_timeout: Option<Duration>,
     client_info_set: bool,
+    pub(crate) auth: Option<mcpwire_adapter::AuthOptions>,
 }
 
 impl ConnectOptions {
@@ -76,8 +77,16 @@ impl ConnectOptions {
         self
     }
 
+    /// OAuth for HTTP servers: on 401 (or 403 `insufficient_scope`) the
+    /// connection authorizes itself (the user in a browser, or stored and
+    /// refreshed tokens) and carries on; tokens are saved to the store.
+    pub fn auth(mut self, auth: mcpwire_adapter::AuthOptions) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// How long `connect` may take, handshake included (default: the
-    /// request timeout).
+    /// request timeout, plus the login time when OAuth is interactive).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self

@@ -92,6 +92,8 @@ pub(crate) enum Event {
     Wrote,
     WriteFailed(String),
     Http(ExchangeId, HttpEvent),
+    /// The redirect handler's answer: the URL the user agent reached.
+    Redirect(Result<String, String>),
 }
 
 /// What a ureq worker reports about its exchange.
@@ -426,6 +428,14 @@ impl Owner {
                 Output::Log(line) => tracing::debug!(target: "mcpwire::server_stderr", "{line}"),
                 Output::Diagnostic(d) => tracing::warn!("{d}"),
                 Output::Closed(reason) => self.on_closed(reason),
+                Output::Authorize { url } => self.authorize(url),
+                Output::Authorized(state) => {
+                    if let Some(a) = &self.options.auth {
+                        if let Err(e) = a.token_store().save(&state) {
+                            tracing::warn!("could not save the tokens: {e}");
+                        }
+                    }
+                }
                 other => tracing::warn!("unhandled output {other:?}"),
             }
         }
@@ -453,6 +463,26 @@ impl Owner {
                     return;
                 }
             }
+        }
+    }
+
+    /// Runs the redirect handler on a thread of its own (it blocks until
+    /// the user is back); its answer comes back as [`Event::Redirect`].
+    fn authorize(&mut self, url: String) {
+        let Some(handler) = self.options.auth.as_ref().map(|a| a.redirect_handler()) else {
+            self.conn
+                .authorization_failed(Instant::now(), "no redirect handler configured");
+            return;
+        };
+        let tx = self.tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcpwire-authorize".into())
+            .spawn(move || {
+                let _ = tx.send(Event::Redirect(handler.authorize(&url)));
+            });
+        if let Err(e) = spawned {
+            self.conn
+                .authorization_failed(Instant::now(), &format!("cannot start a thread: {e}"));
         }
     }
 
@@ -561,6 +591,8 @@ impl Owner {
             }
             Event::WriteFailed(err) => self.conn.handle_input(now, Input::WriteFailed(&err)),
             Event::Http(exchange, ev) => self.http_event(now, exchange, ev),
+            Event::Redirect(Ok(callback)) => self.conn.authorization_response(now, &callback),
+            Event::Redirect(Err(reason)) => self.conn.authorization_failed(now, &reason),
         }
     }
 

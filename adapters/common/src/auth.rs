@@ -104,9 +104,19 @@ impl AuthOptions {
         self
     }
 
+    /// The redirect handler (a driver runs it on a thread of its own).
+    pub fn redirect_handler(&self) -> Arc<dyn RedirectHandler> {
+        self.redirect.clone()
+    }
+
+    /// The token store (a driver saves `Authorized` states to it).
+    pub fn token_store(&self) -> Arc<dyn TokenStore> {
+        self.store.clone()
+    }
+
     /// The core configuration for a connection to `endpoint`: the handler's
     /// redirect URI and the stored state.
-    pub(crate) fn for_endpoint(&self, endpoint: &str) -> AuthConfig {
+    pub fn for_endpoint(&self, endpoint: &str) -> AuthConfig {
         let mut c = self.config.clone();
         c.redirect_uri = self.redirect.redirect_uri();
         if c.state.is_none() {
