@@ -209,15 +209,21 @@ impl TokenStore for FileStore {
     }
 
     fn save(&self, state: &AuthState) -> Result<(), String> {
+        // One read-modify-write at a time in this process (two connections
+        // refreshing at once must not lose an update).
+        static SAVING: Mutex<()> = Mutex::new(());
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let _guard = SAVING.lock().unwrap_or_else(|e| e.into_inner());
         let mut states = self.read();
         upsert(&mut states, state);
         let text = serde_json::to_string_pretty(&StoreFile { states })
             .map_err(|e| format!("encoding tokens: {e}"))?;
         let dir = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self
             .path
-            .with_extension(format!("tmp{}", std::process::id()));
+            .with_extension(format!("tmp{}-{seq}", std::process::id()));
         write_private(&tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
@@ -325,11 +331,21 @@ impl RedirectHandler for LoopbackRedirect {
         } else {
             eprintln!("Open this URL to authorize:\n  {url}");
         }
+        // Only the redirect of this authorization counts: a request with
+        // another `state` (a stray local process) is turned away.
+        let state = url
+            .split_once('?')
+            .map(|(_, q)| q)
+            .unwrap_or_default()
+            .split('&')
+            .find_map(|p| p.strip_prefix("state="))
+            .unwrap_or_default()
+            .to_owned();
         let deadline = Instant::now() + self.timeout;
         loop {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if let Some(target) = serve_callback(stream) {
+                    if let Some(target) = serve_callback(stream, &state) {
                         return Ok(format!("http://{}{target}", self.addr));
                     }
                 }
@@ -350,8 +366,9 @@ impl RedirectHandler for LoopbackRedirect {
 }
 
 /// Reads one request (bounded); if it is `GET /callback?…` with a `code`
-/// or an `error`, answers a page and returns its target.
-fn serve_callback(mut stream: TcpStream) -> Option<String> {
+/// or an `error` and `state` (as sent, still encoded), answers a page and
+/// returns its target.
+fn serve_callback(mut stream: TcpStream, state: &str) -> Option<String> {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut buf = Vec::new();
@@ -370,8 +387,12 @@ fn serve_callback(mut stream: TcpStream) -> Option<String> {
         .and_then(|l| l.split(' ').next())
         .unwrap_or_default()
         .to_owned();
-    let is_callback =
-        target.starts_with("/callback?") && (target.contains("code=") || target.contains("error="));
+    let query = target.strip_prefix("/callback?").unwrap_or_default();
+    let has = |k: &str| query.split('&').any(|p| p.starts_with(k));
+    let is_callback = (has("code=") || has("error="))
+        && query
+            .split('&')
+            .any(|p| p.strip_prefix("state=") == Some(state));
     let (status, page) = if is_callback {
         (
             "200 OK",
@@ -551,7 +572,11 @@ mod tests {
         let addr = r.local_addr();
         let browser = std::thread::spawn(move || {
             // A stray request first (favicon), then the redirect.
-            for target in ["/favicon.ico", "/callback?code=abc&state=xyz"] {
+            for target in [
+                "/favicon.ico",
+                "/callback?error=access_denied&state=forged",
+                "/callback?code=abc&state=xyz",
+            ] {
                 let mut s = TcpStream::connect(addr).unwrap();
                 write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
                 let mut page = String::new();
@@ -559,7 +584,9 @@ mod tests {
                 assert!(page.starts_with("HTTP/1.1 "), "{page}");
             }
         });
-        let got = r.authorize("https://as.example/authorize?x=1").unwrap();
+        let got = r
+            .authorize("https://as.example/authorize?x=1&state=xyz")
+            .unwrap();
         browser.join().unwrap();
         assert_eq!(got, format!("http://{addr}/callback?code=abc&state=xyz"));
         // Nobody comes: a timeout, not a hang.

@@ -141,6 +141,9 @@ pub struct AuthFlow {
     scope: Option<String>,
     /// What discovery tried, for the error message.
     notes: Vec<String>,
+    /// The server no longer knows the stored client (`invalid_client`):
+    /// register again instead of reusing it.
+    client_forgotten: bool,
 }
 
 impl std::fmt::Debug for AuthFlow {
@@ -185,11 +188,11 @@ impl AuthFlow {
             client: None,
             scope: None,
             notes: Vec::new(),
+            client_forgotten: false,
         };
-        let refreshable = flow
-            .previous
-            .as_ref()
-            .is_some_and(|p| p.tokens.refresh_token.is_some() && p.resource == flow.resource);
+        let refreshable = flow.previous.as_ref().is_some_and(|p| {
+            p.tokens.refresh_token.is_some() && resource_covers(&p.resource, &flow.endpoint)
+        });
         if !flow.trigger.is_step_up() && refreshable {
             flow.refresh(now);
         } else if flow.config.grant == Grant::AuthorizationCode && !flow.config.interactive {
@@ -318,16 +321,18 @@ impl AuthFlow {
         }
         let q = query_pairs(callback);
         let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        // The state first: an `error` in a redirect that is not ours must
+        // not pass for the server's answer.
+        if get("state").as_deref() != Some(self.secrets.state.as_str()) {
+            return self.fail(AuthError::InvalidRedirect(
+                "its state does not match the request's (not our authorization)".into(),
+            ));
+        }
         if let Some(error) = get("error") {
             return self.fail(AuthError::Denied {
                 error,
                 description: get("error_description"),
             });
-        }
-        if get("state").as_deref() != Some(self.secrets.state.as_str()) {
-            return self.fail(AuthError::InvalidRedirect(
-                "its state does not match the request's (not our authorization)".into(),
-            ));
         }
         let iss_required = self
             .server
@@ -335,7 +340,9 @@ impl AuthFlow {
             .and_then(|s| s.authorization_response_iss_parameter_supported)
             .unwrap_or(false);
         match (get("iss"), &self.issuer) {
-            (Some(iss), Some(issuer)) if !same_issuer(&iss, issuer) => {
+            // RFC 9207 / SEP-2468: a simple string comparison, no URL
+            // normalization (a trailing-slash variant is another issuer).
+            (Some(iss), Some(issuer)) if iss != *issuer => {
                 return self.fail(AuthError::InvalidRedirect(format!(
                     "it comes from issuer {iss}, not {issuer} (mix-up attack?)"
                 )));
@@ -382,6 +389,9 @@ impl AuthFlow {
 
     fn refresh(&mut self, now: Instant) {
         let prev = self.previous.clone().expect("refreshable");
+        // The tokens are for the stored resource (it may be a parent of the
+        // endpoint, as its metadata said).
+        self.resource = prev.resource.clone();
         self.client = Some(prev.client.clone());
         self.issuer = prev.issuer.clone();
         self.scope = prev.scope.clone();
@@ -553,7 +563,11 @@ impl AuthFlow {
                 client_secret: None,
                 auth_method: Some(TokenAuthMethod::None),
             });
-        } else if let Some(p) = self.previous.as_ref().filter(|p| same_server(p)) {
+        } else if let Some(p) = self
+            .previous
+            .as_ref()
+            .filter(|p| !self.client_forgotten && same_server(p))
+        {
             self.client = Some(p.client.clone());
         } else if let Some(reg) = &server.registration_endpoint {
             return self.register(now, reg.clone());
@@ -584,6 +598,9 @@ impl AuthFlow {
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": method,
+            // SEP-837: a loopback (or custom-scheme) redirect is a native
+            // application's; an HTTPS one a web application's.
+            "application_type": application_type(&self.config.redirect_uri),
         });
         if let Some(s) = &self.scope {
             body["scope"] = serde_json::Value::String(s.clone());
@@ -854,9 +871,12 @@ impl AuthFlow {
             }
             Err(e) if refreshing => {
                 // The refresh token is spent or refused: authorize afresh
-                // (its client may still be reused).
+                // (its client is reused unless the server forgot it).
+                self.client_forgotten =
+                    matches!(&e, AuthError::Token { error, .. } if error == "invalid_client");
                 self.notes.push(format!("refresh failed: {e}"));
                 self.client = None;
+                self.resource = canonical_resource(&self.endpoint);
                 self.discover(now);
             }
             Err(e) => self.fail(e),
@@ -1003,5 +1023,15 @@ fn oauth_error(body: &[u8]) -> (String, Option<String>) {
                 None,
             )
         }
+    }
+}
+
+/// `native` for a redirect to a loopback address or a custom scheme, `web`
+/// for one to an HTTPS site (OpenID Connect registration's
+/// `application_type`).
+fn application_type(redirect_uri: &str) -> &'static str {
+    match HttpUrl::parse(redirect_uri) {
+        Ok(u) if !super::wire::is_loopback_host(u.host()) => "web",
+        _ => "native",
     }
 }

@@ -268,6 +268,7 @@ fn full_flow_with_dynamic_registration() {
     let reg: serde_json::Value = serde_json::from_slice(&r.web.requests[2].body).unwrap();
     assert_eq!(reg["redirect_uris"][0], "http://127.0.0.1:5555/callback");
     assert_eq!(reg["token_endpoint_auth_method"], "none");
+    assert_eq!(reg["application_type"], "native", "a loopback redirect");
     assert_eq!(
         reg["grant_types"],
         serde_json::json!(["authorization_code", "refresh_token"])
@@ -780,7 +781,9 @@ fn basic_of(id: &str, secret: &str) -> String {
 #[test]
 fn bad_redirects_are_refused() {
     type Check = fn(&AuthError) -> bool;
-    let cases: [(&str, Check); 4] = [
+    let cases: [(&str, Check); 5] = [
+        // A stray redirect (not ours) with an error is not the server's refusal.
+        ("http://127.0.0.1:5555/callback?error=access_denied", |e| matches!(e, AuthError::InvalidRedirect(_))),
         ("http://127.0.0.1:5555/callback?code=x&state=other", |e| matches!(e, AuthError::InvalidRedirect(_))),
         ("http://127.0.0.1:5555/callback?error=access_denied&error_description=no+way&state=the-state", |e| matches!(e, AuthError::Denied { error, description } if error == "access_denied" && description.as_deref() == Some("no way"))),
         ("http://127.0.0.1:5555/callback?state=the-state", |e| matches!(e, AuthError::InvalidRedirect(_))),

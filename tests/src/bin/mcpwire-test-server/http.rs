@@ -6,6 +6,7 @@
 //! client does). SSE bodies are always chunked, JSON bodies use
 //! Content-Length (both chunked in 1-3 byte pieces under `--tiny-chunks`).
 
+use crate::oauth::{Guard, OAuth};
 use crate::protocol::{
     classify, error_response, handle_notification, handle_request, lock, log_notification, Ctx,
     Incoming, Outbound, Outcome, Peer, SUPPORTED_VERSIONS,
@@ -60,9 +61,11 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
             std::process::exit(0);
         });
     }
+    let oauth = ctx.opts.oauth.then(|| OAuth::new(port, &ctx.opts));
     let server = Arc::new(Server {
         ctx,
         port,
+        oauth,
         sessions: Mutex::new(HashMap::new()),
     });
     {
@@ -122,7 +125,7 @@ impl Session {
     }
 }
 
-fn random_token() -> String {
+pub fn random_token() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut s = String::new();
     for _ in 0..2 {
@@ -338,7 +341,9 @@ struct Wire {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        201 => "Created",
         202 => "Accepted",
+        302 => "Found",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
@@ -563,6 +568,8 @@ impl Outbound for ListenerSink<'_> {
 struct Server {
     ctx: Arc<Ctx>,
     port: u16,
+    /// `--oauth`: the authorization server and the guard of `/mcp`.
+    oauth: Option<OAuth>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -613,6 +620,19 @@ impl Server {
         let path = req.path.split('?').next().unwrap_or("");
         ctx.log.http(&req.method, &req.path, &req.headers);
 
+        if let Some(oauth) = &self.oauth {
+            if let Some(reply) = oauth.serve(&req.method, &req.path, &req.body, &ctx.log) {
+                wire.respond(reply.status, &reply.headers, None, &reply.body, close);
+                return true;
+            }
+            if path == crate::oauth::MCP_PATH {
+                let auth = req.header("authorization");
+                if let Guard::Deny(reply) = oauth.guard(auth, &req.method, &ctx.log) {
+                    wire.respond(reply.status, &reply.headers, None, &reply.body, close);
+                    return true;
+                }
+            }
+        }
         if let Some(token) = &ctx.opts.require_auth {
             if path == "/.well-known/oauth-protected-resource"
                 || path == "/.well-known/oauth-protected-resource/mcp"

@@ -4,12 +4,14 @@
 //! exercise the mcpwire client adapters from the outside. Two modes:
 //!
 //! * stdio (default): JSONL on stdin/stdout, diagnostics on stderr;
-//! * `--http [--port N]`: Streamable HTTP on `127.0.0.1`, endpoint `/mcp`.
+//! * `--http [--port N]`: Streamable HTTP on `127.0.0.1`, endpoint `/mcp`
+//!   (with `--oauth`, also an OAuth 2.1 authorization server: `oauth.rs`).
 //!
 //! Run with `--help` for the flags; see `protocol.rs` for the tools.
 
 mod http;
 mod log;
+mod oauth;
 mod opts;
 mod protocol;
 mod stdio;

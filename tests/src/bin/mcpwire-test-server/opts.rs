@@ -23,6 +23,17 @@ flags:
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
   --require-auth TOKEN   HTTP: 401 unless `Authorization: Bearer TOKEN`
   --tiny-chunks          HTTP: every body chunked in 1-3 byte chunks
+  --oauth                HTTP: /mcp needs a bearer token issued by this server,
+                         which is also an OAuth 2.1 authorization server
+                         (RFC 9728 and RFC 8414 metadata, /register, /authorize
+                         answering 302 at once, /token with PKCE S256 and
+                         refresh tokens); see oauth.rs
+  --oauth-scope S        with --oauth: the 401 challenge names scope=\"S\" and
+                         /authorize requires it
+  --oauth-expire-after N with --oauth: an access token is refused after it was
+                         accepted for N requests (refresh needed)
+  --oauth-resource-root  with --oauth: the protected resource is
+                         http://127.0.0.1:PORT (a parent of the endpoint)
 ";
 
 #[derive(Debug, Clone)]
@@ -38,6 +49,10 @@ pub struct Options {
     pub no_listener: bool,
     pub require_auth: Option<String>,
     pub tiny_chunks: bool,
+    pub oauth: bool,
+    pub oauth_scope: Option<String>,
+    pub oauth_expire_after: Option<u64>,
+    pub oauth_resource_root: bool,
 }
 
 pub enum ParseError {
@@ -59,6 +74,10 @@ impl Options {
             no_listener: false,
             require_auth: None,
             tiny_chunks: false,
+            oauth: false,
+            oauth_scope: None,
+            oauth_expire_after: None,
+            oauth_resource_root: false,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -96,8 +115,33 @@ impl Options {
                 "--no-listener" => o.no_listener = true,
                 "--require-auth" => o.require_auth = Some(value("--require-auth")?),
                 "--tiny-chunks" => o.tiny_chunks = true,
+                "--oauth" => o.oauth = true,
+                "--oauth-scope" => o.oauth_scope = Some(value("--oauth-scope")?),
+                "--oauth-resource-root" => o.oauth_resource_root = true,
+                "--oauth-expire-after" => {
+                    let v = value("--oauth-expire-after")?;
+                    let n: u64 = v
+                        .parse()
+                        .map_err(|_| ParseError::Bad(format!("bad --oauth-expire-after {v:?}")))?;
+                    o.oauth_expire_after = Some(n);
+                }
                 other => return Err(ParseError::Bad(format!("unknown argument {other:?}"))),
             }
+        }
+        if o.oauth && !o.http {
+            return Err(ParseError::Bad("--oauth needs --http".into()));
+        }
+        if o.oauth && o.require_auth.is_some() {
+            return Err(ParseError::Bad(
+                "--oauth and --require-auth exclude each other".into(),
+            ));
+        }
+        if !o.oauth
+            && (o.oauth_scope.is_some() || o.oauth_expire_after.is_some() || o.oauth_resource_root)
+        {
+            return Err(ParseError::Bad(
+                "--oauth-scope, --oauth-expire-after and --oauth-resource-root need --oauth".into(),
+            ));
         }
         Ok(o)
     }

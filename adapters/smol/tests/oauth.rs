@@ -1,0 +1,186 @@
+//! OAuth 2.1 end to end on smol: `mcpwire-test-server --http --oauth` is the
+//! MCP server and its authorization server; the "browser" GETs the
+//! authorization URL and hands back the `Location` of its 302. (The tokio
+//! adapter's `tests/oauth.rs` has the other cases.)
+//!
+//! The test server binary must be current: `cargo build -p mcpwire-tests
+//! --bin mcpwire-test-server` after changing it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire_smol::auth::FnRedirect;
+use mcpwire_smol::{AuthOptions, Client, ConnectOptions, FileStore, ServerConfig};
+use serde_json::{json, Value};
+
+/// An `--http --oauth` test server, killed on drop; its directory (log and
+/// token file) removed.
+struct Server {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = std::env::temp_dir().join(format!("mcpwire-smol-oauth-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a temporary directory");
+        let mut child = Command::new(mcpwire_tests::test_server_binary())
+            .args(["--http", "--oauth", "--log-file"])
+            .arg(dir.join("server.log"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the test server");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut first)
+            .expect("read the server's address");
+        let Some(url) = first.trim_end().strip_prefix("listening on ") else {
+            let mut err = String::new();
+            let _ = child.stderr.take().expect("piped").read_to_string(&mut err);
+            panic!(
+                "the test server did not start (a stale binary without --oauth? \
+                 run `cargo build -p mcpwire-tests --bin mcpwire-test-server`):\n{err}"
+            );
+        };
+        Server {
+            url: url.to_owned(),
+            child,
+            dir,
+        }
+    }
+
+    /// How many logged `oauth` events have this path and status.
+    fn count(&self, path: &str, status: u16) -> usize {
+        std::fs::read_to_string(self.dir.join("server.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["event"] == "oauth" && v["path"] == path && v["status"] == status)
+            .count()
+    }
+}
+
+/// GETs `url` (plain HTTP) without following the redirect; returns its
+/// `Location`.
+fn fetch_redirect(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("not an http URL: {url}"))?;
+    let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = TcpStream::connect(authority).map_err(|e| format!("{url}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut head = String::new();
+    s.read_to_string(&mut head).map_err(|e| e.to_string())?;
+    head.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case("location")
+                .then(|| v.trim().to_owned())
+        })
+        .ok_or_else(|| format!("{url}: no Location in {head:?}"))
+}
+
+#[test]
+fn login_then_the_stored_token_is_used() {
+    smol::block_on(async {
+        let server = Server::start();
+        let store = FileStore::new(server.dir.join("tokens.json"));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let auth = AuthOptions::new(FnRedirect::new(
+            "http://127.0.0.1:9/callback",
+            move |url: &str| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                fetch_redirect(url)
+            },
+        ))
+        .store(store.clone());
+        let client = Client::connect_with(
+            ServerConfig::http(&server.url),
+            ConnectOptions::new()
+                .timeout(Duration::from_secs(20))
+                .auth(auth),
+        )
+        .await
+        .expect("connect with a login");
+        assert!(client
+            .list_tools()
+            .await
+            .expect("tools/list")
+            .iter()
+            .any(|t| t.name == "echo"));
+        let r = client
+            .call_tool("echo", json!({"message": "smol"}))
+            .await
+            .expect("echo");
+        assert_eq!(r.text(), "Echo: smol");
+        client.close().await.expect("close");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(server.count("/authorize", 302), 1);
+        assert_eq!(server.count("/token", 200), 1);
+
+        let text = std::fs::read_to_string(store.path()).expect("the token file exists");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+        }
+        let saved: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(saved["states"][0]["resource"], server.url.as_str());
+
+        // Again with the stored token: no login.
+        let refused = Arc::new(AtomicUsize::new(0));
+        let counted = refused.clone();
+        let auth = AuthOptions::new(FnRedirect::new(
+            "http://127.0.0.1:9/callback",
+            move |url: &str| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Err(format!("the redirect handler was called for {url}"))
+            },
+        ))
+        .store(store);
+        let client = Client::connect_with(
+            ServerConfig::http(&server.url),
+            ConnectOptions::new()
+                .timeout(Duration::from_secs(20))
+                .auth(auth),
+        )
+        .await
+        .expect("connect with the stored token");
+        client.ping().await.expect("ping");
+        client.close().await.expect("close");
+        assert_eq!(refused.load(Ordering::SeqCst), 0);
+        assert_eq!(server.count("/authorize", 302), 1);
+        assert_eq!(server.count("/mcp", 401), 1, "only the first connection's");
+    });
+}
