@@ -112,6 +112,10 @@ struct Cli {
     /// The OAuth scope to ask for (else the server's challenge decides).
     #[arg(long, global = true, value_name = "SCOPE")]
     scope: Option<String>,
+    /// Protocol era: auto (probe for 2026-07-28, fall back to the
+    /// 2025-11-25 handshake), legacy, or modern.
+    #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]
+    era: Option<String>,
 }
 
 impl Cli {
@@ -302,6 +306,9 @@ fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
         config
             .headers
             .insert(k.trim().to_string(), v.trim().to_string());
+    }
+    if let Some(era) = &cli.era {
+        config.protocol_era = Some(era.clone());
     }
     for e in &cli.envs {
         let (k, v) = e

@@ -284,7 +284,7 @@ fn sigint_cancels_the_call_and_exits_130() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.lines()
-            .any(|l| l.contains("notifications/cancelled") && l.contains("\"requestId\":1")),
+            .any(|l| l.contains("notifications/cancelled") && l.contains("\"requestId\":2")),
         "the server was told:\n{text}"
     );
 }

@@ -47,6 +47,15 @@ pub struct ServerConfig {
     /// `false` disables the entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// The protocol era to speak: `auto` (default: probe with
+    /// `server/discover`, fall back to `initialize`), `legacy` (only the
+    /// handshake, 2025-11-25 and earlier) or `modern` (only 2026-07-28).
+    #[serde(
+        default,
+        rename = "protocolEra",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub protocol_era: Option<String>,
 }
 
 /// What a valid [`ServerConfig`] connects over.
@@ -80,6 +89,9 @@ pub enum ConfigError {
     /// An unknown `type`.
     #[error("unknown server type `{0}` (expected stdio, http or sse)")]
     UnknownType(String),
+    /// `protocolEra` is not `auto`, `legacy` or `modern`.
+    #[error("unknown protocolEra `{0}` (expected auto, legacy or modern)")]
+    UnknownEra(String),
 }
 
 impl ServerConfig {
@@ -148,6 +160,22 @@ impl ServerConfig {
     /// Whether the entry is enabled (absent means yes).
     pub fn is_enabled(&self) -> bool {
         self.enabled != Some(false)
+    }
+
+    /// The protocol era pinned by `protocolEra`, if any.
+    pub fn era_policy(&self) -> Result<Option<crate::connection::EraPolicy>, ConfigError> {
+        match self.protocol_era.as_deref() {
+            None => Ok(None),
+            Some(s) => crate::connection::EraPolicy::parse(s)
+                .map(Some)
+                .ok_or_else(|| ConfigError::UnknownEra(s.to_owned())),
+        }
+    }
+
+    /// Pins the protocol era (`auto`, `legacy` or `modern`).
+    pub fn era(mut self, era: impl Into<String>) -> Self {
+        self.protocol_era = Some(era.into());
+        self
     }
 
     /// The default request timeout, if configured.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use mcpwire::auth::{AuthConfig, AuthState, ClientCredentials, Tokens};
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{
-    CloseReason, Connection, ConnectionConfig, Diagnostic, Input, Output, TransportSpec,
+    CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output, TransportSpec,
 };
 use mcpwire::mcp::parse_result;
 use mcpwire::mcp::types::CallToolResult;
@@ -46,7 +46,17 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(config: ConnectionConfig, transport: TransportSpec) -> Sim {
+    /// These conversations are about the `initialize` era: `Auto` is
+    /// pinned to `Legacy` (the probe has its own tests, `probing`).
+    fn new(mut config: ConnectionConfig, transport: TransportSpec) -> Sim {
+        if config.era == EraPolicy::Auto {
+            config.era = EraPolicy::Legacy;
+        }
+        Sim::probing(config, transport)
+    }
+
+    /// Keeps the configured era policy.
+    fn probing(config: ConnectionConfig, transport: TransportSpec) -> Sim {
         let now = Instant::now();
         let conn = Connection::new(config, transport, now);
         let mut sim = Sim {
@@ -1381,4 +1391,124 @@ fn auth_failure_fails_the_held_requests_with_a_typed_error() {
         other => panic!("{other:?}"),
     }
     assert!(!sim.conn.is_closed());
+}
+
+// ---- 2026-07-28 over Streamable HTTP ------------------------------------
+
+const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"modern","version":"2"}}"#;
+
+#[test]
+fn modern_http_is_sessionless_with_the_era_headers() {
+    let mut sim = Sim::probing(
+        ConnectionConfig::default(),
+        TransportSpec::StreamableHttp(url(URL)),
+    );
+    let probe = sim.next_request();
+    assert!(sim.requests.is_empty());
+    assert_eq!(body(&probe)["method"], "server/discover");
+    assert_eq!(probe.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    assert_eq!(probe.header("Mcp-Method"), Some("server/discover"));
+    assert!(probe.header("Mcp-Session-Id").is_none());
+    // A session id sent anyway is ignored.
+    sim.json(
+        probe.exchange,
+        &[("Mcp-Session-Id", "ignored")],
+        &reply(0, DISCOVER),
+    );
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+    assert!(
+        sim.requests.is_empty(),
+        "no initialized, no GET listener, no subscription (no listChanged)"
+    );
+    let id = sim
+        .conn
+        .call_tool(
+            sim.now,
+            "get weather",
+            Some(&json!({"city": "Oslo"})),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    let call = sim.next_request();
+    assert_eq!(call.header("Mcp-Method"), Some("tools/call"));
+    assert_eq!(call.header("Mcp-Name"), Some("get weather"));
+    assert_eq!(call.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    assert!(call.header("Mcp-Session-Id").is_none());
+    assert_eq!(
+        body(&call)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // 404 with a JSON-RPC error is "method not found", not a lost session.
+    sim.head(call.exchange, 404, &[("Content-Type", "application/json")]);
+    sim.body(call.exchange, format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"Method not found"}}}}"#).as_bytes());
+    sim.end(call.exchange);
+    assert!(matches!(sim.completion(id), Err(RequestError::Remote(e)) if e.code == -32601));
+    assert!(sim.requests.is_empty(), "no re-initialize");
+    // A stream that ends without the response is not resumed: the request is lost.
+    let id = sim
+        .conn
+        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let call = sim.next_request();
+    sim.sse_open(call.exchange);
+    sim.body(call.exchange, b"id: 1\nretry: 10\ndata: \n\n");
+    sim.end(call.exchange);
+    assert!(matches!(
+        sim.completion(id),
+        Err(RequestError::Transport { .. })
+    ));
+    sim.advance(Duration::from_secs(1));
+    assert!(sim.requests.is_empty(), "no GET with Last-Event-ID");
+    // Close: no DELETE.
+    sim.conn.close(sim.now);
+    sim.drain();
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    assert!(matches!(sim.take_events().last(), Some(Output::Closed(_))));
+}
+
+#[test]
+fn modern_http_probe_falls_back_on_a_legacy_4xx_and_retries_on_32022() {
+    // A legacy server's 400 (no session): initialize, with the legacy
+    // rules intact (its 404 still means HTTP+SSE).
+    let mut sim = Sim::probing(
+        ConnectionConfig::default(),
+        TransportSpec::StreamableHttp(url(URL)),
+    );
+    let probe = sim.next_request();
+    sim.head(probe.exchange, 400, &[("Content-Type", "application/json")]);
+    sim.body(probe.exchange, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Missing session ID"}}"#);
+    sim.end(probe.exchange);
+    let init = sim.next_request();
+    assert_eq!(body(&init)["method"], "initialize");
+    assert!(
+        init.header("Mcp-Method").is_none(),
+        "legacy requests carry no era headers"
+    );
+    assert!(init.header("MCP-Protocol-Version").is_none());
+    sim.head(init.exchange, 404, &[]);
+    sim.end(init.exchange);
+    let get = sim.next_request();
+    assert_eq!(get.method, HttpMethod::Get, "fell back to legacy HTTP+SSE");
+
+    // A modern server that refuses our version but names it: probe again.
+    let mut sim = Sim::probing(
+        ConnectionConfig::default(),
+        TransportSpec::StreamableHttp(url(URL)),
+    );
+    let probe = sim.next_request();
+    sim.head(probe.exchange, 400, &[("Content-Type", "application/json")]);
+    sim.body(probe.exchange, br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}"#);
+    sim.end(probe.exchange);
+    let again = sim.next_request();
+    assert_eq!(body(&again)["method"], "server/discover");
+    assert_eq!(body(&again)["id"], 1);
+    assert_eq!(again.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    sim.json(again.exchange, &[], &reply(1, DISCOVER));
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
 }

@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use mcpwire::connection::{
-    CallError, CloseReason, Connection, ConnectionConfig, Diagnostic, Input, Output, TransportSpec,
+    CallError, CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output,
+    TransportSpec,
 };
 use mcpwire::mcp::types::{CallToolResult, ListChanged, ListToolsResult};
 use mcpwire::mcp::{parse_result, Paginator, ServerNotification};
@@ -27,7 +28,17 @@ struct Sim {
 const INIT_RESULT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"sim","version":"1.0"},"instructions":"be kind"}"#;
 
 impl Sim {
-    fn new(config: ConnectionConfig) -> Sim {
+    /// These conversations are about the `initialize` era: `Auto` is
+    /// pinned to `Legacy` (the probe has its own tests, `probing`).
+    fn new(mut config: ConnectionConfig) -> Sim {
+        if config.era == EraPolicy::Auto {
+            config.era = EraPolicy::Legacy;
+        }
+        Sim::probing(config)
+    }
+
+    /// Keeps the configured era policy.
+    fn probing(config: ConnectionConfig) -> Sim {
         let now = Instant::now();
         let conn = Connection::new(config, TransportSpec::Stdio, now);
         let mut sim = Sim {
@@ -627,4 +638,376 @@ fn server_cancel_withdraws_its_request() {
         sim.take_written().is_empty(),
         "a withdrawn request gets no answer"
     );
+}
+
+// ---- 2026-07-28: the probe, the envelope, input_required rounds --------
+
+const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"instructions":"hi","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"2.0"}}}"#;
+
+fn meta_of(v: &Value) -> &Value {
+    &v["params"]["_meta"]
+}
+
+fn elicit_config() -> ConnectionConfig {
+    let mut config = ConnectionConfig::default();
+    let mut modes = serde_json::Map::new();
+    modes.insert("form".into(), json!({}));
+    config.client.capabilities.elicitation = Some(modes);
+    config
+}
+
+/// A connection that probed and found a 2026-07-28 server; returns the
+/// id of its subscriptions/listen request.
+fn modern_ready(config: ConnectionConfig) -> (Sim, u64) {
+    let mut sim = Sim::probing(config);
+    let probe = sim.take_written();
+    assert_eq!(probe.len(), 1, "the probe goes alone: {probe:?}");
+    assert_eq!(probe[0]["method"], "server/discover");
+    assert_eq!(probe[0]["id"], 0);
+    assert_eq!(
+        meta_of(&probe[0])["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(meta_of(&probe[0])["io.modelcontextprotocol/clientCapabilities"].is_object());
+    assert!(meta_of(&probe[0])["io.modelcontextprotocol/clientInfo"]["name"].is_string());
+    sim.reply(0, DISCOVER);
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
+    assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Modern));
+    let server = sim.conn.server().unwrap();
+    assert_eq!(server.protocol_version, "2026-07-28");
+    assert_eq!(server.server_info.name, "modern");
+    assert_eq!(server.instructions.as_deref(), Some("hi"));
+    // No initialize, no initialized: the list changes come through a
+    // subscription instead.
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["method"], "subscriptions/listen");
+    assert_eq!(
+        w[0]["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    let listen = w[0]["id"].as_u64().unwrap();
+    (sim, listen)
+}
+
+#[test]
+fn probe_finds_a_modern_server_and_every_request_carries_the_envelope() {
+    let (mut sim, listen) = modern_ready(ConnectionConfig::default());
+    let id = sim
+        .conn
+        .call_tool(
+            sim.now,
+            "add",
+            Some(&json!({"a": 1})),
+            RequestOptions::default().progress(true),
+        )
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["params"]["name"], "add");
+    assert_eq!(w[0]["params"]["arguments"], json!({"a": 1}));
+    let m = meta_of(&w[0]);
+    assert_eq!(m["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    assert!(
+        m["progressToken"].is_number(),
+        "the engine's progress token stays: {m}"
+    );
+    // Notifications of the subscription reach the app; its acknowledgement does not.
+    sim.server_says(json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId": listen},"notifications":{"toolsListChanged":true}}}));
+    sim.server_says(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId": listen}}}));
+    sim.reply(
+        id,
+        r#"{"content":[{"type":"text","text":"2"}],"resultType":"complete"}"#,
+    );
+    let events = sim.take_events();
+    assert!(
+        matches!(events.as_slice(), [Output::Notification(n), Output::Complete { .. }] if n.method() == "notifications/tools/list_changed"),
+        "{events:?}"
+    );
+    // ping is gone in 2026-07-28: it becomes a discover.
+    let p = sim.conn.ping(sim.now, RequestOptions::default()).unwrap();
+    sim.drain();
+    assert_eq!(sim.take_written()[0]["method"], "server/discover");
+    sim.reply(p, DISCOVER);
+    assert!(sim.completion(p).is_ok());
+}
+
+#[test]
+fn probe_falls_back_to_initialize_on_any_error_or_a_timeout() {
+    // -32601, -32602, -32600, a custom code: all mean "legacy".
+    for code in [-32601, -32602, -32600, -32000] {
+        let mut sim = Sim::probing(ConnectionConfig::default());
+        assert_eq!(sim.take_written()[0]["method"], "server/discover");
+        sim.server_says(json!({"jsonrpc":"2.0","id":0,"error":{"code":code,"message":"no"}}));
+        let w = sim.take_written();
+        assert_eq!(w[0]["method"], "initialize", "code {code}");
+        assert_eq!(w[0]["id"], 1);
+        sim.reply(1, INIT_RESULT);
+        assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+        assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Legacy));
+    }
+    // Silence: after the probe timeout (3 s), initialize.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.advance(Duration::from_millis(2900));
+    assert!(sim.take_written().is_empty());
+    sim.advance(Duration::from_millis(200));
+    let w = sim.take_written();
+    assert_eq!(w.last().unwrap()["method"], "initialize", "{w:?}");
+    // A discover result without a version we speak: legacy too.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.reply(
+        0,
+        r#"{"supportedVersions":["2099-01-01","2025-11-25"],"capabilities":{}}"#,
+    );
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+}
+
+#[test]
+fn probe_retries_once_with_the_version_the_server_names() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    let refuse = |id: u64| json!({"jsonrpc":"2.0","id":id,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}});
+    sim.server_says(refuse(0));
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "server/discover");
+    assert_eq!(w[0]["id"], 1, "a new id");
+    // The second refusal is final: neither modern nor legacy works.
+    sim.server_says(refuse(1));
+    assert!(
+        matches!(sim.conn.close_reason(), Some(CloseReason::Handshake(m)) if m.contains("2026-07-28")),
+        "{:?}",
+        sim.conn.close_reason()
+    );
+}
+
+#[test]
+fn initialize_refused_with_32022_probes_again() {
+    // A server that locked itself to 2026-07-28 after a probe it answered
+    // too late (Python's dual-era stdio server does this).
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.advance(Duration::from_secs(4));
+    assert_eq!(sim.take_written().last().unwrap()["method"], "initialize");
+    sim.server_says(json!({"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"connection is serving the 2026-07-28 protocol","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}));
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "server/discover");
+    sim.reply(2, DISCOVER);
+    assert!(sim.take_events().iter().any(|e| matches!(e, Output::Ready)));
+    assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Modern));
+}
+
+#[test]
+fn pinned_eras() {
+    // Legacy: no probe at all.
+    let config = ConnectionConfig {
+        era: EraPolicy::Legacy,
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    // Remembered as legacy: the handshake first.
+    let config = ConnectionConfig {
+        era_hint: Some(mcpwire::connection::Era::Legacy),
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    // Modern only: a legacy answer is an error, not a fallback.
+    let config = ConnectionConfig {
+        era: EraPolicy::Modern,
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config);
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}),
+    );
+    assert!(sim.take_written().is_empty());
+    match sim.conn.close_reason() {
+        Some(CloseReason::Handshake(m)) => assert!(m.contains("2026-07-28"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn input_required_rounds_use_the_handlers_and_echo_the_state() {
+    let (mut sim, _listen) = modern_ready(elicit_config());
+    let id = sim
+        .conn
+        .call_tool(
+            sim.now,
+            "ask",
+            Some(&json!({"x": 1})),
+            RequestOptions::default(),
+        )
+        .unwrap();
+    sim.drain();
+    assert_eq!(sim.take_written()[0]["id"], id);
+    // An unrelated call in parallel.
+    let other = sim
+        .conn
+        .call_tool(
+            sim.now,
+            "plain",
+            Some(&json!({})),
+            RequestOptions::default(),
+        )
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.reply(id, r#"{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}},"requestState":"opaque-1"}"#);
+    // The app sees an ordinary server request…
+    let events = sim.take_events();
+    let rid = match events.as_slice() {
+        [Output::ServerRequest { id, method, params }] => {
+            assert_eq!(method, "elicitation/create");
+            assert!(params.as_ref().unwrap().get().contains("Name?"));
+            id.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        sim.take_written().is_empty(),
+        "nothing is sent before the answer"
+    );
+    let answer =
+        serde_json::value::to_raw_value(&json!({"action":"accept","content":{"name":"Ada"}}))
+            .unwrap();
+    let _ = sim.conn.respond(sim.now, rid, Ok(answer)).unwrap();
+    sim.drain();
+    // …and the call goes again with a new id, the inputs and the state.
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    let retry = &w[0];
+    assert_ne!(retry["id"], id);
+    assert_eq!(retry["params"]["name"], "ask");
+    assert_eq!(retry["params"]["arguments"], json!({"x": 1}));
+    assert_eq!(
+        retry["params"]["inputResponses"]["who"]["content"]["name"],
+        "Ada"
+    );
+    assert_eq!(retry["params"]["requestState"], "opaque-1");
+    assert_eq!(
+        meta_of(retry)["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // A second round without state: the retry carries none.
+    let retry_id = retry["id"].as_u64().unwrap();
+    sim.reply(retry_id, r#"{"resultType":"input_required","inputRequests":{"again":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{}}}}}}"#);
+    let rid = match sim.take_events().as_slice() {
+        [Output::ServerRequest { id, .. }] => id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let answer = serde_json::value::to_raw_value(&json!({"action":"accept","content":{}})).unwrap();
+    let _ = sim.conn.respond(sim.now, rid, Ok(answer)).unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert!(w[0]["params"].get("requestState").is_none(), "{}", w[0]);
+    assert!(
+        w[0]["params"]["inputResponses"].get("who").is_none(),
+        "old answers are not sent again"
+    );
+    let final_id = w[0]["id"].as_u64().unwrap();
+    sim.reply(
+        final_id,
+        r#"{"content":[{"type":"text","text":"hello Ada"}]}"#,
+    );
+    // Completed under the app's id; the parallel call never saw any of it.
+    assert!(sim.completion(id).is_ok());
+    sim.reply(other, r#"{"content":[],"resultType":"complete"}"#);
+    assert!(sim.completion(other).is_ok());
+}
+
+#[test]
+fn input_required_failures_are_typed_and_bounded() {
+    // An input the client did not declare.
+    let (mut sim, _) = modern_ready(ConnectionConfig::default());
+    let id = sim
+        .conn
+        .call_tool(sim.now, "ask", Some(&json!({})), RequestOptions::default())
+        .unwrap();
+    sim.drain();
+    sim.reply(id, r#"{"resultType":"input_required","inputRequests":{"k":{"method":"sampling/createMessage","params":{}}}}"#);
+    match sim.completion(id) {
+        Err(RequestError::Transport { message }) => {
+            assert!(message.contains("did not declare"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // input_required on a method that may not carry it.
+    let id = sim
+        .conn
+        .request(sim.now, "tools/list", None, RequestOptions::default())
+        .unwrap();
+    sim.drain();
+    sim.reply(id, r#"{"resultType":"input_required","requestState":"s"}"#);
+    assert!(
+        sim.completion(id).is_ok(),
+        "not a tracked method: passed through as is"
+    );
+    // A server that keeps asking (state only, no inputs): bounded.
+    let (mut sim, _) = modern_ready(elicit_config());
+    let id = sim
+        .conn
+        .call_tool(sim.now, "loop", Some(&json!({})), RequestOptions::default())
+        .unwrap();
+    sim.drain();
+    let mut current = id;
+    let mut rounds = 0;
+    loop {
+        sim.take_written();
+        sim.reply(
+            current,
+            r#"{"resultType":"input_required","requestState":"again"}"#,
+        );
+        let w = sim.take_written();
+        if w.is_empty() {
+            break;
+        }
+        rounds += 1;
+        current = w[0]["id"].as_u64().unwrap();
+    }
+    assert_eq!(rounds, 16);
+    match sim.completion(id) {
+        Err(RequestError::Transport { message }) => {
+            assert!(message.contains("16 times"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Cancelling while the app answers withdraws the input request.
+    let id = sim
+        .conn
+        .call_tool(sim.now, "ask", Some(&json!({})), RequestOptions::default())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.reply(id, r#"{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"message":"?"}}}}"#);
+    let rid = match sim.take_events().as_slice() {
+        [Output::ServerRequest { id, .. }] => id.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(sim.conn.cancel(sim.now, id, "user"));
+    sim.drain();
+    let events = sim.take_events();
+    assert!(
+        matches!(&events[0], Output::ServerRequestCancelled { id, .. } if *id == rid),
+        "{events:?}"
+    );
+    assert!(
+        matches!(&events[1], Output::Complete { id: i, outcome: Err(RequestError::Cancelled { .. }) } if *i == id)
+    );
+    // A late answer is ignored.
+    let answer = serde_json::value::to_raw_value(&json!({"action":"accept"})).unwrap();
+    assert_eq!(
+        sim.conn.respond(sim.now, rid, Ok(answer)),
+        Ok(mcpwire::rpc::RespondStatus::Withdrawn)
+    );
+    sim.drain();
+    assert!(sim.take_written().is_empty());
 }

@@ -43,6 +43,7 @@ macro_rules! adapter_suite {
             stdio_notifications_stream,
             stdio_missing_binary_is_a_spawn_error,
             stdio_dropping_the_last_client_closes_gracefully,
+            stdio_a_legacy_server_is_probed_once_per_process,
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_expired_session_is_renewed_transparently,
@@ -164,6 +165,35 @@ fn text(r: &CallToolResult) -> String {
 
 // ----- stdio -------------------------------------------------------------
 
+/// The test server speaks only the handshake era: the first connection
+/// probes (`server/discover`, refused) and falls back; the era is then
+/// remembered, so the second connection starts with `initialize`.
+pub async fn stdio_a_legacy_server_is_probed_once_per_process<R: Runtime>() {
+    let log = temp_log("era");
+    let config = stdio(&["--log-file", log.to_str().unwrap()]);
+    let methods = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["message"]["method"].as_str().map(str::to_owned))
+            .filter(|m| m == "server/discover" || m == "initialize")
+            .collect()
+    };
+    for _ in 0..2 {
+        let client = Client::<R>::connect(config.clone()).await.unwrap();
+        assert_eq!(client.protocol_version(), "2025-11-25");
+        client.close().await.unwrap();
+    }
+    assert_eq!(methods(), ["server/discover", "initialize", "initialize"]);
+    // Pinned, nothing is probed (and nothing remembered).
+    let pinned = config.clone().era("legacy");
+    let client = Client::<R>::connect(pinned).await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(methods().len(), 4);
+    assert_eq!(methods()[3], "initialize");
+}
+
 pub async fn stdio_connect_list_call_close<R: Runtime>() {
     let client = Client::<R>::connect(stdio(&[])).await.unwrap();
     assert_eq!(client.server().server_info.name, "mcpwire-test-server");
@@ -273,8 +303,8 @@ pub async fn stdio_timeout_tells_the_server<R: Runtime>() {
         .unwrap_err();
     assert!(e.is_timeout(), "{e}");
     assert_eq!(e.to_string(), "Request timeout after 200ms");
-    // Ids: 0 initialize, 1 the slow call.
-    wait_log::<R>(&log, cancelled_for(1)).await;
+    // Ids: 0 the server/discover probe, 1 initialize, 2 the slow call.
+    wait_log::<R>(&log, cancelled_for(2)).await;
     client.close().await.unwrap();
 }
 
@@ -287,7 +317,7 @@ pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<R: Runtime>() {
     assert!(timeout::<R, _>(Duration::from_millis(200), call)
         .await
         .is_none());
-    wait_log::<R>(&log, cancelled_for(1)).await;
+    wait_log::<R>(&log, cancelled_for(2)).await;
 
     let token = CancelToken::new();
     let t2 = token.clone();
@@ -304,7 +334,7 @@ pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<R: Runtime>() {
         .await
         .unwrap_err();
     assert!(e.is_cancelled(), "{e}");
-    wait_log::<R>(&log, cancelled_for(2)).await;
+    wait_log::<R>(&log, cancelled_for(3)).await;
     // The connection is still fine.
     client.ping().await.unwrap();
     client.close().await.unwrap();

@@ -74,6 +74,17 @@ impl Client {
         options.default_client_info();
         let spec = TransportSpec::from_server(&server)?;
         let mut config = options.config.clone();
+        if !options.forget_era && config.era_hint.is_none() {
+            config.era_hint = mcpwire_adapter::era::recall(&server);
+        }
+        // Only an era found by probing is remembered (not a pinned one).
+        let probing = matches!(
+            server.era_policy(),
+            Ok(None | Some(mcpwire::connection::EraPolicy::Auto))
+        ) && options.config.era == mcpwire::connection::EraPolicy::Auto;
+        if !options.forget_era && probing {
+            options.remember = Some(server.clone());
+        }
         if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
             config.auth = Some(auth.for_endpoint(url));
         }

@@ -37,6 +37,9 @@ pub struct ConnectOptions {
     pub(crate) connect_timeout: Option<Duration>,
     client_info_set: bool,
     pub(crate) auth: Option<mcpwire_adapter::AuthOptions>,
+    pub(crate) forget_era: bool,
+    /// The server whose era the owner records once known.
+    pub(crate) remember: Option<mcpwire::ServerConfig>,
 }
 
 impl ConnectOptions {
@@ -74,6 +77,14 @@ impl ConnectOptions {
     /// Default per-request timeout (30 s unless the server config says).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.config.engine = self.config.engine.clone().default_timeout(timeout);
+        self
+    }
+
+    /// Whether to start from the protocol era this process last found the
+    /// server to speak (default true: a legacy server is not probed again).
+    /// The server's `protocolEra` always wins.
+    pub fn remember_era(mut self, yes: bool) -> Self {
+        self.forget_era = !yes;
         self
     }
 

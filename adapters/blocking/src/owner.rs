@@ -392,6 +392,9 @@ impl Owner {
                     }
                 }
                 Output::Ready => {
+                    if let (Some(server), Some(era)) = (&self.options.remember, self.conn.era()) {
+                        mcpwire_adapter::era::remember(server, era);
+                    }
                     if let Some(server) = self.conn.server() {
                         let _ = self.shared.server.set(server.clone());
                     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_channel::Sender;
 use mcpwire::config::ServerConfig;
-use mcpwire::connection::{Connection, SpecError, TransportSpec};
+use mcpwire::connection::{Connection, EraPolicy, SpecError, TransportSpec};
 use mcpwire::mcp::types::{
     CallToolResult, CompleteResult, GetPromptResult, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, Prompt,
@@ -94,6 +94,9 @@ impl<R: Runtime> Client<R> {
         };
         let now = Instant::now();
         let mut config = options.config.clone();
+        if !options.forget_era && config.era_hint.is_none() {
+            config.era_hint = crate::era::recall(&server);
+        }
         if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
             config.auth = Some(auth.for_endpoint(url));
         }
@@ -120,9 +123,14 @@ impl<R: Runtime> Client<R> {
             closed: Default::default(),
             notifications: Broadcast::new(),
         });
+        // Only an era found by probing is remembered (not a pinned one).
+        let probing = matches!(server.era_policy(), Ok(None | Some(EraPolicy::Auto)))
+            && options.config.era == EraPolicy::Auto;
+        let remember = (!options.forget_era && probing).then(|| server.clone());
         let driver = Driver::<R>::new(
             conn,
             options,
+            remember,
             shared.clone(),
             cmd_rx,
             urgent_tx.clone(),

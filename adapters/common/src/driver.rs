@@ -181,6 +181,8 @@ pub(crate) struct Driver<R: Runtime> {
     close_waiters: Vec<Reply<()>>,
     ready: Option<Reply<Result<(), String>>>,
     closed: bool,
+    /// The server whose era to record once known.
+    remember: Option<mcpwire::ServerConfig>,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -188,6 +190,7 @@ impl<R: Runtime> Driver<R> {
     pub(crate) fn new(
         conn: Connection,
         options: ConnectOptions,
+        remember: Option<mcpwire::ServerConfig>,
         shared: Arc<Shared>,
         commands: Receiver<Command>,
         urgent_tx: Sender<Urgent>,
@@ -225,6 +228,7 @@ impl<R: Runtime> Driver<R> {
             close_waiters: Vec::new(),
             ready: Some(ready),
             closed: false,
+            remember,
         }
     }
 
@@ -364,6 +368,9 @@ impl<R: Runtime> Driver<R> {
                     }
                 }
                 Output::Ready => {
+                    if let (Some(server), Some(era)) = (&self.remember, self.conn.era()) {
+                        crate::era::remember(server, era);
+                    }
                     if let Some(server) = self.conn.server() {
                         let _ = self.shared.server.set(server.clone());
                     }

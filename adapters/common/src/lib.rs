@@ -25,6 +25,7 @@
 pub mod auth;
 mod client;
 mod driver;
+pub mod era;
 mod error;
 pub mod http;
 mod options;

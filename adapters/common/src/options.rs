@@ -40,6 +40,9 @@ pub struct ConnectOptions {
     pub(crate) client_info_set: bool,
     /// OAuth for HTTP servers.
     pub(crate) auth: Option<crate::auth::AuthOptions>,
+    /// Don't reuse (or record) the era this process found the server to
+    /// speak.
+    pub(crate) forget_era: bool,
 }
 
 impl ConnectOptions {
@@ -77,6 +80,14 @@ impl ConnectOptions {
     /// Default per-request timeout (30 s unless the server config says).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.config.engine = self.config.engine.clone().default_timeout(timeout);
+        self
+    }
+
+    /// Whether to start from the protocol era this process last found the
+    /// server to speak (default true: a legacy server is not probed again;
+    /// see [`crate::era`]). The server's `protocolEra` always wins.
+    pub fn remember_era(mut self, yes: bool) -> Self {
+        self.forget_era = !yes;
         self
     }
 

@@ -221,9 +221,11 @@ async fn python_scenario(client: Client, asked: &AtomicUsize) {
         .await
         .expect("add");
     assert_eq!(ok_text("add", &add), "5");
-    // A server request during a call, answered by the roots handler.
-    let roots = client.call_tool("roots", json!({})).await.expect("roots");
-    assert_eq!(ok_text("roots", &roots), "file:///tmp/mcpwire-interop");
+    // The SDK is dual-era: the probe found 2026-07-28, so the roots come as
+    // an input_required round, answered by the same roots handler.
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    let roots = client.call_tool("where", json!({})).await.expect("where");
+    assert_eq!(ok_text("where", &roots), "file:///tmp/mcpwire-interop");
     assert!(asked.load(Ordering::SeqCst) >= 1);
     client.close().await.expect("close");
 }

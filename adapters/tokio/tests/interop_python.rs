@@ -1,6 +1,10 @@
 //! Interop against a server built on the official Python SDK (`mcp` 2.3.0,
-//! `MCPServer`), over stdio and Streamable HTTP, including the transparent
-//! re-initialize after the server forgets the session (HTTP 404).
+//! `MCPServer`), over stdio and Streamable HTTP, in both protocol eras: the
+//! 2025-11-25 handshake (pinned with `protocolEra: legacy`), and 2026-07-28,
+//! which the client finds by itself (the SDK serves both), with
+//! `input_required` rounds answered by the same handlers. Also the
+//! transparent re-initialize after the server forgets the session (HTTP
+//! 404, legacy era).
 //!
 //! The server is `tests/interop/py_server.py`; the venv is installed by
 //! `scripts/test` into `.deps/venv` (override with `MCPWIRE_PYTHON`).
@@ -73,6 +77,13 @@ fn stdio_config() -> ServerConfig {
         .arg("stdio")
 }
 
+/// Which era a scenario expects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
 fn http_command(port: u16) -> Command {
     let mut cmd = Command::new(python());
     cmd.arg(py_server_script())
@@ -120,15 +131,18 @@ fn expected_progress(steps: u32) -> Vec<(f64, Option<f64>, Option<String>)> {
 }
 
 /// The common scenario.
-async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str) {
+async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str, era: Era) {
     let started = Instant::now();
     let info = client.server();
     assert_eq!(info.server_info.name, "mcpwire-interop-py", "{info:?}");
     assert_eq!(info.server_info.version, "1.0.0", "{info:?}");
+    let versions: &[&str] = match era {
+        Era::Legacy => &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+        Era::Modern => &["2026-07-28"],
+    };
     assert!(
-        ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
-            .contains(&client.protocol_version()),
-        "unexpected protocol version {}",
+        versions.contains(&client.protocol_version()),
+        "unexpected protocol version {} for {era:?}",
         client.protocol_version()
     );
     assert_eq!(client.transport(), transport);
@@ -139,7 +153,16 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
     names.sort_unstable();
     assert_eq!(
         names,
-        ["add", "ask_name", "echo", "roots", "slow", "summarize"]
+        [
+            "add",
+            "ask_name",
+            "echo",
+            "introduce",
+            "roots",
+            "slow",
+            "summarize",
+            "where"
+        ]
     );
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert_eq!(
@@ -178,26 +201,42 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
     let () = pings;
     assert_eq!(progress, expected_progress(5), "progress callbacks");
 
-    // A server-to-client request during a call.
+    // Roots and elicitation through the SDK's resolvers: server requests
+    // mid-call in 2025-11-25, input_required rounds in 2026-07-28; the same
+    // handlers answer both.
     let before = roots_asked.load(Ordering::SeqCst);
-    let roots = client.call_tool("roots", json!({})).await.expect("roots");
-    assert_eq!(ok_text("roots", &roots), ROOT_URI);
+    let r = client.call_tool("where", json!({})).await.expect("where");
+    assert_eq!(ok_text("where", &r), ROOT_URI);
     assert_eq!(roots_asked.load(Ordering::SeqCst), before + 1);
+    let r = client
+        .call_tool("introduce", json!({}))
+        .await
+        .expect("introduce");
+    assert_eq!(ok_text("introduce", &r), "hello Grace, 85");
 
-    // Sampling and elicitation, answered by our handlers.
-    let summary = client
-        .call_tool("summarize", json!({ "text": "a long story" }))
-        .await
-        .expect("summarize");
-    assert_eq!(
-        ok_text("summarize", &summary),
-        "fake-model: short version of [Summarize: a long story]"
-    );
-    let who = client
-        .call_tool("ask_name", json!({}))
-        .await
-        .expect("ask_name");
-    assert_eq!(ok_text("ask_name", &who), "accepted: Grace, 85");
+    if era == Era::Legacy {
+        // Server-to-client requests sent by hand during a call (the
+        // 2025-11-25 way; in 2026-07-28 the SDK refuses them).
+        let before = roots_asked.load(Ordering::SeqCst);
+        let roots = client.call_tool("roots", json!({})).await.expect("roots");
+        assert_eq!(ok_text("roots", &roots), ROOT_URI);
+        assert_eq!(roots_asked.load(Ordering::SeqCst), before + 1);
+
+        // Sampling and elicitation, answered by our handlers.
+        let summary = client
+            .call_tool("summarize", json!({ "text": "a long story" }))
+            .await
+            .expect("summarize");
+        assert_eq!(
+            ok_text("summarize", &summary),
+            "fake-model: short version of [Summarize: a long story]"
+        );
+        let who = client
+            .call_tool("ask_name", json!({}))
+            .await
+            .expect("ask_name");
+        assert_eq!(ok_text("ask_name", &who), "accepted: Grace, 85");
+    }
 
     // A big message both ways.
     let big: String = (0..300_000)
@@ -304,10 +343,10 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
 async fn python_stdio() {
     let asked = Arc::new(AtomicUsize::new(0));
     within(TEST_LIMIT, "python over stdio", async {
-        let client = Client::connect_with(stdio_config(), options(&asked))
+        let client = Client::connect_with(stdio_config().era("legacy"), options(&asked))
             .await
             .expect("connect over stdio");
-        exercise(client, asked.clone(), "stdio").await;
+        exercise(client, asked.clone(), "stdio", Era::Legacy).await;
     })
     .await;
 }
@@ -318,11 +357,43 @@ async fn python_streamable_http() {
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let asked = Arc::new(AtomicUsize::new(0));
     within(TEST_LIMIT, "python over Streamable HTTP", async {
-        let client = Client::connect_with(ServerConfig::http(&url), options(&asked))
+        let client = Client::connect_with(ServerConfig::http(&url).era("legacy"), options(&asked))
             .await
             .expect("connect over Streamable HTTP");
-        exercise(client, asked.clone(), "streamable-http").await;
+        exercise(client, asked.clone(), "streamable-http", Era::Legacy).await;
     })
+    .await;
+    server.kill().await;
+}
+
+/// No era configured: the probe finds 2026-07-28 (the SDK is dual-era).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_stdio_2026_found_by_probing() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    within(TEST_LIMIT, "python over stdio, 2026-07-28", async {
+        let client = Client::connect_with(stdio_config(), options(&asked))
+            .await
+            .expect("connect over stdio");
+        exercise(client, asked.clone(), "stdio", Era::Modern).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_streamable_http_2026_found_by_probing() {
+    let server = spawn_http_server("python mcp server (http)", http_command).await;
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let asked = Arc::new(AtomicUsize::new(0));
+    within(
+        TEST_LIMIT,
+        "python over Streamable HTTP, 2026-07-28",
+        async {
+            let client = Client::connect_with(ServerConfig::http(&url), options(&asked))
+                .await
+                .expect("connect over Streamable HTTP");
+            exercise(client, asked.clone(), "streamable-http", Era::Modern).await;
+        },
+    )
     .await;
     server.kill().await;
 }
@@ -337,7 +408,8 @@ async fn python_http_reinitializes_after_404() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let asked = Arc::new(AtomicUsize::new(0));
     within(TEST_LIMIT, "re-initialize after 404", async {
-        let client = Client::connect_with(ServerConfig::http(&url), options(&asked))
+        // Sessions are a 2025-11-25 thing: pin that era.
+        let client = Client::connect_with(ServerConfig::http(&url).era("legacy"), options(&asked))
             .await
             .expect("connect");
         let r = client
@@ -374,7 +446,7 @@ async fn python_http_reinitializes_after_404() {
         let roots = client.call_tool("roots", json!({})).await.expect("roots");
         assert_eq!(ok_text("roots", &roots), ROOT_URI);
         let tools = client.list_tools().await.expect("tools/list");
-        assert_eq!(tools.len(), 6, "{tools:?}");
+        assert_eq!(tools.len(), 8, "{tools:?}");
         client.ping().await.expect("ping");
 
         within(Duration::from_secs(10), "close", client.close())

@@ -6,10 +6,12 @@ Usage: py_server.py stdio
 
 import sys
 import warnings
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import SamplingMessage, TextContent
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve
+from mcp_types import ListRootsResult, SamplingMessage, TextContent
 from pydantic import BaseModel
 
 # roots and sampling are deprecated in the 2026-07-28 era; still served.
@@ -70,6 +72,27 @@ async def summarize(text: str, ctx: Context) -> str:
     )
     content = result.content
     return f"{result.model}: {content.text if isinstance(content, TextContent) else content}"
+
+
+def ask_person() -> Elicit[Person]:
+    return Elicit("Who are you?", Person)
+
+
+@mcp.tool()
+async def introduce(person: Annotated[Person, Resolve(ask_person)]) -> str:
+    """Elicits a person through a resolver: a server request mid-call in
+    2025-11-25, an input_required round in 2026-07-28."""
+    return f"hello {person.name}, {person.age}"
+
+
+def client_roots() -> ListRoots:
+    return ListRoots()
+
+
+@mcp.tool()
+async def where(roots: Annotated[ListRootsResult, Resolve(client_roots)]) -> str:
+    """The client's roots through a resolver (either era)."""
+    return "\n".join(str(r.uri) for r in roots.roots)
 
 
 @mcp.resource("interop://greeting", name="greeting", mime_type="text/plain")

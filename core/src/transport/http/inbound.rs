@@ -564,6 +564,10 @@ impl StreamableHttp {
         if !resumable || p.generation != generation {
             return self.fail_pending(id, RequestFailure::SessionExpired);
         }
+        if self.modern.is_some() {
+            // 2026-07-28 has no resumption: the request is lost.
+            return self.fail_pending(id, RequestFailure::NoResponse { id });
+        }
         let last = sse.last_event_id();
         let why = if last.is_empty() {
             Some("it carried no event id")

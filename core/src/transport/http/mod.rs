@@ -31,13 +31,14 @@ mod inbound;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::{
     ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
 };
 use crate::codec::sse::{SseConfig, SseDecoder};
+use crate::modern::ParamHeader;
 use crate::rpc::{parse_message, Message, SendKind};
 
 /// `Accept` of every POST.
@@ -282,6 +283,13 @@ pub struct StreamableHttp {
     parked: VecDeque<(Vec<u8>, SendKind)>,
     /// The listener met 401/403: reopen it once authorized.
     listener_wants_auth: bool,
+    /// The 2026-07-28 era's version: no session, no listener, no
+    /// resumption; each POST carries `MCP-Protocol-Version`, `Mcp-Method`
+    /// and `Mcp-Name`.
+    modern: Option<String>,
+    /// Each tool's `x-mcp-header` annotations (2026-07-28), from
+    /// `tools/list`: its calls carry `Mcp-Param-*` headers.
+    tool_headers: HashMap<String, Vec<ParamHeader>>,
     events: VecDeque<HttpEvent>,
 }
 
@@ -326,8 +334,49 @@ impl StreamableHttp {
             auth_hold: false,
             parked: VecDeque::new(),
             listener_wants_auth: false,
+            modern: None,
+            tool_headers: HashMap::new(),
             events: VecDeque::new(),
         }
+    }
+
+    // ---- protocol era -----------------------------------------------------
+
+    /// Speaks the 2026-07-28 era (`version`) from now on: every message is
+    /// POSTed at once, without a session, a listener or resumption. Call it
+    /// before sending the `server/discover` probe, and only then (before any
+    /// `initialize`).
+    pub fn begin_modern(&mut self, version: &str) {
+        if matches!(self.phase, Phase::AwaitInit | Phase::Ready) && self.session_id.is_none() {
+            self.modern = Some(version.to_owned());
+            self.phase = Phase::Ready;
+        }
+    }
+
+    /// The probe found a legacy server: back to the handshake (the next
+    /// request is the `initialize`, whose 400/404/405 still means legacy
+    /// HTTP+SSE).
+    pub fn end_modern(&mut self) {
+        if self.modern.take().is_some() && self.phase == Phase::Ready {
+            self.phase = Phase::AwaitInit;
+        }
+    }
+
+    /// Records the `x-mcp-header` annotations of tool `name` (from
+    /// `tools/list`); its calls will mirror those arguments in
+    /// `Mcp-Param-*` headers. Bounded: beyond 10,000 tools, new ones are
+    /// not recorded.
+    pub fn set_tool_headers(&mut self, name: &str, headers: Vec<ParamHeader>) {
+        if headers.is_empty() {
+            self.tool_headers.remove(name);
+        } else if self.tool_headers.len() < 10_000 || self.tool_headers.contains_key(name) {
+            self.tool_headers.insert(name.to_owned(), headers);
+        }
+    }
+
+    /// The 2026-07-28 version in use, if that era is spoken.
+    pub fn modern_version(&self) -> Option<&str> {
+        self.modern.as_deref()
     }
 
     // ---- authorization ----------------------------------------------------
@@ -632,6 +681,23 @@ impl StreamableHttp {
     /// ones (except those the transport sets), the session id and the
     /// negotiated version when known.
     fn headers(&self, accept: Option<&str>, json_body: bool) -> Vec<(String, String)> {
+        let mut h = self.base_headers(accept, json_body);
+        if let Some(version) = &self.modern {
+            h.push(("MCP-Protocol-Version".to_owned(), version.clone()));
+            return h;
+        }
+        if let Some(s) = &self.session_id {
+            h.push(("Mcp-Session-Id".to_owned(), s.clone()));
+        }
+        if let Some(v) = &self.protocol_version {
+            h.push(("MCP-Protocol-Version".to_owned(), v.clone()));
+        }
+        h
+    }
+
+    /// `Accept`, `Content-Type`, the configured headers and the
+    /// authorization.
+    fn base_headers(&self, accept: Option<&str>, json_body: bool) -> Vec<(String, String)> {
         let mut h = Vec::with_capacity(self.config.headers.len() + 5);
         if let Some(accept) = accept {
             h.push(("Accept".to_owned(), accept.to_owned()));
@@ -648,12 +714,6 @@ impl StreamableHttp {
         }
         if let Some(a) = &self.authorization {
             h.push(("Authorization".to_owned(), a.clone()));
-        }
-        if let Some(s) = &self.session_id {
-            h.push(("Mcp-Session-Id".to_owned(), s.clone()));
-        }
-        if let Some(v) = &self.protocol_version {
-            h.push(("MCP-Protocol-Version".to_owned(), v.clone()));
         }
         h
     }
@@ -721,7 +781,10 @@ impl StreamableHttp {
                 ExchangePurpose::Notify,
             ),
         };
-        let headers = self.headers(Some(ACCEPT_POST), true);
+        let mut headers = self.headers(Some(ACCEPT_POST), true);
+        if self.modern.is_some() {
+            headers.extend(modern_headers(&message, &self.tool_headers));
+        }
         self.open(ex, HttpMethod::Post, headers, message, purpose, owner);
         if let (Some(keep), Some(x)) = (keep, self.exchanges.get_mut(&ex)) {
             x.resend = Some(keep);
@@ -959,4 +1022,45 @@ fn retry_delay(config: &HttpConfig, sse: &SseDecoder) -> Duration {
     sse.retry()
         .unwrap_or(config.default_retry)
         .min(config.max_retry)
+}
+
+/// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (2026-07-28) of one
+/// outbound message.
+fn modern_headers(
+    message: &[u8],
+    tool_headers: &HashMap<String, Vec<ParamHeader>>,
+) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        #[serde(default)]
+        params: serde_json::Value,
+    }
+    let Ok(head) = serde_json::from_slice::<Head>(message) else {
+        return Vec::new();
+    };
+    let Some(method) = head.method else {
+        return Vec::new(); // a response
+    };
+    let mut h = vec![(
+        crate::modern::headers::METHOD_HEADER.to_owned(),
+        crate::modern::encode_header_value(&method),
+    )];
+    if let Some(field) = crate::modern::headers::name_source(&method) {
+        if let Some(name) = head.params.get(field).and_then(serde_json::Value::as_str) {
+            h.push((
+                crate::modern::headers::NAME_HEADER.to_owned(),
+                crate::modern::encode_header_value(name),
+            ));
+            if let (Some(specs), Some(args)) = (
+                tool_headers.get(name).filter(|_| method == "tools/call"),
+                head.params
+                    .get("arguments")
+                    .and_then(serde_json::Value::as_object),
+            ) {
+                h.extend(crate::modern::param_header_values(specs, args));
+            }
+        }
+    }
+    h
 }

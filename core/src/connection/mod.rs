@@ -11,6 +11,17 @@
 //!    exits)   transport (stdio | Streamable HTTP | legacy SSE) ──► Output::Write / Http / Signal …
 //! ```
 //!
+//! # Protocol eras
+//!
+//! By default ([`EraPolicy::Auto`]) the connection first sends
+//! `server/discover` with the 2026-07-28 envelope: a discover result means
+//! the stateless era (no handshake; every request carries `_meta`;
+//! `input_required` results become [`Output::ServerRequest`]s and the call is
+//! sent again with the answers; `subscriptions/listen` replaces the GET
+//! stream); anything else (an error, a 4xx, silence) means the `initialize`
+//! handshake. The application sees the same ids, completions and server
+//! requests in both.
+//!
 //! # Driving it
 //!
 //! After every mutation (`new`, any `handle_*`, any app call), drain
@@ -19,9 +30,14 @@
 //! input) and call [`Connection::handle_timeout`]. [`Output::Closed`] is the
 //! last output; after it the connection ignores every input.
 
+mod modern;
+
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+pub use crate::modern::probe::Era;
+pub use modern::EraPolicy;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -61,6 +77,20 @@ pub struct ConnectionConfig {
     /// `insufficient_scope`) starts an authorization ([`Output::Authorize`],
     /// [`Output::Authorized`]) and the requests it held are sent again.
     pub auth: Option<AuthConfig>,
+    /// Which protocol era(s) to speak (default: probe for 2026-07-28, fall
+    /// back to the `initialize` handshake).
+    pub era: EraPolicy,
+    /// The era this server was found to speak before (remembered by the
+    /// application): with [`Era::Legacy`] and [`EraPolicy::Auto`] the
+    /// handshake comes first and the probe only if it fails.
+    pub era_hint: Option<Era>,
+    /// How long the `server/discover` probe may take before the server is
+    /// taken for a legacy one (default 3 s).
+    pub probe_timeout: Option<Duration>,
+    /// In the 2026-07-28 era, open `subscriptions/listen` for the list
+    /// changes the server announces (default true; `HttpConfig::listen`
+    /// false turns it off too).
+    pub no_subscriptions: bool,
 }
 
 /// Exchange ids of authorization traffic carry this bit (the transports
@@ -307,6 +337,10 @@ enum Wire {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// The `server/discover` probe is in flight.
+    Probing {
+        id: u64,
+    },
     /// `initialize` is in flight; `reinit` when it renews an expired session.
     Initializing {
         id: u64,
@@ -337,6 +371,14 @@ pub struct Connection {
     /// settle.
     ready_pending: bool,
     auth: Option<Auth>,
+    era_policy: EraPolicy,
+    era_hint: Option<Era>,
+    probe_timeout: Duration,
+    probe: Option<modern::Probe>,
+    /// Probes sent (bounds re-probing).
+    probes: u32,
+    modern: Option<modern::Modern>,
+    listen_enabled: bool,
     out: VecDeque<Output>,
 }
 
@@ -401,6 +443,7 @@ impl Connection {
                 Wire::Legacy(LegacySse::new(now, url, with_bearer(&config.http, bearer)))
             }
         };
+        let listen_enabled = !config.no_subscriptions && config.http.listen;
         let mut conn = Connection {
             engine: Engine::new(engine_config),
             wire,
@@ -413,9 +456,16 @@ impl Connection {
             initialize_id: None,
             ready_pending: false,
             auth,
+            era_policy: config.era,
+            era_hint: config.era_hint,
+            probe_timeout: config.probe_timeout.unwrap_or(Duration::from_secs(3)),
+            probe: None,
+            probes: 0,
+            modern: None,
+            listen_enabled,
             out: VecDeque::new(),
         };
-        conn.start_handshake(now, false);
+        conn.start(now);
         conn.pump(now);
         conn
     }
@@ -433,6 +483,9 @@ impl Connection {
         }
         for (k, v) in &server.headers {
             config.http.headers.push((k.clone(), v.clone()));
+        }
+        if let Some(era) = server.era_policy()? {
+            config.era = era;
         }
         Ok(Connection::new(config, spec, now))
     }
@@ -745,6 +798,9 @@ impl Connection {
                 }
             })?;
         }
+        if self.modern.is_some() {
+            return self.modern_request(now, method, params, options);
+        }
         let id = self.engine.request(now, method, params, options)?;
         self.pump(now);
         Ok(id)
@@ -786,6 +842,9 @@ impl Connection {
         if matches!(self.phase, Phase::Closing | Phase::Closed) {
             return Err(self.closed_error());
         }
+        if let Some(status) = self.modern_respond(now, &id, &response) {
+            return Ok(status);
+        }
         let status = self.engine.respond(id, response)?;
         self.pump(now);
         Ok(status)
@@ -795,6 +854,10 @@ impl Connection {
     /// and the server receives `notifications/cancelled`. Returns false if
     /// it had already completed.
     pub fn cancel(&mut self, now: Instant, id: u64, reason: &str) -> bool {
+        if let Some(done) = self.modern_cancel(now, id, reason) {
+            self.pump(now);
+            return done;
+        }
         let done = self.engine.cancel(now, id, reason);
         self.pump(now);
         done
@@ -1044,8 +1107,8 @@ impl Connection {
         match self.phase {
             Phase::Ready => Ok(()),
             Phase::Initializing { reinit: true, .. } => Ok(()),
-            Phase::Initializing { .. } if method == "ping" => Ok(()),
-            Phase::Initializing { .. } => Err(CallError::NotReady),
+            Phase::Initializing { .. } | Phase::Probing { .. } if method == "ping" => Ok(()),
+            Phase::Initializing { .. } | Phase::Probing { .. } => Err(CallError::NotReady),
             Phase::Closing | Phase::Closed => Err(self.closed_error()),
         }
     }
@@ -1066,6 +1129,7 @@ impl Connection {
         if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
             flow.abandon("the connection is closing");
         }
+        self.modern_close(reason.message());
         self.engine.close(reason.message());
         self.reason = Some(reason);
         self.phase = Phase::Closing;
@@ -1158,6 +1222,17 @@ impl Connection {
                     Wire::Legacy(l) => l.request_done(id),
                     Wire::Stdio(_) => {}
                 }
+                if self.probe.as_ref().is_some_and(|p| p.id == id) {
+                    return self.on_probe(now, outcome);
+                }
+                let (id, outcome) = if self.modern.is_some() {
+                    match self.modern_complete(now, id, outcome) {
+                        Some(delivered) => delivered,
+                        None => return,
+                    }
+                } else {
+                    (id, outcome)
+                };
                 if self.initialize_id == Some(id) {
                     self.initialize_id = None;
                     // Closing: the handshake is over, and the app never
@@ -1173,6 +1248,7 @@ impl Connection {
                 }
             }
             rpc::Output::Progress { id, progress } => {
+                let id = self.app_id(id);
                 self.out.push_back(Output::Progress { id, progress })
             }
             rpc::Output::ServerRequest { id, method, params } => self
@@ -1181,6 +1257,7 @@ impl Connection {
             rpc::Output::ServerRequestCancelled { id, reason } => self
                 .out
                 .push_back(Output::ServerRequestCancelled { id, reason }),
+            rpc::Output::Notification { method, .. } if self.is_internal_notification(&method) => {}
             rpc::Output::Notification { method, params } => {
                 self.out
                     .push_back(Output::Notification(ServerNotification::parse(
@@ -1202,9 +1279,14 @@ impl Connection {
         outcome: Result<Box<RawValue>, RequestError>,
         reinit: bool,
     ) {
+        let mut initialize_error = None;
         let result = match outcome {
             Ok(raw) => accept_result(&raw),
-            Err(e) => Err(HandshakeError::Failed(e.to_string())),
+            Err(e) => {
+                let text = e.to_string();
+                initialize_error = Some(e);
+                Err(HandshakeError::Failed(text))
+            }
         };
         match result {
             Ok(result) => {
@@ -1230,7 +1312,16 @@ impl Connection {
                     self.ready_pending = true;
                 }
             }
-            Err(e) => self.shut_down(now, CloseReason::Handshake(e.to_string())),
+            Err(e) => {
+                if let HandshakeError::Failed(_) = e {
+                    if let Some(err) = initialize_error.as_ref() {
+                        if self.reprobe_after(now, err) {
+                            return;
+                        }
+                    }
+                }
+                self.shut_down(now, CloseReason::Handshake(e.to_string()))
+            }
         }
     }
 
