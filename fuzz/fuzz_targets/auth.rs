@@ -1,0 +1,116 @@
+//! Fuzz `auth`: arbitrary `WWW-Authenticate` values, and an authorization
+//! flow whose every HTTP answer (status, body cut in arbitrary chunks) and
+//! redirect come from the input. Checks: no panic; the flow ends with
+//! exactly one `Done` or `Failed`; no exchange of the flow carries a bearer
+//! token; an authorization URL always asks for PKCE S256.
+#![no_main]
+
+use std::time::{Duration, Instant};
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use mcpwire::auth::{parse_challenges, AuthAction, AuthConfig, AuthFlow, Grant, Secrets, Trigger};
+use mcpwire::codec::http1::ResponseHead;
+use mcpwire::transport::{ExchangeId, HttpUrl};
+
+#[derive(Arbitrary, Debug)]
+struct Answer<'a> {
+    status: u16,
+    silent: bool,
+    sizes: Vec<u8>,
+    body: &'a [u8],
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input<'a> {
+    www: Vec<&'a str>,
+    step_up: bool,
+    client_credentials: bool,
+    answers: Vec<Answer<'a>>,
+    redirect: &'a str,
+}
+
+fuzz_target!(|input: Input<'_>| {
+    let challenges = parse_challenges(input.www.iter().copied());
+    let config = AuthConfig {
+        redirect_uri: "http://127.0.0.1:9/callback".into(),
+        grant: if input.client_credentials {
+            Grant::ClientCredentials
+        } else {
+            Grant::AuthorizationCode
+        },
+        client: input
+            .client_credentials
+            .then(|| mcpwire::auth::ClientCredentials::confidential("c", "s")),
+        max_document: 4096,
+        ..AuthConfig::default()
+    };
+    let trigger = Trigger {
+        status: if input.step_up { 403 } else { 401 },
+        challenges,
+    };
+    let secrets = Secrets {
+        verifier: "v".repeat(43),
+        state: "st".into(),
+        nonce: "n".into(),
+    };
+    let mut now = Instant::now();
+    let endpoint = HttpUrl::parse("https://mcp.example/mcp").unwrap();
+    let mut flow = AuthFlow::new(now, config, endpoint, trigger, None, secrets, ExchangeId(0));
+    let mut answers = input.answers.iter();
+    let mut ends = 0;
+    for _ in 0..64 {
+        let mut acted = false;
+        while let Some(a) = flow.poll_action() {
+            acted = true;
+            match a {
+                AuthAction::Http(req) => {
+                    assert!(req
+                        .header("authorization")
+                        .map_or(true, |v| v.starts_with("Basic ")));
+                    let Some(ans) = answers.next() else { continue };
+                    if ans.silent {
+                        continue;
+                    }
+                    let head = ResponseHead {
+                        status: ans.status.clamp(100, 599),
+                        reason: String::new(),
+                        version: 1,
+                        headers: Vec::new(),
+                    };
+                    flow.handle_head(now, req.exchange, &head);
+                    let mut rest = ans.body;
+                    let mut sizes = ans.sizes.iter().cycle();
+                    while !rest.is_empty() {
+                        let n = (*sizes.next().unwrap_or(&255) as usize).clamp(1, rest.len());
+                        flow.handle_body(now, req.exchange, &rest[..n]);
+                        rest = &rest[n..];
+                    }
+                    flow.handle_end(now, req.exchange);
+                }
+                AuthAction::Authorize { url } => {
+                    assert!(url.contains("code_challenge_method=S256"), "{url}");
+                    flow.handle_redirect(now, input.redirect);
+                }
+                AuthAction::Done(_) | AuthAction::Failed(_) => ends += 1,
+                _ => {}
+            }
+        }
+        if flow.is_finished() && !acted {
+            break;
+        }
+        if !acted {
+            match flow.poll_timeout() {
+                Some(t) => {
+                    now = t.max(now) + Duration::from_millis(1);
+                    flow.handle_timeout(now);
+                }
+                None => break,
+            }
+        }
+    }
+    assert!(ends <= 1, "the flow ended {ends} times");
+    if flow.is_finished() {
+        assert_eq!(ends, 1);
+    }
+});
