@@ -1142,23 +1142,7 @@ impl Sim {
                 assert!(r
                     .header("authorization")
                     .map_or(true, |a| a.starts_with("Basic ")));
-                let text = match r.url.to_string().as_str() {
-                    PRM_URL => {
-                        json!({"resource": URL, "authorization_servers": ["https://as.test"]})
-                    }
-                    "https://as.test/.well-known/oauth-authorization-server" => json!({
-                        "issuer": "https://as.test",
-                        "authorization_endpoint": "https://as.test/authorize",
-                        "token_endpoint": "https://as.test/token",
-                        "registration_endpoint": "https://as.test/register",
-                        "code_challenge_methods_supported": ["S256"],
-                    }),
-                    "https://as.test/register" => json!({"client_id": "c1"}),
-                    "https://as.test/token" => {
-                        json!({"access_token": token, "token_type": "Bearer"})
-                    }
-                    other => panic!("unexpected authorization request to {other}"),
-                };
+                let text = auth_reply(&r.url.to_string(), Some(token));
                 self.json(r.exchange, &[], &text.to_string());
             }
             for u in urls {
@@ -1259,24 +1243,29 @@ impl Sim {
             // One round of answers (no Authorize is pending yet).
             let auth: Vec<HttpRequest> = self.take_requests();
             for r in auth {
-                let text = match r.url.to_string().as_str() {
-                    PRM_URL => {
-                        json!({"resource": URL, "authorization_servers": ["https://as.test"]})
-                    }
-                    "https://as.test/.well-known/oauth-authorization-server" => json!({
-                        "issuer": "https://as.test",
-                        "authorization_endpoint": "https://as.test/authorize",
-                        "token_endpoint": "https://as.test/token",
-                        "registration_endpoint": "https://as.test/register",
-                        "code_challenge_methods_supported": ["S256"],
-                    }),
-                    "https://as.test/register" => json!({"client_id": "c1"}),
-                    other => panic!("unexpected {other}"),
-                };
+                let text = auth_reply(&r.url.to_string(), None);
                 self.json(r.exchange, &[], &text.to_string());
             }
         }
         panic!("no Authorize: {:?}", self.events);
+    }
+}
+
+/// The authorization server's answer to `url` (a token only when `token`
+/// is given: before the user consents there must be no token request).
+fn auth_reply(url: &str, token: Option<&str>) -> Value {
+    match (url, token) {
+        (PRM_URL, _) => json!({"resource": URL, "authorization_servers": ["https://as.test"]}),
+        ("https://as.test/.well-known/oauth-authorization-server", _) => json!({
+            "issuer": "https://as.test",
+            "authorization_endpoint": "https://as.test/authorize",
+            "token_endpoint": "https://as.test/token",
+            "registration_endpoint": "https://as.test/register",
+            "code_challenge_methods_supported": ["S256"],
+        }),
+        ("https://as.test/register", _) => json!({"client_id": "c1"}),
+        ("https://as.test/token", Some(t)) => json!({"access_token": t, "token_type": "Bearer"}),
+        (other, _) => panic!("unexpected authorization request to {other}"),
     }
 }
 

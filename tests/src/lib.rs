@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+pub mod oauth;
 pub mod suite;
 
 /// Path of the `mcpwire-test-server` binary for tests of *other* crates.

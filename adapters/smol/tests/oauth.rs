@@ -6,8 +6,7 @@
 //! The test server binary must be current: `cargo build -p mcpwire-tests
 //! --bin mcpwire-test-server` after changing it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +15,7 @@ use std::time::Duration;
 
 use mcpwire_smol::auth::FnRedirect;
 use mcpwire_smol::{AuthOptions, Client, ConnectOptions, FileStore, ServerConfig};
+use mcpwire_tests::oauth::fetch_redirect;
 use serde_json::{json, Value};
 
 /// An `--http --oauth` test server, killed on drop; its directory (log and
@@ -76,34 +76,6 @@ impl Server {
             .filter(|v| v["event"] == "oauth" && v["path"] == path && v["status"] == status)
             .count()
     }
-}
-
-/// GETs `url` (plain HTTP) without following the redirect; returns its
-/// `Location`.
-fn fetch_redirect(url: &str) -> Result<String, String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("not an http URL: {url}"))?;
-    let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut s = TcpStream::connect(authority).map_err(|e| format!("{url}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut head = String::new();
-    s.read_to_string(&mut head).map_err(|e| e.to_string())?;
-    head.lines()
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.trim()
-                .eq_ignore_ascii_case("location")
-                .then(|| v.trim().to_owned())
-        })
-        .ok_or_else(|| format!("{url}: no Location in {head:?}"))
 }
 
 #[test]

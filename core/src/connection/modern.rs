@@ -323,7 +323,7 @@ impl Connection {
         options: RequestOptions,
     ) -> Result<u64, CallError> {
         let Some(m) = &self.modern else {
-            unreachable!("checked by the caller")
+            return Err(CallError::NotReady);
         };
         let method = if method == "ping" {
             DISCOVER_METHOD

@@ -4,55 +4,19 @@
 //! `MCP_CONFORMANCE_SCENARIO` set, and judges what the client does on the
 //! wire. Exit status 0 when every step the scenario asks for succeeded.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use mcpwire::auth::{base64url, AssertionClaims, ClientCredentials, Grant, TokenAuthMethod};
+use mcpwire_tests::oauth::fetch_redirect;
 use mcpwire_tokio::auth::FnRedirect;
 use mcpwire_tokio::{AuthOptions, Client, ConnectOptions, ErrorObject, ServerConfig};
 use serde_json::{json, Map, Value};
 
 /// The Client ID Metadata Document URL the suite expects (basic-cimd).
 const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
-
-/// Plays the user agent: GETs the authorization URL without following
-/// the redirect and returns its `Location` (the callback with the code).
-fn fetch_redirect(url: &str) -> Result<String, String> {
-    let parsed = mcpwire::transport::HttpUrl::parse(url).map_err(|e| e.to_string())?;
-    let mut s = TcpStream::connect((parsed.host_unbracketed(), parsed.port()))
-        .map_err(|e| format!("{url}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    write!(
-        s,
-        "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        parsed.target(),
-        parsed.host_header()
-    )
-    .map_err(|e| e.to_string())?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let status = text.lines().next().unwrap_or_default().to_owned();
-    text.lines()
-        .find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.trim()
-                .eq_ignore_ascii_case("location")
-                .then(|| v.trim().to_owned())
-        })
-        .ok_or_else(|| format!("authorization endpoint answered {status:?} without a Location"))
-}
 
 /// Signs an RFC 7523 client assertion with ES256 (the suite's
 /// `private_key_jwt` scenario hands over a PKCS#8 PEM key).
