@@ -364,3 +364,102 @@ fn server_from_a_config_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("it has: demo"), "{}", stderr(&o));
 }
+
+/// `--login --no-browser` against a server that wants OAuth: the URL is
+/// printed, the "browser" (this test) follows it to the CLI's loopback
+/// listener, the tokens land in the store (0600); the next run uses them
+/// without --login; a run without stored tokens says to log in.
+#[test]
+fn login_once_then_the_stored_token() {
+    use std::io::{BufRead, BufReader};
+    let mut server = Command::new(test_server())
+        .args(["--http", "--oauth"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let dir = std::env::temp_dir().join(format!("mcpwire-cli-login-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = dir.join("tokens.json");
+    let store_s = store.to_str().unwrap();
+
+    // Without a stored token and without --login: a hint, exit 3.
+    let o = run(&["tools", "--url", &url, "--token-store", store_s]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--login"), "{}", stderr(&o));
+    assert!(!store.exists());
+
+    // --login: read the URL from stderr and play the browser.
+    let mut cli = Command::new(BIN)
+        .args([
+            "tools",
+            "--url",
+            &url,
+            "--login",
+            "--no-browser",
+            "--token-store",
+            store_s,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cli.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let authorize = loop {
+        assert!(Instant::now() < deadline, "no authorization URL printed");
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap() == 0 {
+            panic!("stderr ended before the authorization URL");
+        }
+        if let Some(u) = l.trim().strip_prefix("http://") {
+            break format!("http://{u}");
+        }
+    };
+    assert!(
+        authorize.contains("code_challenge_method=S256"),
+        "{authorize}"
+    );
+    let callback = mcpwire_tests::oauth::fetch_redirect(&authorize).unwrap();
+    assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
+    let (status, _) = mcpwire_tests::oauth::get_head(&callback).unwrap();
+    assert!(status.contains("200"), "{status}");
+    let o = cli.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("echo"), "{}", stdout(&o));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Later runs: the stored token, no --login.
+    let o = run(&[
+        "call",
+        "echo",
+        "message=again",
+        "--url",
+        &url,
+        "--token-store",
+        store_s,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("again"), "{}", stdout(&o));
+
+    drop(server.stdin.take());
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
