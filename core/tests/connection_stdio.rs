@@ -659,6 +659,10 @@ fn elicit_config() -> ConnectionConfig {
 /// A connection that probed and found a 2026-07-28 server; returns the
 /// id of its subscriptions/listen request.
 fn modern_ready(config: ConnectionConfig) -> (Sim, u64) {
+    modern_ready_with(config, DISCOVER)
+}
+
+fn modern_ready_with(config: ConnectionConfig, discover: &str) -> (Sim, u64) {
     let mut sim = Sim::probing(config);
     let probe = sim.take_written();
     assert_eq!(probe.len(), 1, "the probe goes alone: {probe:?}");
@@ -670,7 +674,7 @@ fn modern_ready(config: ConnectionConfig) -> (Sim, u64) {
     );
     assert!(meta_of(&probe[0])["io.modelcontextprotocol/clientCapabilities"].is_object());
     assert!(meta_of(&probe[0])["io.modelcontextprotocol/clientInfo"]["name"].is_string());
-    sim.reply(0, DISCOVER);
+    sim.reply(0, discover);
     assert!(
         matches!(sim.take_events().as_slice(), [Output::Ready]),
         "{:?}",
@@ -1010,4 +1014,60 @@ fn input_required_failures_are_typed_and_bounded() {
     );
     sim.drain();
     assert!(sim.take_written().is_empty());
+}
+
+#[test]
+fn modern_logging_level_rides_on_the_envelope_and_the_subscription_reopens() {
+    let with_logging = DISCOVER.replace(
+        r#""tools":{"listChanged":true}"#,
+        r#""tools":{"listChanged":true},"logging":{}"#,
+    );
+    let (mut sim, listen) = modern_ready_with(ConnectionConfig::default(), &with_logging);
+    // setLevel does not exist in 2026-07-28: the level goes in `_meta`.
+    let id = sim
+        .conn
+        .set_logging_level(
+            sim.now,
+            mcpwire::mcp::types::LoggingLevel::Debug,
+            RequestOptions::default(),
+        )
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "server/discover");
+    sim.reply(id, DISCOVER);
+    assert!(sim.completion(id).is_ok());
+    let call = sim
+        .conn
+        .call_tool(sim.now, "t", Some(&json!({})), RequestOptions::default())
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(meta_of(&w[0])["io.modelcontextprotocol/logLevel"], "debug");
+    sim.reply(call, r#"{"content":[]}"#);
+    // The server ends the subscription: it is opened again after 1 s.
+    sim.reply(listen, r#"{"resultType":"complete"}"#);
+    assert!(sim.take_written().is_empty());
+    sim.advance(Duration::from_millis(900));
+    assert!(sim.take_written().is_empty());
+    sim.advance(Duration::from_millis(200));
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["method"], "subscriptions/listen");
+    // Bounded: after 5 failures in a row, no more.
+    let mut current = w[0]["id"].as_u64().unwrap();
+    let mut reopened = 1;
+    for _ in 0..10 {
+        sim.server_says(
+            json!({"jsonrpc":"2.0","id":current,"error":{"code":-32603,"message":"down"}}),
+        );
+        sim.advance(Duration::from_secs(60));
+        let w = sim.take_written();
+        if w.is_empty() {
+            break;
+        }
+        reopened += 1;
+        current = w[0]["id"].as_u64().unwrap();
+    }
+    assert_eq!(reopened, 5);
 }

@@ -597,6 +597,7 @@ impl Connection {
         if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
             flow.handle_timeout(now);
         }
+        self.modern_timeout(now);
         let death = match &mut self.wire {
             Wire::Stdio(s) => s.handle_timeout(now),
             Wire::Http(h) => {
@@ -638,7 +639,8 @@ impl Connection {
             .as_ref()
             .and_then(|a| a.flow.as_ref())
             .and_then(AuthFlow::poll_timeout);
-        [self.engine.poll_timeout(), wire, flow]
+        let listen = self.modern.as_ref().and_then(|m| m.listen_retry);
+        [self.engine.poll_timeout(), wire, flow, listen]
             .into_iter()
             .flatten()
             .min()
@@ -1257,7 +1259,9 @@ impl Connection {
             rpc::Output::ServerRequestCancelled { id, reason } => self
                 .out
                 .push_back(Output::ServerRequestCancelled { id, reason }),
-            rpc::Output::Notification { method, .. } if self.is_internal_notification(&method) => {}
+            rpc::Output::Notification { method, .. } if self.is_internal_notification(&method) => {
+                self.subscription_acknowledged()
+            }
             rpc::Output::Notification { method, params } => {
                 self.out
                     .push_back(Output::Notification(ServerNotification::parse(

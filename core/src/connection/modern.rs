@@ -36,6 +36,9 @@ use crate::rpc::{ErrorObject, LocalError, RequestError, RequestId, RequestOption
 
 /// Rounds of `input_required` one call may go through before it fails.
 const MAX_INPUT_ROUNDS: u32 = 16;
+/// Times `subscriptions/listen` is opened again in a row after it ended
+/// (1 s, 2 s, 4 s… apart) before the connection goes without it.
+const MAX_LISTEN_REOPENS: u32 = 5;
 
 /// Which protocol era(s) a connection may speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,6 +103,9 @@ pub(super) struct Modern {
     /// `tools/list` requests in flight (HTTP: their tools' `x-mcp-header`
     /// annotations are read, invalid tools left out).
     tool_lists: BTreeSet<u64>,
+    /// When to open `subscriptions/listen` again, and the reopens so far.
+    pub(super) listen_retry: Option<Instant>,
+    listen_reopens: u32,
 }
 
 impl Connection {
@@ -219,6 +225,8 @@ impl Connection {
                     inputs: HashMap::new(),
                     listen_id: None,
                     tool_lists: BTreeSet::new(),
+                    listen_retry: None,
+                    listen_reopens: 0,
                 });
                 self.phase = Phase::Ready;
                 self.ready_pending = true;
@@ -263,6 +271,21 @@ impl Connection {
         }
         self.start_probe(now, MODERN_PROTOCOL_VERSION, false);
         true
+    }
+
+    /// Opens `subscriptions/listen` again when its retry is due.
+    pub(super) fn modern_timeout(&mut self, now: Instant) {
+        let due = self
+            .modern
+            .as_ref()
+            .and_then(|m| m.listen_retry)
+            .is_some_and(|t| t <= now);
+        if due && self.phase == Phase::Ready {
+            if let Some(m) = self.modern.as_mut() {
+                m.listen_retry = None;
+            }
+            self.open_listen(now);
+        }
     }
 
     /// `subscriptions/listen` for the list changes the server announces.
@@ -313,6 +336,13 @@ impl Connection {
         self.modern.is_some() && method == SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION
     }
 
+    /// The subscription is (again) in place: its reopens start over.
+    pub(super) fn subscription_acknowledged(&mut self) {
+        if let Some(m) = self.modern.as_mut() {
+            m.listen_reopens = 0;
+        }
+    }
+
     /// A request of the application in the 2026-07-28 era: stamped with
     /// the envelope; `ping` (removed) becomes `server/discover`.
     pub(super) fn modern_request(
@@ -322,9 +352,23 @@ impl Connection {
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
-        let Some(m) = &self.modern else {
+        if self.modern.is_none() {
             return Err(CallError::NotReady);
-        };
+        }
+        // `logging/setLevel` is gone too: the level rides on every later
+        // request's `_meta` (without it a server sends no log messages);
+        // the call itself is carried by a discover.
+        if method == "logging/setLevel" {
+            let level = params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|v| v.get("level").and_then(Value::as_str).map(str::to_owned))
+                .ok_or(LocalError::InvalidParams("logging/setLevel needs a level"))?;
+            if let Some(m) = self.modern.as_mut() {
+                m.meta.log_level = Some(level);
+            }
+            return self.modern_request(now, DISCOVER_METHOD, None, options);
+        }
+        let m = self.modern.as_ref().expect("checked");
         let method = if method == "ping" {
             DISCOVER_METHOD
         } else {
@@ -395,14 +439,28 @@ impl Connection {
         let m = self.modern.as_mut()?;
         if m.listen_id == Some(id) {
             m.listen_id = None;
-            if let Err(e) = outcome {
-                if !matches!(e, RequestError::Closed { .. }) {
-                    self.out
-                        .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
-                            "subscriptions/listen ended: {e}"
-                        ))));
-                }
+            if matches!(outcome, Err(RequestError::Closed { .. })) {
+                return None;
             }
+            // The server ended the subscription (or it broke): open it
+            // again after a backoff, a bounded number of times in a row.
+            let why = match &outcome {
+                Ok(_) => "the server ended it".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            let note = if m.listen_reopens < MAX_LISTEN_REOPENS {
+                let delay = Duration::from_secs(1 << m.listen_reopens);
+                m.listen_reopens += 1;
+                m.listen_retry = now.checked_add(delay);
+                format!("subscriptions/listen ended ({why}); opening it again in {delay:?}")
+            } else {
+                format!(
+                    "subscriptions/listen ended ({why}) {MAX_LISTEN_REOPENS} times in a row; \
+                     going on without list-change notifications"
+                )
+            };
+            self.out
+                .push_back(Output::Diagnostic(Diagnostic::Transport(note)));
             return None;
         }
         let app = m.alias.remove(&id).unwrap_or(id);
