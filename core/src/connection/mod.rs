@@ -511,35 +511,24 @@ impl Connection {
         if self.phase == Phase::Closed {
             return;
         }
-        if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
-            let mine = |x: ExchangeId| x.0 & AUTH_EXCHANGES != 0;
-            match input {
-                Input::HttpHead { exchange, head } if mine(exchange) => {
-                    flow.handle_head(now, exchange, head);
-                    return self.pump(now);
-                }
-                Input::HttpBody { exchange, data } if mine(exchange) => {
-                    flow.handle_body(now, exchange, data);
-                    return self.pump(now);
-                }
-                Input::HttpEnd { exchange } if mine(exchange) => {
-                    flow.handle_end(now, exchange);
-                    return self.pump(now);
-                }
-                Input::HttpFailed { exchange, error } if mine(exchange) => {
-                    flow.handle_failed(now, exchange, error);
-                    return self.pump(now);
-                }
-                _ => {}
-            }
-        }
         if let Input::HttpHead { exchange, .. }
         | Input::HttpBody { exchange, .. }
         | Input::HttpEnd { exchange }
         | Input::HttpFailed { exchange, .. } = input
         {
             if exchange.0 & AUTH_EXCHANGES != 0 {
-                // A finished flow's late input.
+                // Authorization traffic: the flow's (a finished flow's late
+                // input is dropped).
+                if let Some(flow) = self.auth.as_mut().and_then(|a| a.flow.as_mut()) {
+                    match input {
+                        Input::HttpHead { head, .. } => flow.handle_head(now, exchange, head),
+                        Input::HttpBody { data, .. } => flow.handle_body(now, exchange, data),
+                        Input::HttpEnd { .. } => flow.handle_end(now, exchange),
+                        Input::HttpFailed { error, .. } => flow.handle_failed(now, exchange, error),
+                        _ => {}
+                    }
+                    self.pump(now);
+                }
                 return;
             }
         }
@@ -677,6 +666,7 @@ impl Connection {
         now: Instant,
         status: u16,
         challenges: Vec<String>,
+        hints: &str,
         request: Option<u64>,
     ) {
         let Wire::Http(h) = &mut self.wire else {
@@ -700,20 +690,7 @@ impl Connection {
             return self.resume_suspended(now);
         }
         auth.attempts += 1;
-        auth.trigger = format!("HTTP {status}");
-        if !challenges.is_empty() {
-            let mut hint = challenges.join(", ");
-            if hint.len() > 300 {
-                let mut end = 300;
-                while !hint.is_char_boundary(end) {
-                    end -= 1;
-                }
-                hint.truncate(end);
-                hint.push('…');
-            }
-            auth.trigger
-                .push_str(&format!(" (WWW-Authenticate: {hint})"));
-        }
+        auth.trigger = format!("HTTP {status}{hints}");
         let secrets = match Secrets::generate() {
             Ok(s) => s,
             Err(e) => {
@@ -1354,8 +1331,9 @@ impl Connection {
                 HttpEvent::AuthRequired {
                     status,
                     challenges,
+                    hints,
                     request,
-                } => self.on_auth_required(now, status, challenges, request),
+                } => self.on_auth_required(now, status, challenges, &hints, request),
             },
             WireEvent::Legacy(e) => match e {
                 LegacyEvent::Request(r) => self.out.push_back(Output::Http(r)),

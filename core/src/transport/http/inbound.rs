@@ -202,6 +202,7 @@ impl StreamableHttp {
         self.events.push_back(HttpEvent::AuthRequired {
             status: head.status,
             challenges,
+            hints: ErrorBody::new(head).hints,
             request,
         });
     }

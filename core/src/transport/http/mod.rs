@@ -118,10 +118,22 @@ pub enum HttpEvent {
         status: u16,
         /// The `WWW-Authenticate` header values.
         challenges: Vec<String>,
+        /// ` (WWW-Authenticate: …)` and ` (Mcp-Auth-Server: …)`, bounded,
+        /// as an HTTP failure's message quotes them.
+        hints: String,
         /// Our request that met it, if it was one (not a notification,
         /// a response or the listener).
         request: Option<u64>,
     },
+}
+
+/// What a queued message waits for.
+#[derive(Debug, Clone, Copy)]
+enum Waiting {
+    /// The `initialize` answer (or a re-initialization): `held`.
+    Session,
+    /// An authorization: `parked`.
+    Authorization,
 }
 
 /// Where the session stands.
@@ -435,15 +447,7 @@ impl StreamableHttp {
     }
 
     fn park(&mut self, message: Vec<u8>, kind: SendKind) {
-        if self.parked.len() >= MAX_HELD {
-            let why = format!("more than {MAX_HELD} messages wait for an authorization");
-            match kind {
-                SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
-                _ => self.diag(format!("message dropped: {why}")),
-            }
-            return;
-        }
-        self.parked.push_back((message, kind));
+        self.enqueue(Waiting::Authorization, message, kind);
     }
 
     // ---- app calls ----------------------------------------------------
@@ -792,16 +796,24 @@ impl StreamableHttp {
     }
 
     fn hold(&mut self, message: Vec<u8>, kind: SendKind) {
-        if self.held.len() >= MAX_HELD {
-            let why =
-                format!("more than {MAX_HELD} messages wait for the session to be initialized");
-            match kind {
-                SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
-                _ => self.diag(format!("message dropped: {why}")),
-            }
-            return;
+        self.enqueue(Waiting::Session, message, kind);
+    }
+
+    /// Queues a message that must wait (at most [`MAX_HELD`] per queue;
+    /// beyond, a request fails and anything else is dropped).
+    fn enqueue(&mut self, until: Waiting, message: Vec<u8>, kind: SendKind) {
+        let (queue, what) = match until {
+            Waiting::Session => (&mut self.held, "the session to be initialized"),
+            Waiting::Authorization => (&mut self.parked, "an authorization"),
+        };
+        if queue.len() < MAX_HELD {
+            return queue.push_back((message, kind));
         }
-        self.held.push_back((message, kind));
+        let why = format!("more than {MAX_HELD} messages wait for {what}");
+        match kind {
+            SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
+            _ => self.diag(format!("message dropped: {why}")),
+        }
     }
 
     /// Sends again (once) the requests that met a 404 of an old session.
