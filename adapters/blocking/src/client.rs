@@ -13,6 +13,7 @@ use mcpwire::mcp::types::{
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 use mcpwire::mcp::{Paginator, ServerNotification};
+use mcpwire_adapter::setup::{setup, Setup};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -73,27 +74,18 @@ impl Client {
     pub fn connect_with(server: ServerConfig, mut options: ConnectOptions) -> Result<Self, Error> {
         options.default_client_info();
         let spec = TransportSpec::from_server(&server)?;
-        let mut config = options.config.clone();
-        if !options.forget_era && config.era_hint.is_none() {
-            config.era_hint = mcpwire_adapter::era::recall(&server);
-        }
-        // Only an era found by probing is remembered (not a pinned one).
-        let probing = matches!(
-            server.era_policy(),
-            Ok(None | Some(mcpwire::connection::EraPolicy::Auto))
-        ) && options.config.era == mcpwire::connection::EraPolicy::Auto;
-        if !options.forget_era && probing {
-            options.remember = Some(server.clone());
-        }
-        if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
-            config.auth = Some(auth.for_endpoint(url));
-        }
-        // A user may have to log in before the handshake completes.
-        let login = config
-            .auth
-            .as_ref()
-            .filter(|a| a.interactive)
-            .map_or(Duration::ZERO, |a| a.authorize_timeout);
+        let Setup {
+            config,
+            connect_timeout,
+            remember,
+        } = setup(
+            &server,
+            &options.config,
+            options.auth.as_ref(),
+            !options.forget_era,
+            options.connect_timeout,
+        );
+        options.remember = remember;
         let conn = Connection::for_server(&server, config, Instant::now())?;
         let child = match spec {
             TransportSpec::Stdio => Some(crate::process::spawn_child(&server).map_err(
@@ -104,12 +96,6 @@ impl Client {
             )?),
             _ => None,
         };
-        let connect_timeout = options.connect_timeout.unwrap_or_else(|| {
-            server
-                .request_timeout()
-                .unwrap_or(options.config.engine.default_timeout)
-                + login
-        });
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let shared = Arc::new(Shared::default());

@@ -478,14 +478,11 @@ impl Owner {
             return;
         };
         let tx = self.tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("mcpwire-authorize".into())
-            .spawn(move || {
-                let _ = tx.send(Event::Redirect(handler.authorize(&url)));
-            });
+        let spawned = mcpwire_adapter::auth::authorize_on_thread(handler, url, move |result| {
+            let _ = tx.send(Event::Redirect(result));
+        });
         if let Err(e) = spawned {
-            self.conn
-                .authorization_failed(Instant::now(), &format!("cannot start a thread: {e}"));
+            self.conn.authorization_failed(Instant::now(), &e);
         }
     }
 

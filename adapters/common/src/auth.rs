@@ -32,6 +32,21 @@ pub trait RedirectHandler: Send + Sync {
     fn authorize(&self, url: &str) -> Result<String, String>;
 }
 
+/// Runs `handler.authorize(url)` on a thread of its own (it blocks until
+/// the user is back) and hands its answer to `deliver`: how a driver, async
+/// or not, performs [`Output::Authorize`](mcpwire::Output::Authorize).
+pub fn authorize_on_thread(
+    handler: Arc<dyn RedirectHandler>,
+    url: String,
+    deliver: impl FnOnce(Result<String, String>) + Send + 'static,
+) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("mcpwire-authorize".into())
+        .spawn(move || deliver(handler.authorize(&url)))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
 /// Keeps authorization state between connections (and runs).
 pub trait TokenStore: Send + Sync {
     /// The state saved for the MCP endpoint `endpoint`, if any.

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use async_channel::Sender;
 use mcpwire::config::ServerConfig;
-use mcpwire::connection::{Connection, EraPolicy, SpecError, TransportSpec};
+use mcpwire::connection::{Connection, SpecError, TransportSpec};
+
+use crate::setup::{setup, Setup};
 use mcpwire::mcp::types::{
     CallToolResult, CompleteResult, GetPromptResult, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, Prompt,
@@ -93,27 +95,19 @@ impl<R: Runtime> Client<R> {
             _ => None,
         };
         let now = Instant::now();
-        let mut config = options.config.clone();
-        if !options.forget_era && config.era_hint.is_none() {
-            config.era_hint = crate::era::recall(&server);
-        }
-        if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
-            config.auth = Some(auth.for_endpoint(url));
-        }
-        // A user may have to log in before the handshake completes.
-        let login = config
-            .auth
-            .as_ref()
-            .filter(|a| a.interactive)
-            .map_or(Duration::ZERO, |a| a.authorize_timeout);
+        let Setup {
+            config,
+            connect_timeout,
+            remember,
+        } = setup(
+            &server,
+            &options.config,
+            options.auth.as_ref(),
+            !options.forget_era,
+            options.connect_timeout,
+        );
         let conn = Connection::for_server(&server, config, now)
             .map_err(|e: SpecError| Error::Config(e))?;
-        let connect_timeout = options.connect_timeout.unwrap_or_else(|| {
-            server
-                .request_timeout()
-                .unwrap_or(options.config.engine.default_timeout)
-                + login
-        });
         let (cmd_tx, cmd_rx) = async_channel::bounded(256);
         let (urgent_tx, urgent_rx) = async_channel::unbounded();
         let (ready_tx, ready_rx) = oneshot();
@@ -123,10 +117,6 @@ impl<R: Runtime> Client<R> {
             closed: Default::default(),
             notifications: Broadcast::new(),
         });
-        // Only an era found by probing is remembered (not a pinned one).
-        let probing = matches!(server.era_policy(), Ok(None | Some(EraPolicy::Auto)))
-            && options.config.era == EraPolicy::Auto;
-        let remember = (!options.forget_era && probing).then(|| server.clone());
         let driver = Driver::<R>::new(
             conn,
             options,

@@ -532,15 +532,11 @@ impl<R: Runtime> Driver<R> {
         };
         tracing::info!("authorization needed: sending the user agent to the authorization server");
         let urgent = self.urgent_tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("mcpwire-authorize".into())
-            .spawn(move || {
-                let result = handler.authorize(&url);
-                let _ = urgent.send_blocking(Urgent::Redirect(result));
-            });
+        let spawned = crate::auth::authorize_on_thread(handler, url, move |result| {
+            let _ = urgent.send_blocking(Urgent::Redirect(result));
+        });
         if let Err(e) = spawned {
-            self.conn
-                .authorization_failed(Instant::now(), &format!("cannot start a thread: {e}"));
+            self.conn.authorization_failed(Instant::now(), &e);
         }
     }
 

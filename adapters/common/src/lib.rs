@@ -31,6 +31,7 @@ pub mod http;
 mod options;
 pub mod process;
 pub mod runtime;
+pub mod setup;
 mod sync;
 #[cfg(feature = "tls")]
 pub mod tls;
