@@ -118,11 +118,11 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     } else {
         Vec::new()
     };
-    let call = |name: &'static str, args: Value| {
+    let call = |name: String, args: Value| {
         let client = client.clone();
         async move {
             let r = client
-                .call_tool(name, args)
+                .call_tool(&name, args)
                 .await
                 .map_err(|e| format!("tools/call {name}: {e}"))?;
             if r.is_error() {
@@ -134,11 +134,11 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     };
     match scenario {
         "initialize" => {}
-        "tools_call" => call("add_numbers", json!({"a": 5, "b": 3})).await?,
+        "tools_call" => call("add_numbers".into(), json!({"a": 5, "b": 3})).await?,
         "elicitation-sep1034-client-defaults" => {
-            call("test_client_elicitation_defaults", json!({})).await?
+            call("test_client_elicitation_defaults".into(), json!({})).await?
         }
-        "sse-retry" => call("test_reconnection", json!({})).await?,
+        "sse-retry" => call("test_reconnection".into(), json!({})).await?,
         "request-metadata" | "json-schema-ref-no-deref" => {}
         "http-custom-headers" => {
             // The exact arguments the suite wants mirrored in headers.
@@ -147,13 +147,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
                 .and_then(|c| serde_json::from_str(&c).ok())
                 .unwrap_or(Value::Null);
             for c in context["toolCalls"].as_array().into_iter().flatten() {
-                let name: &'static str = Box::leak(
-                    c["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned()
-                        .into_boxed_str(),
-                );
+                let name = c["name"].as_str().unwrap_or_default().to_owned();
                 call(name, c["arguments"].clone()).await?;
             }
         }
@@ -161,8 +155,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             // Tools with invalid x-mcp-header annotations are not listed;
             // call every one that is.
             for t in &tools {
-                let name: &'static str = Box::leak(t.name.clone().into_boxed_str());
-                let _ = call(name, json!({"region": "us-west1"})).await;
+                let _ = call(t.name.clone(), json!({"region": "us-west1"})).await;
             }
         }
         "json-schema-2020-12-preservation" => {
@@ -170,50 +163,49 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
                 .iter()
                 .find(|t| t.name == "json_schema_2020_12_tool")
                 .ok_or("no json_schema_2020_12_tool")?;
-            call("json_schema_echo", json!({ "schema": focal.input_schema })).await?;
+            call(
+                "json_schema_echo".into(),
+                json!({ "schema": focal.input_schema }),
+            )
+            .await?;
         }
-        "sep-2322-client-request-state" => {
+        "sep-2322-client-request-state" | "http-standard-headers" => {
+            // Every tool (input_required rounds; the headers of tools/call).
             for t in &tools {
-                let name: &'static str = Box::leak(t.name.clone().into_boxed_str());
-                call(name, json!({})).await?;
-            }
-        }
-        "http-standard-headers" => {
-            // Every method whose headers are checked: calls, reads, gets.
-            for t in &tools {
-                let name: &'static str = Box::leak(t.name.clone().into_boxed_str());
-                call(name, json!({})).await?;
-            }
-            if client.server().capabilities.resources.is_some() {
-                for r in client
-                    .list_resources()
-                    .await
-                    .map_err(|e| format!("resources/list: {e}"))?
-                {
-                    client
-                        .read_resource(&r.uri)
-                        .await
-                        .map_err(|e| format!("resources/read {}: {e}", r.uri))?;
-                }
-            }
-            if client.server().capabilities.prompts.is_some() {
-                for p in client
-                    .list_prompts()
-                    .await
-                    .map_err(|e| format!("prompts/list: {e}"))?
-                {
-                    client
-                        .get_prompt(&p.name, json!({}))
-                        .await
-                        .map_err(|e| format!("prompts/get {}: {e}", p.name))?;
-                }
+                call(t.name.clone(), json!({})).await?;
             }
         }
         _ => {
             // Other scenarios (auth/*): use the first tool the server offers.
             if let Some(t) = tools.first() {
-                let name: &'static str = Box::leak(t.name.clone().into_boxed_str());
-                call(name, json!({})).await?;
+                call(t.name.clone(), json!({})).await?;
+            }
+        }
+    }
+    if scenario == "http-standard-headers" {
+        // The other methods whose headers are checked: reads and gets.
+        if client.server().capabilities.resources.is_some() {
+            for r in client
+                .list_resources()
+                .await
+                .map_err(|e| format!("resources/list: {e}"))?
+            {
+                client
+                    .read_resource(&r.uri)
+                    .await
+                    .map_err(|e| format!("resources/read {}: {e}", r.uri))?;
+            }
+        }
+        if client.server().capabilities.prompts.is_some() {
+            for p in client
+                .list_prompts()
+                .await
+                .map_err(|e| format!("prompts/list: {e}"))?
+            {
+                client
+                    .get_prompt(&p.name, json!({}))
+                    .await
+                    .map_err(|e| format!("prompts/get {}: {e}", p.name))?;
             }
         }
     }
