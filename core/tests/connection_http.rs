@@ -10,6 +10,7 @@ use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{
     CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output, TransportSpec,
 };
+use mcpwire::mcp::methods::{CallTool, Ping};
 use mcpwire::mcp::parse_result;
 use mcpwire::mcp::types::CallToolResult;
 use mcpwire::rpc::{RequestError, RequestId, RequestOptions, RespondStatus};
@@ -383,7 +384,11 @@ fn http_json_tool_call_completes() {
     let (mut sim, _) = Sim::ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(sim.now, "echo", Some(&json!({"message":"hi"})), opts())
+        .send(
+            sim.now,
+            &CallTool::new("echo", json!({"message":"hi"})),
+            opts(),
+        )
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -411,7 +416,7 @@ fn http_sse_tool_call_with_server_request_first() {
     let (mut sim, _) = Sim::ready(config);
     let id = sim
         .conn
-        .call_tool(sim.now, "book", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("book", json!({})), opts())
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -484,7 +489,11 @@ fn http_404_with_session_reinitializes_and_resends_once() {
     let (mut sim, listen) = Sim::ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(sim.now, "echo", Some(&json!({"message":"again"})), opts())
+        .send(
+            sim.now,
+            &CallTool::new("echo", json!({"message":"again"})),
+            opts(),
+        )
         .unwrap();
     sim.drain();
     let first = sim.next_request();
@@ -538,7 +547,7 @@ fn http_404_with_session_reinitializes_and_resends_once() {
     assert!(sim.events.is_empty(), "{:?}", sim.events);
 
     // Only once: a request resent after a 404 that meets another 404 fails.
-    let id2 = sim.conn.ping(sim.now, opts()).unwrap();
+    let id2 = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     let ping = sim.next_request();
     sim.head(ping.exchange, 404, &[]);
@@ -573,7 +582,7 @@ fn http_error_status_fails_the_call_with_http_text() {
     let (mut sim, _) = Sim::ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(sim.now, "explode", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("explode", json!({})), opts())
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -601,7 +610,7 @@ fn http_error_status_fails_the_call_with_http_text() {
     // Only that call failed: the connection goes on.
     assert!(sim.events.is_empty(), "{:?}", sim.events);
     assert!(sim.conn.is_ready());
-    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     let post = sim.next_request();
     sim.json(post.exchange, &[], &reply(id, "{}"));
@@ -632,7 +641,7 @@ fn http_401_on_initialize_fails_connect() {
     assert!(sim.conn.is_closed());
     assert_eq!(sim.conn.close_reason().unwrap().message(), expected);
     assert_eq!(sim.conn.poll_timeout(), None);
-    match sim.conn.ping(sim.now, opts()) {
+    match sim.conn.send(sim.now, &Ping, opts()) {
         Err(mcpwire::connection::CallError::Closed(m)) => assert_eq!(m, expected),
         other => panic!("{other:?}"),
     }
@@ -644,7 +653,7 @@ fn sse_resume_waits_retry_then_sends_last_event_id() {
     let start = sim.now;
     let id = sim
         .conn
-        .call_tool(sim.now, "slow", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -691,10 +700,9 @@ fn http_timeout_aborts_the_exchange_and_posts_cancelled() {
     let start = sim.now;
     let id = sim
         .conn
-        .call_tool(
+        .send(
             sim.now,
-            "slow",
-            Some(&json!({})),
+            &CallTool::new("slow", json!({})),
             opts().timeout(Duration::from_secs(2)),
         )
         .unwrap();
@@ -827,7 +835,11 @@ fn legacy_sse_handshake_and_call() {
     let (mut sim, stream) = legacy_ready();
     let id = sim
         .conn
-        .call_tool(sim.now, "echo", Some(&json!({"message":"old"})), opts())
+        .send(
+            sim.now,
+            &CallTool::new("echo", json!({"message":"old"})),
+            opts(),
+        )
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -850,7 +862,7 @@ fn legacy_stream_end_closes_the_connection_and_fails_pending() {
     let (mut sim, stream) = legacy_ready();
     let id = sim
         .conn
-        .call_tool(sim.now, "slow", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -875,7 +887,7 @@ fn legacy_stream_end_closes_the_connection_and_fails_pending() {
 #[test]
 fn http_close_sends_delete_and_ends_with_closed() {
     let (mut sim, listen) = Sim::ready(ConnectionConfig::default());
-    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     let post = sim.next_request();
     sim.conn.close(sim.now);
@@ -973,7 +985,11 @@ fn http_same_conversation_byte_by_byte_and_in_random_chunks_gives_the_same_outco
         // A JSON answer.
         let a = sim
             .conn
-            .call_tool(sim.now, "echo", Some(&json!({"m":"\u{e9}"})), opts())
+            .send(
+                sim.now,
+                &CallTool::new("echo", json!({"m":"\u{e9}"})),
+                opts(),
+            )
             .unwrap();
         sim.drain();
         let post = sim.next_request();
@@ -989,7 +1005,11 @@ fn http_same_conversation_byte_by_byte_and_in_random_chunks_gives_the_same_outco
         // An SSE answer with a server request, progress and a broken stream.
         let b = sim
             .conn
-            .call_tool(sim.now, "walk", Some(&json!({})), opts().progress(true))
+            .send(
+                sim.now,
+                &CallTool::new("walk", json!({})),
+                opts().progress(true),
+            )
             .unwrap();
         sim.drain();
         let post = sim.next_request();
@@ -1057,7 +1077,7 @@ fn http_invalid_session_id_closes_after_failing_everything_pending() {
     let mut sim = Sim::http(ConnectionConfig::default());
     let init = sim.next_request();
     // Only ping may cross before the answer; it waits for the session.
-    let ping = sim.conn.ping(sim.now, opts()).unwrap();
+    let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     assert!(sim.requests.is_empty());
     sim.head(
@@ -1292,7 +1312,7 @@ fn auth_step_up_then_the_retry_limit() {
     let (mut sim, _listen) = Sim::ready(config);
     let id = sim
         .conn
-        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("t", json!({})), opts())
         .unwrap();
     sim.drain();
     let mut post = sim.next_request();
@@ -1305,7 +1325,7 @@ fn auth_step_up_then_the_retry_limit() {
     for attempt in 1..=3 {
         sim.refuse(post.exchange, 403, www);
         // Requests made meanwhile wait too.
-        let ping = sim.conn.ping(sim.now, opts()).unwrap();
+        let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
         sim.drain();
         let urls = sim.serve_auth(&format!("tok-{attempt}"));
         assert_eq!(urls.len(), 1, "one authorization per 403");
@@ -1352,7 +1372,7 @@ fn auth_step_up_then_the_retry_limit() {
         other => panic!("{other:?}"),
     }
     // The connection is still usable.
-    let p = sim.conn.ping(sim.now, opts()).unwrap();
+    let p = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     let r = sim.next_request();
     sim.json(r.exchange, &[], &reply(p, "{}"));
@@ -1366,7 +1386,7 @@ fn auth_failure_fails_the_held_requests_with_a_typed_error() {
     let (mut sim, _listen) = Sim::ready(config);
     let id = sim
         .conn
-        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("t", json!({})), opts())
         .unwrap();
     sim.drain();
     let post = sim.next_request();
@@ -1415,10 +1435,9 @@ fn modern_http_is_sessionless_with_the_era_headers() {
     );
     let id = sim
         .conn
-        .call_tool(
+        .send(
             sim.now,
-            "get weather",
-            Some(&json!({"city": "Oslo"})),
+            &CallTool::new("get weather", json!({"city": "Oslo"})),
             opts(),
         )
         .unwrap();
@@ -1441,7 +1460,7 @@ fn modern_http_is_sessionless_with_the_era_headers() {
     // A stream that ends without the response is not resumed: the request is lost.
     let id = sim
         .conn
-        .call_tool(sim.now, "t", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("t", json!({})), opts())
         .unwrap();
     sim.drain();
     let call = sim.next_request();

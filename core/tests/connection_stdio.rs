@@ -7,6 +7,7 @@ use mcpwire::connection::{
     CallError, CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output,
     TransportSpec,
 };
+use mcpwire::mcp::methods::{CallTool, ListPrompts, ListTools, Paged, Ping, SetLoggingLevel};
 use mcpwire::mcp::types::{CallToolResult, ListChanged, ListToolsResult};
 use mcpwire::mcp::{parse_result, Paginator, ServerNotification};
 use mcpwire::rpc::{EngineConfig, ErrorObject, RequestError, RequestOptions};
@@ -106,6 +107,14 @@ impl Sim {
         self.drain();
     }
 
+    /// The child exits: its pipes end (it held no grandchild), then its
+    /// status is known.
+    fn exit(&mut self, status: ExitStatus) {
+        self.input(Input::StdoutEof);
+        self.input(Input::StderrEof);
+        self.input(Input::Exited(status));
+    }
+
     fn advance(&mut self, d: Duration) {
         self.now += d;
         if let Some(t) = self.conn.poll_timeout() {
@@ -173,10 +182,10 @@ fn nothing_but_ping_before_the_initialize_response() {
     let mut sim = Sim::new(ConnectionConfig::default());
     sim.take_written();
     assert_eq!(
-        sim.conn.list_tools(sim.now, None, opts()),
+        sim.conn.send(sim.now, &ListTools::default(), opts()),
         Err(CallError::NotReady)
     );
-    let ping = sim.conn.ping(sim.now, opts()).unwrap();
+    let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     assert_eq!(sim.take_written()[0]["method"], "ping");
     sim.reply(ping, "{}");
@@ -216,10 +225,10 @@ fn unsupported_version_closes_the_session_naming_both_versions() {
         matches!(events.as_slice(), [Output::CloseStdin]),
         "{events:?}"
     );
-    sim.input(Input::Exited(ExitStatus {
+    sim.exit(ExitStatus {
         code: Some(0),
         signal: None,
-    }));
+    });
     match sim.take_events().as_slice() {
         [Output::Closed(CloseReason::Handshake(m))] => {
             assert!(m.contains("1999-01-01"), "{m}");
@@ -229,7 +238,7 @@ fn unsupported_version_closes_the_session_naming_both_versions() {
     }
     assert!(sim.conn.is_closed());
     assert!(matches!(
-        sim.conn.ping(sim.now, opts()),
+        sim.conn.send(sim.now, &Ping, opts()),
         Err(CallError::Closed(_))
     ));
 }
@@ -281,7 +290,7 @@ fn capabilities_are_declared_only_when_configured_and_unhandled_requests_get_326
 fn a_method_the_server_did_not_declare_is_a_local_error() {
     let mut sim = Sim::ready(ConnectionConfig::default());
     assert_eq!(
-        sim.conn.list_prompts(sim.now, None, opts()),
+        sim.conn.send(sim.now, &ListPrompts::default(), opts()),
         Err(CallError::NotSupported {
             method: "prompts/list".into(),
             capability: "prompts"
@@ -289,7 +298,9 @@ fn a_method_the_server_did_not_declare_is_a_local_error() {
     );
     assert!(sim.take_written().is_empty());
     // Declared ones go out.
-    sim.conn.list_tools(sim.now, None, opts()).unwrap();
+    sim.conn
+        .send(sim.now, &ListTools::default(), opts())
+        .unwrap();
     sim.drain();
     assert_eq!(sim.take_written()[0]["method"], "tools/list");
 }
@@ -307,7 +318,11 @@ fn tools_list_follows_next_cursor_to_the_end() {
     for reply in replies {
         let id = sim
             .conn
-            .list_tools(sim.now, pages.cursor(), opts())
+            .send(
+                sim.now,
+                &ListTools::page(pages.cursor().map(str::to_owned)),
+                opts(),
+            )
             .unwrap();
         sim.drain();
         let sent = sim.take_written().remove(0);
@@ -330,7 +345,11 @@ fn tool_call_result_and_remote_error() {
     let mut sim = Sim::ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(sim.now, "echo", Some(&json!({"message":"hi"})), opts())
+        .send(
+            sim.now,
+            &CallTool::new("echo", json!({"message":"hi"})),
+            opts(),
+        )
         .unwrap();
     sim.drain();
     assert_eq!(
@@ -349,7 +368,7 @@ fn tool_call_result_and_remote_error() {
 
     let id = sim
         .conn
-        .call_tool::<Value>(sim.now, "nope", None, opts())
+        .send(sim.now, &CallTool::new("nope", Value::Null), opts())
         .unwrap();
     sim.drain();
     sim.server_says(
@@ -383,7 +402,7 @@ fn notifications_are_typed_and_unknown_ones_pass_through() {
 #[test]
 fn garbage_on_stdout_is_a_diagnostic_and_the_call_still_succeeds() {
     let mut sim = Sim::ready(ConnectionConfig::default());
-    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     sim.stdout(b"Server started on stdio\n[1,2]\n\"str\"\n");
     sim.reply(id, "{}");
@@ -402,7 +421,7 @@ fn a_line_over_the_limit_is_skipped_and_reported() {
     let mut config = ConnectionConfig::default();
     config.stdio.jsonl.max_line_len = 256;
     let mut sim = Sim::ready(config);
-    let id = sim.conn.ping(sim.now, opts()).unwrap();
+    let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     let long = format!("{{\"x\":\"{}\"}}\n", "y".repeat(400));
     sim.stdout(long.as_bytes());
@@ -417,10 +436,10 @@ fn a_line_over_the_limit_is_skipped_and_reported() {
 #[test]
 fn server_exit_fails_pending_requests_with_status_and_stderr_tail() {
     let mut sim = Sim::ready(ConnectionConfig::default());
-    let a = sim.conn.ping(sim.now, opts()).unwrap();
+    let a = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     let b = sim
         .conn
-        .call_tool(sim.now, "x", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("x", json!({})), opts())
         .unwrap();
     sim.drain();
     sim.input(Input::Stderr(b"starting\nfatal: missing API key\n"));
@@ -429,10 +448,12 @@ fn server_exit_fails_pending_requests_with_status_and_stderr_tail() {
     );
     sim.input(Input::StdoutEof);
     assert!(sim.take_events().is_empty(), "waits for the exit status");
-    sim.input(Input::Exited(ExitStatus {
+    sim.input(Input::StderrEof);
+    assert!(sim.take_events().is_empty(), "waits for the exit status");
+    sim.exit(ExitStatus {
         code: Some(7),
         signal: None,
-    }));
+    });
     let expected = "server exited with status 7: starting\nfatal: missing API key";
     for id in [a, b] {
         match sim.completion(id) {
@@ -445,7 +466,7 @@ fn server_exit_fails_pending_requests_with_status_and_stderr_tail() {
         other => panic!("{other:?}"),
     }
     // Later calls fail fast and say why.
-    match sim.conn.ping(sim.now, opts()) {
+    match sim.conn.send(sim.now, &Ping, opts()) {
         Err(CallError::Closed(m)) => assert_eq!(m, expected),
         other => panic!("{other:?}"),
     }
@@ -455,7 +476,7 @@ fn server_exit_fails_pending_requests_with_status_and_stderr_tail() {
 #[test]
 fn stdout_eof_without_an_exit_fails_pending_after_the_wait_and_stops_the_child() {
     let mut sim = Sim::ready(ConnectionConfig::default());
-    let a = sim.conn.ping(sim.now, opts()).unwrap();
+    let a = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     sim.input(Input::StdoutEof);
     sim.advance(Duration::from_secs(1));
@@ -469,10 +490,10 @@ fn stdout_eof_without_an_exit_fails_pending_after_the_wait_and_stops_the_child()
         sim.take_events().as_slice(),
         [Output::Signal(Signal::Terminate)]
     ));
-    sim.input(Input::Exited(ExitStatus {
+    sim.exit(ExitStatus {
         code: None,
         signal: Some(15),
-    }));
+    });
     assert!(matches!(
         sim.take_events().as_slice(),
         [Output::Closed(CloseReason::ServerGone(_))]
@@ -482,7 +503,7 @@ fn stdout_eof_without_an_exit_fails_pending_after_the_wait_and_stops_the_child()
 #[test]
 fn graceful_close_closes_stdin_then_terminates_then_kills() {
     let mut sim = Sim::ready(ConnectionConfig::default());
-    let a = sim.conn.ping(sim.now, opts()).unwrap();
+    let a = sim.conn.send(sim.now, &Ping, opts()).unwrap();
     sim.drain();
     assert_eq!(sim.take_written()[0]["method"], "ping");
     sim.conn.close(sim.now);
@@ -509,10 +530,10 @@ fn graceful_close_closes_stdin_then_terminates_then_kills() {
         [Output::Signal(Signal::Kill)]
     ));
     assert_eq!(sim.conn.poll_timeout(), None);
-    sim.input(Input::Exited(ExitStatus {
+    sim.exit(ExitStatus {
         code: None,
         signal: Some(9),
-    }));
+    });
     assert!(matches!(
         sim.take_events().as_slice(),
         [Output::Closed(CloseReason::Client)]
@@ -528,10 +549,10 @@ fn a_child_that_exits_on_stdin_eof_ends_the_close_at_once() {
     sim.conn.close(sim.now);
     sim.drain();
     assert!(matches!(sim.take_events().as_slice(), [Output::CloseStdin]));
-    sim.input(Input::Exited(ExitStatus {
+    sim.exit(ExitStatus {
         code: Some(0),
         signal: None,
-    }));
+    });
     assert!(matches!(
         sim.take_events().as_slice(),
         [Output::Closed(CloseReason::Client)]
@@ -548,7 +569,7 @@ fn a_timeout_completes_the_request_and_tells_the_server() {
     let mut sim = Sim::ready(config);
     let id = sim
         .conn
-        .call_tool(sim.now, "slow", Some(&json!({})), opts())
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
         .unwrap();
     sim.drain();
     sim.take_written();
@@ -581,10 +602,9 @@ fn the_same_conversation_byte_by_byte_gives_the_same_outcome() {
         sim.reply(0, INIT_RESULT);
         let id = sim
             .conn
-            .call_tool(
+            .send(
                 sim.now,
-                "echo",
-                Some(&json!({"message":"héllo\nworld"})),
+                &CallTool::new("echo", json!({"message":"héllo\nworld"})),
                 opts(),
             )
             .unwrap();
@@ -703,10 +723,9 @@ fn probe_finds_a_modern_server_and_every_request_carries_the_envelope() {
     let (mut sim, listen) = modern_ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(
+        .send(
             sim.now,
-            "add",
-            Some(&json!({"a": 1})),
+            &CallTool::new("add", json!({"a": 1})),
             RequestOptions::default().progress(true),
         )
         .unwrap();
@@ -733,7 +752,10 @@ fn probe_finds_a_modern_server_and_every_request_carries_the_envelope() {
         "{events:?}"
     );
     // ping is gone in 2026-07-28: it becomes a discover.
-    let p = sim.conn.ping(sim.now, RequestOptions::default()).unwrap();
+    let p = sim
+        .conn
+        .send(sim.now, &Ping, RequestOptions::default())
+        .unwrap();
     sim.drain();
     assert_eq!(sim.take_written()[0]["method"], "server/discover");
     sim.reply(p, DISCOVER);
@@ -844,10 +866,9 @@ fn input_required_rounds_use_the_handlers_and_echo_the_state() {
     let (mut sim, _listen) = modern_ready(elicit_config());
     let id = sim
         .conn
-        .call_tool(
+        .send(
             sim.now,
-            "ask",
-            Some(&json!({"x": 1})),
+            &CallTool::new("ask", json!({"x": 1})),
             RequestOptions::default(),
         )
         .unwrap();
@@ -856,10 +877,9 @@ fn input_required_rounds_use_the_handlers_and_echo_the_state() {
     // An unrelated call in parallel.
     let other = sim
         .conn
-        .call_tool(
+        .send(
             sim.now,
-            "plain",
-            Some(&json!({})),
+            &CallTool::new("plain", json!({})),
             RequestOptions::default(),
         )
         .unwrap();
@@ -934,7 +954,11 @@ fn input_required_failures_are_typed_and_bounded() {
     let (mut sim, _) = modern_ready(ConnectionConfig::default());
     let id = sim
         .conn
-        .call_tool(sim.now, "ask", Some(&json!({})), RequestOptions::default())
+        .send(
+            sim.now,
+            &CallTool::new("ask", json!({})),
+            RequestOptions::default(),
+        )
         .unwrap();
     sim.drain();
     sim.reply(id, r#"{"resultType":"input_required","inputRequests":{"k":{"method":"sampling/createMessage","params":{}}}}"#);
@@ -959,7 +983,11 @@ fn input_required_failures_are_typed_and_bounded() {
     let (mut sim, _) = modern_ready(elicit_config());
     let id = sim
         .conn
-        .call_tool(sim.now, "loop", Some(&json!({})), RequestOptions::default())
+        .send(
+            sim.now,
+            &CallTool::new("loop", json!({})),
+            RequestOptions::default(),
+        )
         .unwrap();
     sim.drain();
     let mut current = id;
@@ -987,7 +1015,11 @@ fn input_required_failures_are_typed_and_bounded() {
     // Cancelling while the app answers withdraws the input request.
     let id = sim
         .conn
-        .call_tool(sim.now, "ask", Some(&json!({})), RequestOptions::default())
+        .send(
+            sim.now,
+            &CallTool::new("ask", json!({})),
+            RequestOptions::default(),
+        )
         .unwrap();
     sim.drain();
     sim.take_written();
@@ -1026,9 +1058,11 @@ fn modern_logging_level_rides_on_the_envelope_and_the_subscription_reopens() {
     // setLevel does not exist in 2026-07-28: the level goes in `_meta`.
     let id = sim
         .conn
-        .set_logging_level(
+        .send(
             sim.now,
-            mcpwire::mcp::types::LoggingLevel::Debug,
+            &SetLoggingLevel {
+                level: mcpwire::mcp::types::LoggingLevel::Debug,
+            },
             RequestOptions::default(),
         )
         .unwrap();
@@ -1039,7 +1073,11 @@ fn modern_logging_level_rides_on_the_envelope_and_the_subscription_reopens() {
     assert!(sim.completion(id).is_ok());
     let call = sim
         .conn
-        .call_tool(sim.now, "t", Some(&json!({})), RequestOptions::default())
+        .send(
+            sim.now,
+            &CallTool::new("t", json!({})),
+            RequestOptions::default(),
+        )
         .unwrap();
     sim.drain();
     let w = sim.take_written();

@@ -22,6 +22,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{Connection, ConnectionConfig, Input, Output, TransportSpec};
+use mcpwire::mcp::methods::{CallTool, Ping};
 use mcpwire::rpc::{EngineConfig, ErrorObject, RequestId, RequestOptions};
 use mcpwire::transport::stdio::ExitStatus;
 use mcpwire::transport::{ExchangeId, HttpUrl};
@@ -53,7 +54,8 @@ enum Op {
         sse: Option<SseFrame>,
     },
     StderrBytes(Vec<u8>),
-    /// stdio: stdout EOF. HTTP: the exchange's body ends.
+    /// stdio: stdout EOF (even `pick`) or stderr EOF (odd). HTTP: the
+    /// exchange's body ends.
     End {
         pick: u8,
     },
@@ -494,8 +496,10 @@ fuzz_target!(|input: FuzzInput| {
                 }
             }
             Op::End { pick } => {
-                if stdio {
+                if stdio && pick % 2 == 0 {
                     h.input(Input::StdoutEof);
+                } else if stdio {
+                    h.input(Input::StderrEof);
                 } else if let Some(ex) = h.pick_exchange(*pick) {
                     h.open.retain(|e| *e != ex);
                     h.input(Input::HttpEnd { exchange: ex });
@@ -546,9 +550,8 @@ fuzz_target!(|input: FuzzInput| {
                     opts = opts.timeout(Duration::from_millis(u64::from(*t) + 1));
                 }
                 let now = h.now;
-                let r = h
-                    .conn
-                    .call_tool(now, "t", Some(&serde_json::json!({"a": 1})), opts);
+                let call = CallTool::new("t", serde_json::json!({"a": 1}));
+                let r = h.conn.send(now, &call, opts);
                 if let Ok(id) = r {
                     h.issued.push(id);
                 }
@@ -556,7 +559,7 @@ fuzz_target!(|input: FuzzInput| {
             }
             Op::Ping => {
                 let now = h.now;
-                if let Ok(id) = h.conn.ping(now, RequestOptions::default()) {
+                if let Ok(id) = h.conn.send(now, &Ping, RequestOptions::default()) {
                     h.issued.push(id);
                 }
                 h.drain();
@@ -606,6 +609,8 @@ fuzz_target!(|input: FuzzInput| {
             break;
         }
         if h.kind == Kind::Stdio {
+            h.input(Input::StdoutEof);
+            h.input(Input::StderrEof);
             h.input(Input::Exited(ExitStatus {
                 code: Some(0),
                 signal: None,

@@ -575,6 +575,7 @@ impl Owner {
                 if let Some(p) = &mut self.process {
                     p.stderr_done = true;
                 }
+                self.conn.handle_input(now, Input::StderrEof);
                 self.maybe_report_exit();
             }
             Event::Exited(status) => {

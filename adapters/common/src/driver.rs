@@ -618,6 +618,7 @@ impl<R: Runtime> Driver<R> {
             Some(ProcEvent::Stderr(b)) => self.conn.handle_input(now, Input::Stderr(&b)),
             Some(ProcEvent::StderrEof) => {
                 p.stderr_done = true;
+                self.conn.handle_input(now, Input::StderrEof);
                 self.maybe_report_exit();
             }
             Some(ProcEvent::Exited(status)) => {

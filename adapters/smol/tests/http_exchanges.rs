@@ -61,6 +61,7 @@ fn post(id: u64, scheme: &str, port: u16) -> HttpRequest {
         headers: vec![("Content-Type".into(), "application/json".into())],
         body: b"{}".to_vec(),
         purpose: ExchangePurpose::Request,
+        carries: None,
     }
 }
 

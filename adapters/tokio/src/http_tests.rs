@@ -164,6 +164,7 @@ fn post(id: u64, port: u16, body: &[u8]) -> HttpRequest {
         ],
         body: body.to_vec(),
         purpose: ExchangePurpose::Request,
+        carries: None,
     }
 }
 
@@ -175,6 +176,7 @@ fn get(id: u64, port: u16) -> HttpRequest {
         headers: vec![("Accept".into(), "text/event-stream".into())],
         body: Vec::new(),
         purpose: ExchangePurpose::Listen,
+        carries: None,
     }
 }
 
@@ -657,6 +659,7 @@ async fn delete_without_body() {
         headers: vec![("Mcp-Session-Id".into(), "s1".into())],
         body: Vec::new(),
         purpose: ExchangePurpose::Close,
+        carries: None,
     };
     let out = exchange(&client, req).await;
     assert_eq!((out.status, out.ended), (Some(204), true));

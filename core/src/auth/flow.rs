@@ -960,6 +960,7 @@ impl AuthFlow {
             headers,
             body,
             purpose: ExchangePurpose::Auth,
+            carries: None,
         }));
     }
 

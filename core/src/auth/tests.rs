@@ -1032,6 +1032,7 @@ fn requests_never_show_tokens_or_secrets_in_debug() {
         headers: vec![("Authorization".into(), "Bearer sekrit".into())],
         body: b"{}".to_vec(),
         purpose: crate::transport::ExchangePurpose::Request,
+        carries: Some(3),
     };
     assert!(!format!("{req:?}").contains("sekrit"));
 }

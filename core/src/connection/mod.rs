@@ -48,8 +48,8 @@ use crate::auth::{
 use crate::codec::jsonl::JsonlError;
 use crate::config::{ConfigError, ServerConfig, TransportKind};
 use crate::mcp::handshake::{accept_result, HandshakeError};
-use crate::mcp::types::{InitializeResult, LoggingLevel};
-use crate::mcp::{check_capability, ClientConfig, ServerNotification};
+use crate::mcp::types::InitializeResult;
+use crate::mcp::{check_capability, ClientConfig, Method, ServerNotification};
 use crate::rpc::{
     self, Engine, EngineConfig, ErrorObject, LocalError, Progress, RequestError, RequestId,
     RequestOptions, RespondStatus, SendKind,
@@ -144,11 +144,15 @@ pub enum Input<'a> {
     StdoutEof,
     /// Bytes read from the child's stderr.
     Stderr(&'a [u8]),
+    /// The child's stderr reached EOF (report it at once if stderr is not
+    /// piped).
+    StderrEof,
     /// Writing to the child's stdin failed (e.g. broken pipe).
     WriteFailed(&'a str),
-    /// The child exited. Report it after stdout and stderr were read to
-    /// EOF (or after a short bounded wait for them), so that the error can
-    /// quote the last words on stderr.
+    /// The child exited. Report it as soon as it is known: the connection
+    /// acts on it once stdout and stderr have ended (or
+    /// [`StdioConfig::exit_grace`] passed), so that an error can quote the
+    /// server's last words on stderr.
     Exited(ExitStatus),
     /// The response head of an exchange (1xx already skipped).
     HttpHead {
@@ -539,8 +543,9 @@ impl Connection {
             (Wire::Stdio(s), Input::Stdout(bytes)) => s.handle_stdout(bytes, deliver),
             (Wire::Stdio(s), Input::StdoutEof) => death = s.handle_stdout_eof(now),
             (Wire::Stdio(s), Input::Stderr(bytes)) => s.handle_stderr(bytes),
+            (Wire::Stdio(s), Input::StderrEof) => death = s.handle_stderr_eof(),
             (Wire::Stdio(s), Input::WriteFailed(_)) => s.handle_write_failed(now),
-            (Wire::Stdio(s), Input::Exited(status)) => death = s.handle_exit(status),
+            (Wire::Stdio(s), Input::Exited(status)) => death = s.handle_exit(now, status),
             (Wire::Http(h), Input::HttpHead { exchange, head }) => {
                 h.handle_head(now, exchange, head, &mut deliver)
             }
@@ -773,7 +778,7 @@ impl Connection {
             check_capability(method, &server.capabilities).map_err(|capability| {
                 CallError::NotSupported {
                     method: method.to_string(),
-                    capability,
+                    capability: capability.name(),
                 }
             })?;
         }
@@ -851,179 +856,32 @@ impl Connection {
         self.pump(now);
     }
 
-    // ----- typed methods -----------------------------------------------
-
-    /// `ping`.
-    pub fn ping(&mut self, now: Instant, options: RequestOptions) -> Result<u64, CallError> {
-        self.request(now, "ping", None, options)
-    }
-
-    /// One page of `tools/list` (see [`crate::mcp::Paginator`]).
-    pub fn list_tools(
+    /// Sends the typed request `method` (any of [`crate::mcp::methods`]);
+    /// its completion parses as `M::Result`. The one path to every MCP
+    /// method: the adapters build on it, none writes a method name.
+    ///
+    /// ```
+    /// # use std::time::Instant;
+    /// use mcpwire::mcp::methods::CallTool;
+    /// use mcpwire::{Connection, ConnectionConfig, TransportSpec};
+    /// use mcpwire::rpc::RequestOptions;
+    ///
+    /// let now = Instant::now();
+    /// let mut conn = Connection::new(ConnectionConfig::default(), TransportSpec::Stdio, now);
+    /// // Before the handshake only ping may be sent.
+    /// let call = CallTool::new("echo", serde_json::json!({"message": "hi"}));
+    /// assert!(conn.send(now, &call, RequestOptions::default()).is_err());
+    /// ```
+    pub fn send<M: Method>(
         &mut self,
         now: Instant,
-        cursor: Option<&str>,
+        method: &M,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
-        self.list(now, "tools/list", cursor, options)
-    }
-
-    /// One page of `resources/list`.
-    pub fn list_resources(
-        &mut self,
-        now: Instant,
-        cursor: Option<&str>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.list(now, "resources/list", cursor, options)
-    }
-
-    /// One page of `resources/templates/list`.
-    pub fn list_resource_templates(
-        &mut self,
-        now: Instant,
-        cursor: Option<&str>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.list(now, "resources/templates/list", cursor, options)
-    }
-
-    /// One page of `prompts/list`.
-    pub fn list_prompts(
-        &mut self,
-        now: Instant,
-        cursor: Option<&str>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.list(now, "prompts/list", cursor, options)
-    }
-
-    fn list(
-        &mut self,
-        now: Instant,
-        method: &str,
-        cursor: Option<&str>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        #[derive(Serialize)]
-        struct Params<'a> {
-            cursor: &'a str,
-        }
-        match cursor {
-            Some(cursor) => self.request_with(now, method, &Params { cursor }, options),
-            None => self.request(now, method, None, options),
-        }
-    }
-
-    /// `tools/call` with `arguments` (any JSON object, or `None`).
-    pub fn call_tool<A: Serialize + ?Sized>(
-        &mut self,
-        now: Instant,
-        name: &str,
-        arguments: Option<&A>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        #[derive(Serialize)]
-        struct Params<'a, A: ?Sized> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            arguments: Option<&'a A>,
-        }
-        self.request_with(now, "tools/call", &Params { name, arguments }, options)
-    }
-
-    /// `resources/read`.
-    pub fn read_resource(
-        &mut self,
-        now: Instant,
-        uri: &str,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.request_with(
-            now,
-            "resources/read",
-            &serde_json::json!({ "uri": uri }),
-            options,
-        )
-    }
-
-    /// `resources/subscribe`.
-    pub fn subscribe(
-        &mut self,
-        now: Instant,
-        uri: &str,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.request_with(
-            now,
-            "resources/subscribe",
-            &serde_json::json!({ "uri": uri }),
-            options,
-        )
-    }
-
-    /// `resources/unsubscribe`.
-    pub fn unsubscribe(
-        &mut self,
-        now: Instant,
-        uri: &str,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.request_with(
-            now,
-            "resources/unsubscribe",
-            &serde_json::json!({ "uri": uri }),
-            options,
-        )
-    }
-
-    /// `prompts/get` with string arguments.
-    pub fn get_prompt<A: Serialize + ?Sized>(
-        &mut self,
-        now: Instant,
-        name: &str,
-        arguments: Option<&A>,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        #[derive(Serialize)]
-        struct Params<'a, A: ?Sized> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            arguments: Option<&'a A>,
-        }
-        self.request_with(now, "prompts/get", &Params { name, arguments }, options)
-    }
-
-    /// `completion/complete` for a prompt (`ref/prompt`) or resource
-    /// template (`ref/resource`) argument.
-    pub fn complete(
-        &mut self,
-        now: Instant,
-        reference: &serde_json::Value,
-        argument_name: &str,
-        argument_value: &str,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        let params = serde_json::json!({
-            "ref": reference,
-            "argument": { "name": argument_name, "value": argument_value },
-        });
-        self.request_with(now, "completion/complete", &params, options)
-    }
-
-    /// `logging/setLevel`.
-    pub fn set_logging_level(
-        &mut self,
-        now: Instant,
-        level: LoggingLevel,
-        options: RequestOptions,
-    ) -> Result<u64, CallError> {
-        self.request_with(
-            now,
-            "logging/setLevel",
-            &serde_json::json!({ "level": level }),
-            options,
-        )
+        let params = method
+            .params()
+            .map_err(|_| CallError::Local(LocalError::InvalidParams("params do not serialize")))?;
+        self.request(now, M::NAME, params.as_deref(), options)
     }
 
     // ----- getters ------------------------------------------------------
@@ -1318,7 +1176,10 @@ impl Connection {
                     .push_back(Output::Diagnostic(Diagnostic::Framing(e))),
             },
             WireEvent::Http(e) => match e {
-                HttpEvent::Request(r) => self.out.push_back(Output::Http(r)),
+                HttpEvent::Request(mut r) => {
+                    r.carries = r.carries.map(|id| self.app_id(id));
+                    self.out.push_back(Output::Http(r))
+                }
                 HttpEvent::Abort(x) => self.out.push_back(Output::AbortHttp(x)),
                 HttpEvent::Fail { id, failure } => self.fail(now, id, failure),
                 HttpEvent::Diagnostic(d) => self

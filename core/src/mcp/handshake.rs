@@ -11,6 +11,7 @@
 
 use serde_json::value::RawValue;
 
+use super::methods::ServerRequestKind;
 use super::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
 
 /// The newest protocol version this crate speaks (sent in `initialize`).
@@ -47,18 +48,11 @@ impl ClientConfig {
     /// The server-to-client request methods the declared capabilities
     /// promise to answer; every other server request gets -32601.
     pub fn handled_requests(&self) -> Vec<&'static str> {
-        let caps = &self.capabilities;
-        let mut methods = Vec::new();
-        if caps.roots.is_some() {
-            methods.push("roots/list");
-        }
-        if caps.sampling.is_some() {
-            methods.push("sampling/createMessage");
-        }
-        if caps.elicitation.is_some() {
-            methods.push("elicitation/create");
-        }
-        methods
+        ServerRequestKind::HANDLED
+            .into_iter()
+            .filter(|k| k.declared_in(&self.capabilities))
+            .map(ServerRequestKind::method)
+            .collect()
     }
 
     /// The `initialize` params.

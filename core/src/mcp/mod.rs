@@ -10,13 +10,15 @@
 //! can be added beside it without touching `rpc` or `codec`.
 
 pub mod handshake;
+pub mod methods;
 pub mod types;
 
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 pub use handshake::{ClientConfig, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
-use types::{LoggingMessage, ResourceUpdated, ServerCapabilities};
+pub use methods::{check_capability, Capability, Method, Paged, ServerRequestKind};
+use types::{LoggingMessage, ResourceUpdated};
 
 /// A notification from the server, typed where the spec defines it.
 #[derive(Debug, Clone)]
@@ -74,28 +76,6 @@ impl ServerNotification {
             ServerNotification::ResourceUpdated(_) => "notifications/resources/updated",
             ServerNotification::Other { method, .. } => method,
         }
-    }
-}
-
-/// The server capability a method needs, if the spec ties it to one.
-///
-/// Returns `Err(capability)` when `caps` lacks it: e.g. `tools/list`
-/// without `capabilities.tools` gives `Err("tools")`.
-pub fn check_capability(method: &str, caps: &ServerCapabilities) -> Result<(), &'static str> {
-    let ok = |present: bool, name: &'static str| if present { Ok(()) } else { Err(name) };
-    match method {
-        "tools/list" | "tools/call" => ok(caps.tools.is_some(), "tools"),
-        "resources/list" | "resources/templates/list" | "resources/read" => {
-            ok(caps.resources.is_some(), "resources")
-        }
-        "resources/subscribe" | "resources/unsubscribe" => ok(
-            caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true),
-            "resources.subscribe",
-        ),
-        "prompts/list" | "prompts/get" => ok(caps.prompts.is_some(), "prompts"),
-        "completion/complete" => ok(caps.completions.is_some(), "completions"),
-        "logging/setLevel" => ok(caps.logging.is_some(), "logging"),
-        _ => Ok(()),
     }
 }
 
@@ -207,22 +187,6 @@ mod tests {
         assert!(matches!(odd, ServerNotification::Other { .. }));
         let custom = ServerNotification::parse("x/y".into(), raw("[1]"));
         assert_eq!(custom.method(), "x/y");
-    }
-
-    #[test]
-    fn capability_checks() {
-        let caps: ServerCapabilities =
-            serde_json::from_str(r#"{"tools":{},"resources":{"subscribe":false}}"#).unwrap();
-        assert_eq!(check_capability("tools/call", &caps), Ok(()));
-        assert_eq!(check_capability("resources/read", &caps), Ok(()));
-        assert_eq!(
-            check_capability("resources/subscribe", &caps),
-            Err("resources.subscribe")
-        );
-        assert_eq!(check_capability("prompts/list", &caps), Err("prompts"));
-        assert_eq!(check_capability("logging/setLevel", &caps), Err("logging"));
-        assert_eq!(check_capability("ping", &caps), Ok(()));
-        assert_eq!(check_capability("vendor/x", &caps), Ok(()));
     }
 
     #[test]

@@ -25,8 +25,7 @@ use super::config::{EngineConfig, RequestOptions};
 use super::encode;
 use super::error::{LocalError, RequestError};
 use super::message::{
-    self, ErrorObject, Frame, InvalidReason, Message, ParseError, RequestId, INTERNAL_ERROR,
-    INVALID_REQUEST, METHOD_NOT_FOUND,
+    self, ErrorObject, Frame, InvalidReason, Message, ParseError, RequestId, INVALID_REQUEST,
 };
 use super::output::{Diagnostic, Output, Progress, SendKind, Stats};
 
@@ -662,13 +661,13 @@ impl Engine {
         }
         if !self.config.handles(method) {
             self.stats.methods_not_found += 1;
-            let error = ErrorObject::new(METHOD_NOT_FOUND, "Method not found");
+            let error = ErrorObject::method_not_found();
             self.send_response(id, Err(&error));
             return;
         }
         if self.server_open.len() >= self.config.max_server_requests {
             self.stats.server_requests_rejected += 1;
-            let error = ErrorObject::new(INTERNAL_ERROR, "Too many concurrent requests");
+            let error = ErrorObject::internal("Too many concurrent requests");
             self.send_response(id.clone(), Err(&error));
             self.diagnostic(Diagnostic::ServerRequestRejected {
                 id,

@@ -92,6 +92,17 @@ impl ErrorObject {
         }
     }
 
+    /// -32601 `Method not found`: the answer to a request nobody handles.
+    pub fn method_not_found() -> Self {
+        ErrorObject::new(METHOD_NOT_FOUND, "Method not found")
+    }
+
+    /// -32603 with `message`: the handler of a request failed (panicked,
+    /// could not run, gave no answer).
+    pub fn internal(message: impl Into<String>) -> Self {
+        ErrorObject::new(INTERNAL_ERROR, message)
+    }
+
     /// The same error object with `data` attached.
     pub fn with_data(mut self, data: Box<RawValue>) -> Self {
         self.data = Some(data);

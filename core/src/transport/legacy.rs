@@ -248,6 +248,7 @@ impl LegacySse {
             headers,
             body: Vec::new(),
             purpose: ExchangePurpose::Listen,
+            carries: None,
         }));
         t
     }
@@ -562,6 +563,8 @@ impl LegacySse {
             headers,
             body: message,
             purpose,
+            // The answer comes on the event stream, not on this POST.
+            carries: None,
         }));
         self.posts.insert(
             exchange,

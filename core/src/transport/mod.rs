@@ -93,6 +93,11 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     /// What it is for.
     pub purpose: ExchangePurpose,
+    /// The request whose answer this exchange brings (the POST of a
+    /// request, or the GET resuming its stream), by the id the
+    /// application knows it by: a driver may perform the exchange on the
+    /// thread or task that waits for that request.
+    pub carries: Option<u64>,
 }
 
 impl fmt::Debug for HttpRequest {
@@ -120,6 +125,7 @@ impl fmt::Debug for HttpRequest {
             .field("headers", &headers)
             .field("body", body)
             .field("purpose", &self.purpose)
+            .field("carries", &self.carries)
             .finish()
     }
 }

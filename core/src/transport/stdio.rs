@@ -9,10 +9,15 @@
 //!             any step ends as soon as the driver reports Exited
 //!   crash:    stdout EOF / Exited while running ─► every pending request fails with
 //!             "server exited with status N: <stderr tail>"
+//!   exit:     Exited is held until stdout and stderr reached EOF, or exit_grace
+//!             passed (a grandchild may keep a pipe open), so that the error
+//!             quotes the server's last words on stderr
 //! ```
 //!
 //! The spec's shutdown order (close stdin, wait, SIGTERM, wait, SIGKILL) is
-//! decided here, with its timers; the driver only performs each step.
+//! decided here, with its timers; the driver only performs each step and
+//! reports what it sees (stdout and stderr bytes and EOFs, the exit status)
+//! as soon as it sees it.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -32,6 +37,9 @@ pub struct StdioConfig {
     /// After stdout EOF without an exit status, how long to wait for the
     /// exit before giving up on it (default 1 s).
     pub exit_wait: Duration,
+    /// After the exit, how long to wait for stdout and stderr to reach EOF
+    /// before the exit is acted on anyway (default 500 ms).
+    pub exit_grace: Duration,
     /// Lines of stderr kept for error messages (default 20).
     pub stderr_tail_lines: usize,
     /// Bytes of stderr kept for error messages (default 4 KiB).
@@ -47,6 +55,7 @@ impl Default for StdioConfig {
             stdin_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
             exit_wait: Duration::from_secs(1),
+            exit_grace: Duration::from_millis(500),
             stderr_tail_lines: 20,
             stderr_tail_bytes: 4096,
             max_stderr_line: 8192,
@@ -139,7 +148,11 @@ pub(crate) struct Stdio {
     tail_bytes: usize,
     phase: Phase,
     exit: Option<ExitStatus>,
+    /// An exit reported while a pipe was still open, and until when it
+    /// waits for them.
+    held_exit: Option<(ExitStatus, Instant)>,
     stdout_eof: bool,
+    stderr_eof: bool,
     actions: VecDeque<StdioAction>,
 }
 
@@ -154,7 +167,9 @@ impl Stdio {
             tail_bytes: 0,
             phase: Phase::Running,
             exit: None,
+            held_exit: None,
             stdout_eof: false,
+            stderr_eof: false,
             actions: VecDeque::new(),
         }
     }
@@ -183,15 +198,29 @@ impl Stdio {
         if let Some(e) = self.stdout.finish() {
             self.actions.push_back(StdioAction::Malformed(e));
         }
-        match self.phase {
-            Phase::Running => {
-                self.phase = Phase::Dying {
-                    until: now + self.config.exit_wait,
-                };
-                None
-            }
-            _ => None,
+        if let Phase::Running = self.phase {
+            self.phase = Phase::Dying {
+                until: now + self.config.exit_wait,
+            };
         }
+        self.release_exit()
+    }
+
+    /// stderr reached EOF (a driver that does not pipe stderr reports it
+    /// at once). Returns a death when an exit held for it ends a running
+    /// child.
+    pub fn handle_stderr_eof(&mut self) -> Option<Death> {
+        self.stderr_eof = true;
+        self.release_exit()
+    }
+
+    /// Acts on a held exit once both pipes have ended.
+    fn release_exit(&mut self) -> Option<Death> {
+        if !(self.stdout_eof && self.stderr_eof) {
+            return None;
+        }
+        let (status, _) = self.held_exit.take()?;
+        self.exit_now(status)
     }
 
     /// Writing to stdin failed (broken pipe): the child is going away.
@@ -278,8 +307,18 @@ impl Stdio {
         text
     }
 
-    /// The child exited. Returns a death when it was not ours to end.
-    pub fn handle_exit(&mut self, status: ExitStatus) -> Option<Death> {
+    /// The child exited. It is acted on once stdout and stderr have ended
+    /// (or `exit_grace` passed); returns a death when that ends a child
+    /// that was not ours to end.
+    pub fn handle_exit(&mut self, now: Instant, status: ExitStatus) -> Option<Death> {
+        if self.exit.is_some() || self.held_exit.is_some() {
+            return None; // reported twice: the first report stands
+        }
+        self.held_exit = Some((status, now + self.config.exit_grace));
+        self.release_exit()
+    }
+
+    fn exit_now(&mut self, status: ExitStatus) -> Option<Death> {
         self.exit = Some(status);
         if !self.stderr_partial.is_empty() {
             let cut = self.stderr_partial_cut;
@@ -315,8 +354,15 @@ impl Stdio {
     }
 
     /// Timers: returns a death when the wait for an exit after stdout EOF
-    /// ran out while the child was still running.
+    /// ran out while the child was still running, or when an exit held for
+    /// the pipes is acted on.
     pub fn handle_timeout(&mut self, now: Instant) -> Option<Death> {
+        if let Some((status, until)) = self.held_exit {
+            if now >= until {
+                self.held_exit = None;
+                return self.exit_now(status);
+            }
+        }
         match self.phase {
             Phase::Dying { until } if now >= until => {
                 // It closed stdout (or stdin broke) but did not exit: it is
@@ -352,12 +398,14 @@ impl Stdio {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.phase {
+        let phase = match self.phase {
             Phase::Dying { until }
             | Phase::ClosingStdin { until }
             | Phase::Terminating { until } => Some(until),
             _ => None,
-        }
+        };
+        let held = self.held_exit.map(|(_, until)| until);
+        phase.into_iter().chain(held).min()
     }
 
     pub fn poll_action(&mut self) -> Option<StdioAction> {
@@ -405,10 +453,16 @@ mod tests {
             .collect();
         assert_eq!(logs, ["one", "two", "three is a…"]);
         assert_eq!(s.stderr_tail(), "two\nthree is a…\nfour");
-        let death = s.handle_exit(ExitStatus {
-            code: Some(7),
-            signal: None,
-        });
+        let t0 = Instant::now();
+        assert_eq!(s.handle_stdout_eof(t0), None);
+        assert_eq!(s.handle_stderr_eof(), None);
+        let death = s.handle_exit(
+            t0,
+            ExitStatus {
+                code: Some(7),
+                signal: None,
+            },
+        );
         let death = death.unwrap();
         assert_eq!(
             s.death_message(&death),
@@ -430,13 +484,48 @@ mod tests {
         s.handle_timeout(t0 + Duration::from_secs(4));
         assert_eq!(drain(&mut s), [StdioAction::Signal(Signal::Kill)]);
         assert_eq!(s.poll_timeout(), None);
+        let t5 = t0 + Duration::from_secs(5);
+        let killed = ExitStatus {
+            code: None,
+            signal: Some(9),
+        };
+        assert_eq!(s.handle_exit(t5, killed), None);
+        // Held for the pipes (at most exit_grace), then over: ours to end.
+        assert!(s.awaiting_exit());
+        assert_eq!(s.poll_timeout(), Some(t5 + Duration::from_millis(500)));
+        assert_eq!(s.handle_timeout(t5 + Duration::from_millis(500)), None);
+        assert!(!s.awaiting_exit());
+    }
+
+    #[test]
+    fn an_exit_is_held_until_both_pipes_end_or_the_grace_passes() {
+        let t0 = Instant::now();
+        let status = ExitStatus {
+            code: Some(3),
+            signal: None,
+        };
+        // Pipes end after the exit: the exit is acted on at the last EOF,
+        // and the last words on stderr are in the message.
+        let mut s = Stdio::new(StdioConfig::default());
+        assert_eq!(s.handle_exit(t0, status), None);
+        s.handle_stderr(b"boom");
+        assert_eq!(s.handle_stdout_eof(t0), None);
+        let d = s.handle_stderr_eof().unwrap();
+        assert_eq!(s.death_message(&d), "server exited with status 3: boom");
         assert_eq!(
-            s.handle_exit(ExitStatus {
-                code: None,
-                signal: Some(9)
-            }),
-            None
+            s.handle_exit(t0, status),
+            None,
+            "a second report is ignored"
         );
+
+        // A grandchild keeps stderr open: the exit counts after the grace.
+        let mut s = Stdio::new(StdioConfig::default());
+        s.handle_stdout_eof(t0);
+        assert_eq!(s.handle_exit(t0, status), None);
+        assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_millis(500)));
+        assert_eq!(s.handle_timeout(t0 + Duration::from_millis(499)), None);
+        let d = s.handle_timeout(t0 + Duration::from_millis(500)).unwrap();
+        assert_eq!(s.death_message(&d), "server exited with status 3");
     }
 
     #[test]
@@ -446,11 +535,15 @@ mod tests {
         s.handle_stderr(b"fatal: missing API key\n");
         drain(&mut s);
         assert_eq!(s.handle_stdout_eof(t0), None);
+        assert_eq!(s.handle_stderr_eof(), None);
         let d = s
-            .handle_exit(ExitStatus {
-                code: Some(1),
-                signal: None,
-            })
+            .handle_exit(
+                t0,
+                ExitStatus {
+                    code: Some(1),
+                    signal: None,
+                },
+            )
             .unwrap();
         assert_eq!(
             s.death_message(&d),

@@ -733,6 +733,10 @@ impl StreamableHttp {
         owner: Owner,
     ) {
         let session = self.session_id.as_ref().map(|_| self.generation);
+        let carries = match owner {
+            Owner::Request(id) | Owner::Resume(id) => Some(id),
+            _ => None,
+        };
         self.exchanges.insert(
             ex,
             Exchange {
@@ -749,6 +753,7 @@ impl StreamableHttp {
             headers,
             body,
             purpose,
+            carries,
         }));
     }
 

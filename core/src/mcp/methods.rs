@@ -1,0 +1,586 @@
+//! The MCP surface, once: every client→server method with its name,
+//! params, result type, the server capability it needs and whether it is
+//! paged; every kind of server→client request with the client capability
+//! its handler declares; and the notifications a client sends.
+//!
+//! An adapter reaches every method through one generic path: it sends
+//! `M::NAME` with `M::params()` and parses the answer as `M::Result`;
+//! for a [`Paged`] method it follows `nextCursor` with a [`Paginator`]
+//! and collects the items. No adapter writes a method name.
+//!
+//! ```
+//! use mcpwire::mcp::methods::{CallTool, Method, ListTools, Paged};
+//! use serde_json::json;
+//!
+//! let call = CallTool::new("echo", json!({"message": "hi"}));
+//! assert_eq!(CallTool::NAME, "tools/call");
+//! assert_eq!(
+//!     call.params().unwrap().unwrap().get(),
+//!     r#"{"name":"echo","arguments":{"message":"hi"}}"#
+//! );
+//! let page: <ListTools as Method>::Result =
+//!     serde_json::from_str(r#"{"tools":[],"nextCursor":"2"}"#).unwrap();
+//! assert_eq!(ListTools::split(page).1.as_deref(), Some("2"));
+//! ```
+//!
+//! [`Paginator`]: super::Paginator
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::types::{
+    CallToolResult, ClientCapabilities, CompleteResult, Extra, GetPromptResult, ListChanged,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
+
+/// A server capability that a method needs (`capabilities.tools`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Capability {
+    /// `tools`.
+    Tools,
+    /// `resources`.
+    Resources,
+    /// `resources.subscribe: true`.
+    ResourcesSubscribe,
+    /// `prompts`.
+    Prompts,
+    /// `completions`.
+    Completions,
+    /// `logging`.
+    Logging,
+}
+
+impl Capability {
+    /// Its name in the spec's capability object, as error messages quote it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Tools => "tools",
+            Capability::Resources => "resources",
+            Capability::ResourcesSubscribe => "resources.subscribe",
+            Capability::Prompts => "prompts",
+            Capability::Completions => "completions",
+            Capability::Logging => "logging",
+        }
+    }
+
+    /// Whether `caps` declares it.
+    pub fn declared_in(self, caps: &ServerCapabilities) -> bool {
+        match self {
+            Capability::Tools => caps.tools.is_some(),
+            Capability::Resources => caps.resources.is_some(),
+            Capability::ResourcesSubscribe => {
+                caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true)
+            }
+            Capability::Prompts => caps.prompts.is_some(),
+            Capability::Completions => caps.completions.is_some(),
+            Capability::Logging => caps.logging.is_some(),
+        }
+    }
+}
+
+/// One client→server request method.
+pub trait Method: Serialize {
+    /// The JSON-RPC method name.
+    const NAME: &'static str;
+    /// The server capability it needs, if the spec ties it to one.
+    const CAPABILITY: Option<Capability>;
+    /// Whether its result is one page of a list (see [`Paged`]).
+    const PAGED: bool;
+    /// What a successful answer parses into.
+    type Result: DeserializeOwned;
+
+    /// Its params as raw JSON; `None` for a method without params (and
+    /// for the first page of a list, which needs no cursor).
+    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        let raw = serde_json::value::to_raw_value(self)?;
+        Ok((!(Self::PAGED && raw.get() == "{}")).then_some(raw))
+    }
+}
+
+/// A method whose result is one page of a list: `nextCursor` leads to the
+/// next page.
+pub trait Paged: Method {
+    /// One entry of the list.
+    type Item;
+
+    /// The request for the page at `cursor` (`None`: the first page).
+    fn page(cursor: Option<String>) -> Self;
+
+    /// A page's items and the cursor of the next page.
+    fn split(page: Self::Result) -> (Vec<Self::Item>, Option<String>);
+}
+
+/// What every method of the table says about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodInfo {
+    /// The method name.
+    pub name: &'static str,
+    /// The server capability it needs.
+    pub capability: Option<Capability>,
+    /// Whether it is paged.
+    pub paged: bool,
+}
+
+/// A result without content (`{}`, with whatever `_meta` the server adds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResult {
+    /// Unknown members.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Declares each method once: its struct implements [`Method`] (and
+/// [`Paged`] where it lists), and it gets a row in [`METHODS`].
+macro_rules! methods {
+    ($(
+        $(#[$doc:meta])*
+        $ty:ident = $name:literal, $result:ty, $cap:expr, $paged:literal;
+    )*) => {
+        $(
+            impl Method for $ty {
+                const NAME: &'static str = $name;
+                const CAPABILITY: Option<Capability> = $cap;
+                const PAGED: bool = $paged;
+                type Result = $result;
+            }
+        )*
+        /// Every client→server method this crate knows, in the spec's order.
+        pub const METHODS: &[MethodInfo] = &[$(
+            MethodInfo { name: $name, capability: $cap, paged: $paged },
+        )*];
+    };
+}
+
+methods! {
+    CallTool = "tools/call", CallToolResult, Some(Capability::Tools), false;
+    ListTools = "tools/list", ListToolsResult, Some(Capability::Tools), true;
+    ListResources = "resources/list", ListResourcesResult, Some(Capability::Resources), true;
+    ListResourceTemplates = "resources/templates/list", ListResourceTemplatesResult,
+        Some(Capability::Resources), true;
+    ReadResource = "resources/read", ReadResourceResult, Some(Capability::Resources), false;
+    Subscribe = "resources/subscribe", EmptyResult, Some(Capability::ResourcesSubscribe), false;
+    Unsubscribe = "resources/unsubscribe", EmptyResult,
+        Some(Capability::ResourcesSubscribe), false;
+    ListPrompts = "prompts/list", ListPromptsResult, Some(Capability::Prompts), true;
+    GetPrompt = "prompts/get", GetPromptResult, Some(Capability::Prompts), false;
+    Complete = "completion/complete", CompleteResult, Some(Capability::Completions), false;
+    SetLoggingLevel = "logging/setLevel", EmptyResult, Some(Capability::Logging), false;
+}
+
+/// `ping` (no capability needed; answered by every server).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Ping;
+
+impl Method for Ping {
+    const NAME: &'static str = "ping";
+    const CAPABILITY: Option<Capability> = None;
+    const PAGED: bool = false;
+    type Result = EmptyResult;
+
+    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        Ok(None)
+    }
+}
+
+/// The row of [`METHODS`] for `name`, if it is a method this crate knows.
+pub fn info(name: &str) -> Option<&'static MethodInfo> {
+    METHODS.iter().find(|m| m.name == name)
+}
+
+/// The server capability `method` needs, if the spec ties it to one.
+///
+/// Returns `Err(capability)` when `caps` lacks it: e.g. `tools/list`
+/// without `capabilities.tools` gives `Err(Capability::Tools)`. Methods
+/// this crate does not know need nothing.
+pub fn check_capability(method: &str, caps: &ServerCapabilities) -> Result<(), Capability> {
+    match info(method).and_then(|m| m.capability) {
+        Some(cap) if !cap.declared_in(caps) => Err(cap),
+        _ => Ok(()),
+    }
+}
+
+/// `tools/call`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (a JSON object), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl CallTool {
+    /// Calls `name` with `arguments` (`null` means none).
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        CallTool {
+            name: name.into(),
+            arguments: (!arguments.is_null()).then_some(arguments),
+        }
+    }
+}
+
+/// A request for one page of a list.
+macro_rules! list_method {
+    ($(#[$doc:meta])* $ty:ident, $item:ty, $field:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+        pub struct $ty {
+            /// The cursor of the page (`None`: the first).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub cursor: Option<String>,
+        }
+
+        impl Paged for $ty {
+            type Item = $item;
+
+            fn page(cursor: Option<String>) -> Self {
+                $ty { cursor }
+            }
+
+            fn split(page: Self::Result) -> (Vec<$item>, Option<String>) {
+                (page.$field, page.next_cursor)
+            }
+        }
+    };
+}
+
+list_method!(
+    /// `tools/list`.
+    ListTools, Tool, tools
+);
+list_method!(
+    /// `resources/list`.
+    ListResources, Resource, resources
+);
+list_method!(
+    /// `resources/templates/list`.
+    ListResourceTemplates, ResourceTemplate, resource_templates
+);
+list_method!(
+    /// `prompts/list`.
+    ListPrompts, Prompt, prompts
+);
+
+/// A method whose only param is a resource URI.
+macro_rules! uri_method {
+    ($(#[$doc:meta])* $ty:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+        pub struct $ty {
+            /// The resource's URI.
+            pub uri: String,
+        }
+
+        impl $ty {
+            /// For the resource at `uri`.
+            pub fn new(uri: impl Into<String>) -> Self {
+                $ty { uri: uri.into() }
+            }
+        }
+    };
+}
+
+uri_method!(
+    /// `resources/read`.
+    ReadResource
+);
+uri_method!(
+    /// `resources/subscribe`.
+    Subscribe
+);
+uri_method!(
+    /// `resources/unsubscribe`.
+    Unsubscribe
+);
+
+/// `prompts/get`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GetPrompt {
+    /// The prompt's name.
+    pub name: String,
+    /// Its arguments (an object of strings), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl GetPrompt {
+    /// Gets `name` with `arguments` (`null` means none).
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        GetPrompt {
+            name: name.into(),
+            arguments: (!arguments.is_null()).then_some(arguments),
+        }
+    }
+}
+
+/// `completion/complete` for an argument of a prompt or resource template.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Complete {
+    /// `{"type":"ref/prompt","name":…}` or `{"type":"ref/resource","uri":…}`.
+    #[serde(rename = "ref")]
+    pub reference: Value,
+    /// The argument being completed.
+    pub argument: CompleteArgument,
+}
+
+/// The argument of a [`Complete`] request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompleteArgument {
+    /// Its name.
+    pub name: String,
+    /// What was typed so far.
+    pub value: String,
+}
+
+impl Complete {
+    /// Completes `argument`, typed so far as `value`, of `reference`.
+    pub fn new(reference: Value, argument: impl Into<String>, value: impl Into<String>) -> Self {
+        Complete {
+            reference,
+            argument: CompleteArgument {
+                name: argument.into(),
+                value: value.into(),
+            },
+        }
+    }
+}
+
+/// `logging/setLevel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SetLoggingLevel {
+    /// The lowest level the server should send.
+    pub level: LoggingLevel,
+}
+
+/// A notification the client sends.
+pub trait ClientNotification: Serialize {
+    /// The JSON-RPC method name.
+    const NAME: &'static str;
+
+    /// Its params as raw JSON; `None` for a notification without params.
+    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        serde_json::value::to_raw_value(self).map(Some)
+    }
+}
+
+/// `notifications/roots/list_changed`: the roots the client exposes changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RootsListChanged;
+
+impl ClientNotification for RootsListChanged {
+    const NAME: &'static str = "notifications/roots/list_changed";
+
+    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        Ok(None)
+    }
+}
+
+/// The kinds of request a server sends a client. `ping` is answered by the
+/// engine itself; the others reach the application only when its
+/// capabilities say it handles them (everything else gets -32601).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ServerRequestKind {
+    /// `ping`.
+    Ping,
+    /// `roots/list`: the client's roots.
+    ListRoots,
+    /// `sampling/createMessage`: an LLM completion.
+    CreateMessage,
+    /// `elicitation/create`: input from the user.
+    Elicit,
+}
+
+impl ServerRequestKind {
+    /// Every kind a handler may be set for (all but `ping`).
+    pub const HANDLED: [ServerRequestKind; 3] = [
+        ServerRequestKind::ListRoots,
+        ServerRequestKind::CreateMessage,
+        ServerRequestKind::Elicit,
+    ];
+
+    /// Its method name.
+    pub fn method(self) -> &'static str {
+        match self {
+            ServerRequestKind::Ping => "ping",
+            ServerRequestKind::ListRoots => "roots/list",
+            ServerRequestKind::CreateMessage => "sampling/createMessage",
+            ServerRequestKind::Elicit => "elicitation/create",
+        }
+    }
+
+    /// The kind of a request named `method`; `None` for methods this crate
+    /// does not know (they are answered -32601).
+    pub fn of(method: &str) -> Option<ServerRequestKind> {
+        [ServerRequestKind::Ping]
+            .into_iter()
+            .chain(Self::HANDLED)
+            .find(|k| k.method() == method)
+    }
+
+    /// Declares in `caps` the capability that promises the server an
+    /// answer to this kind: `roots` (with `listChanged`), `sampling`, or
+    /// `elicitation` with the `form` mode. A no-op for `ping`.
+    pub fn declare(self, caps: &mut ClientCapabilities) {
+        match self {
+            ServerRequestKind::Ping => {}
+            ServerRequestKind::ListRoots => {
+                caps.roots = Some(ListChanged {
+                    list_changed: Some(true),
+                    ..Default::default()
+                })
+            }
+            ServerRequestKind::CreateMessage => {
+                caps.sampling.get_or_insert_with(Map::new);
+            }
+            ServerRequestKind::Elicit => {
+                let modes = caps.elicitation.get_or_insert_with(Map::new);
+                if modes.is_empty() {
+                    modes.insert("form".into(), Value::Object(Map::new()));
+                }
+            }
+        }
+    }
+
+    /// Whether `caps` declares the capability for this kind (`ping`: always).
+    pub fn declared_in(self, caps: &ClientCapabilities) -> bool {
+        match self {
+            ServerRequestKind::Ping => true,
+            ServerRequestKind::ListRoots => caps.roots.is_some(),
+            ServerRequestKind::CreateMessage => caps.sampling.is_some(),
+            ServerRequestKind::Elicit => caps.elicitation.is_some(),
+        }
+    }
+}
+
+/// The answer to `roots/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<super::types::Root>,
+    /// Unknown members.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ListRootsResult {
+    /// The answer listing `roots`.
+    pub fn new(roots: Vec<super::types::Root>) -> Self {
+        ListRootsResult {
+            roots,
+            extra: Extra::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params<M: Method>(m: &M) -> Option<String> {
+        m.params().unwrap().map(|p| p.get().to_string())
+    }
+
+    #[test]
+    fn params_are_the_spec_shapes() {
+        assert_eq!(params(&Ping), None);
+        assert_eq!(params(&ListTools::page(None)), None);
+        assert_eq!(
+            params(&ListPrompts::page(Some("c".into()))).as_deref(),
+            Some(r#"{"cursor":"c"}"#)
+        );
+        assert_eq!(
+            params(&CallTool::new("t", Value::Null)).as_deref(),
+            Some(r#"{"name":"t"}"#)
+        );
+        assert_eq!(
+            params(&ReadResource::new("file:///a")).as_deref(),
+            Some(r#"{"uri":"file:///a"}"#)
+        );
+        assert_eq!(
+            params(&GetPrompt::new("p", json!({"a": "1"}))).as_deref(),
+            Some(r#"{"name":"p","arguments":{"a":"1"}}"#)
+        );
+        assert_eq!(
+            params(&Complete::new(
+                json!({"type": "ref/prompt", "name": "p"}),
+                "a",
+                "x"
+            ))
+            .as_deref(),
+            Some(r#"{"ref":{"name":"p","type":"ref/prompt"},"argument":{"name":"a","value":"x"}}"#)
+        );
+        assert_eq!(
+            params(&SetLoggingLevel {
+                level: LoggingLevel::Warning
+            })
+            .as_deref(),
+            Some(r#"{"level":"warning"}"#)
+        );
+        assert!(RootsListChanged.params().unwrap().is_none());
+    }
+
+    #[test]
+    fn the_table_has_each_method_once_with_its_capability() {
+        let mut names: Vec<_> = METHODS.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METHODS.len());
+        assert_eq!(info(ListTools::NAME).map(|m| m.paged), Some(true));
+        assert_eq!(info(CallTool::NAME).map(|m| m.paged), Some(false));
+        assert_eq!(info("ping"), None);
+    }
+
+    #[test]
+    fn capability_checks() {
+        let caps: ServerCapabilities =
+            serde_json::from_str(r#"{"tools":{},"resources":{"subscribe":false}}"#).unwrap();
+        assert_eq!(check_capability("tools/call", &caps), Ok(()));
+        assert_eq!(check_capability("resources/read", &caps), Ok(()));
+        assert_eq!(
+            check_capability("resources/subscribe", &caps),
+            Err(Capability::ResourcesSubscribe)
+        );
+        assert_eq!(
+            check_capability("prompts/list", &caps),
+            Err(Capability::Prompts)
+        );
+        assert_eq!(
+            check_capability("logging/setLevel", &caps),
+            Err(Capability::Logging)
+        );
+        assert_eq!(check_capability("ping", &caps), Ok(()));
+        assert_eq!(check_capability("vendor/x", &caps), Ok(()));
+        assert_eq!(Capability::ResourcesSubscribe.name(), "resources.subscribe");
+    }
+
+    #[test]
+    fn server_request_kinds_declare_their_capability() {
+        let mut caps = ClientCapabilities::default();
+        for kind in ServerRequestKind::HANDLED {
+            assert!(!kind.declared_in(&caps));
+            kind.declare(&mut caps);
+            assert!(kind.declared_in(&caps));
+            assert_eq!(ServerRequestKind::of(kind.method()), Some(kind));
+        }
+        assert_eq!(
+            serde_json::to_value(&caps).unwrap(),
+            json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}}})
+        );
+        assert_eq!(ServerRequestKind::of("ping"), Some(ServerRequestKind::Ping));
+        assert_eq!(ServerRequestKind::of("x/y"), None);
+        // A mode the application declared itself is kept.
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(serde_json::from_str(r#"{"url":{}}"#).unwrap());
+        ServerRequestKind::Elicit.declare(&mut caps);
+        assert_eq!(
+            serde_json::to_value(&caps).unwrap(),
+            json!({"elicitation": {"url": {}}})
+        );
+    }
+}
