@@ -575,8 +575,10 @@ mod tests {
         assert_eq!(ServerRequestKind::of("ping"), Some(ServerRequestKind::Ping));
         assert_eq!(ServerRequestKind::of("x/y"), None);
         // A mode the application declared itself is kept.
-        let mut caps = ClientCapabilities::default();
-        caps.elicitation = Some(serde_json::from_str(r#"{"url":{}}"#).unwrap());
+        let mut caps = ClientCapabilities {
+            elicitation: Some(serde_json::from_str(r#"{"url":{}}"#).unwrap()),
+            ..Default::default()
+        };
         ServerRequestKind::Elicit.declare(&mut caps);
         assert_eq!(
             serde_json::to_value(&caps).unwrap(),
