@@ -2,7 +2,9 @@
 //!
 //! For build scripts, CLIs, plugins and FFI hosts that must not pull in an
 //! async runtime: the [`mcpwire`] core decides everything about the
-//! protocol; this crate performs it with `std::process`, threads and
+//! protocol, [`mcpwire_adapter`]'s session keeps the books between the
+//! connection and its callers (the same session as the async adapters'),
+//! and this crate performs it with `std::process`, `poll(2)`, threads and
 //! [ureq](https://docs.rs/ureq) (HTTP, TLS with rustls). No tokio, no
 //! async-io, no executor.
 //!
@@ -24,10 +26,12 @@
 //! One request to a Streamable HTTP server, handshake included:
 //! [`call`]`(url, "tools/call", params)`.
 //!
-//! - One thread per [`Client`] owns the sans-IO connection; everything
-//!   else (calls, cancels, stdout/stderr chunks, the child's exit, HTTP
-//!   responses from ureq worker threads) reaches it on one channel, and it
-//!   sleeps with `recv_timeout` until the core's next deadline.
+//! - No thread owns the connection: the thread that waits for an answer
+//!   reads it (stdio: it polls the server's stdout itself when no other
+//!   caller does; HTTP: it performs the exchange that brings its answer),
+//!   so a call costs what a raw request/response loop costs, plus the
+//!   protocol. A background thread reads when nobody waits (notifications,
+//!   server requests), keeps the timers and finishes the close.
 //! - [`Client`] is `Clone + Send + Sync`: calls from many threads run
 //!   concurrently. Every call completes exactly once; a [`CancelToken`]
 //!   cancelled from any thread ends the calls holding it, and the server
@@ -35,31 +39,36 @@
 //! - Server requests (roots, sampling, elicitation) are answered by the
 //!   synchronous handlers set in [`ConnectOptions`], each on a thread of
 //!   its own; only those capabilities are declared.
-//! - stdin writes go through a writer thread with a bounded queue; the
-//!   owner never blocks on a pipe.
+//! - stdin is written without blocking; what the pipe does not take waits
+//!   in a backlog that the leader writes when the pipe has room.
 //! - Dropping the last [`Client`] closes gracefully in the background;
 //!   the server process is reaped, never left a zombie.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(not(unix))]
+compile_error!("mcpwire-blocking's stdio executor polls pipes with poll(2): Unix only for now");
+
 mod call;
 mod client;
+mod exec;
 mod http;
-mod options;
-mod owner;
-mod process;
+mod pipes;
 
 pub use call::{call, call_timeout, DEFAULT_CALL_TIMEOUT};
-pub use client::{Client, Notifications};
-pub use options::{
-    CallOptions, CancelToken, ConnectOptions, NotificationFn, ProgressFn, RequestHandler,
-};
+pub use client::Client;
 
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::Error;
 pub use mcpwire_adapter::{
-    types, ErrorObject, Progress, RequestError, ServerConfig, ServerNotification,
+    methods, types, BlockingHandler as RequestHandler, CallOptions, CancelToken, ErrorObject,
+    NotificationFn, Notifications, Progress, ProgressFn, RequestError, ServerConfig,
+    ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
     AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
 };
+
+/// How to connect: who we are, which server requests we answer (with
+/// synchronous handlers), limits.
+pub type ConnectOptions = mcpwire_adapter::options::ConnectOptions<mcpwire_adapter::Blocking>;

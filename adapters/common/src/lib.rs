@@ -1,52 +1,82 @@
-//! # mcpwire-adapter — the runtime-neutral half of the async adapters
+//! # mcpwire-adapter — one client session for every runtime
 //!
-//! `mcpwire-tokio` and `mcpwire-smol` are this crate plus a [`Runtime`]
-//! implementation of a few hundred lines: spawning tasks, sleeping, child
-//! processes and TCP/TLS connections. Everything else exists once, here:
+//! The [`mcpwire`] core decides everything about the protocol; this crate
+//! is what lies between its `Connection` and an application, written once
+//! for every adapter:
 //!
-//! - [`Client`]: the typed MCP methods (pagination included), cancellation
-//!   on drop or by [`CancelToken`], graceful [`Client::close`], and closing
-//!   in the background when the last clone is dropped;
-//! - the driver: the one task that owns the sans-IO [`mcpwire`]
-//!   `Connection`, performs its outputs and feeds back what happened
-//!   (waiters by request id, progress routing, server-request handlers,
-//!   notifications fan-out, the stdin writer with backpressure, and the
-//!   rule that a process exit is reported only after stdout and stderr
-//!   ended, or a grace period);
-//! - [`http::HttpClient`]: the HTTP/1.1 exchange runner with its
-//!   keep-alive pool, over the runtime's streams;
-//! - [`ConnectOptions`], [`CallOptions`], the handler types and [`Error`].
+//! - [`session::Session`]: the runtime-neutral bookkeeping between a
+//!   connection and its callers (each call's slot and waker, ready and
+//!   closed, notification subscribers, the handler of each server request,
+//!   answers, counters), handing the executor [`session::Effect`]s to
+//!   perform;
+//! - the async executor over a small [`Runtime`] trait (`mcpwire-tokio`
+//!   and `mcpwire-smol` are this crate plus a `Runtime` of a few hundred
+//!   lines) and the async [`Client`]; `mcpwire-blocking` is the same
+//!   session driven by threads;
+//! - the client surface written once ([`client_surface!`]): every typed
+//!   MCP method through one generic path to the core's method table;
+//! - [`ConnectOptions`], [`CallOptions`], [`CancelToken`], the handler
+//!   types, [`Notifications`] (async and blocking), OAuth hooks and
+//!   [`Error`];
+//! - [`http::HttpClient`]: the HTTP/1.1 exchange runner with its keep-alive
+//!   pool, over the runtime's streams.
 //!
-//! Applications use an adapter crate, which re-exports all of this under
-//! its own names; an adapter for another runtime implements [`Runtime`].
+//! ## Bringing another executor
+//!
+//! Implement [`Runtime`] for it: spawning a task, a timer, a child process
+//! with piped stdio, and TCP (and TLS) connections, all as `futures-io`
+//! streams. `Client<YourRuntime>` then has the whole client. The tests of
+//! this crate implement it for a thread-per-task executor over `async-io`
+//! that is neither tokio nor smol (`tests/other_runtime.rs`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod auth;
 mod client;
-mod driver;
+mod drive;
 pub mod era;
 mod error;
+pub mod handlers;
 pub mod http;
-mod options;
+mod notifications;
+pub mod options;
 pub mod process;
 pub mod runtime;
+pub mod session;
 pub mod setup;
+#[doc(hidden)]
+pub mod surface;
 mod sync;
 #[cfg(feature = "tls")]
 pub mod tls;
+pub mod wait;
 
 pub use auth::{
     AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
 };
-pub use client::{Client, Notifications};
+pub use client::Client;
 pub use error::Error;
-pub use options::{
-    BoxFuture, CallOptions, CancelToken, ConnectOptions, ProgressFn, RequestHandler,
-};
+pub use handlers::{BlockingHandler, BoxFuture, Handler, NotificationFn, RequestHandler};
+pub use notifications::Notifications;
+pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
+
+/// How the async clients connect (handlers are `async` closures).
+pub type ConnectOptions = options::ConnectOptions<Async>;
 pub use runtime::Runtime;
 
 pub use mcpwire::config::ServerConfig;
+pub use mcpwire::mcp::methods;
 pub use mcpwire::mcp::types;
 pub use mcpwire::mcp::ServerNotification;
-pub use mcpwire::rpc::{ErrorObject, Progress, RequestError};
+pub use mcpwire::rpc::{ErrorObject, Progress, RequestError, Stats};
+
+/// What [`client_surface!`] expands to refers to (not public API).
+#[doc(hidden)]
+pub mod __private {
+    pub use mcpwire::mcp::methods::ClientNotification;
+    pub use mcpwire::mcp::{Method, Paged, Paginator};
+    pub use mcpwire::rpc::Stats;
+    pub use serde::de::DeserializeOwned;
+    pub use serde::Serialize;
+    pub use serde_json::Value;
+}

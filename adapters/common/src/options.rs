@@ -1,39 +1,46 @@
-//! Options for connecting and for single calls, the server-request
-//! handlers, and the cancellation token.
+//! Options for connecting and for single calls, and the cancellation
+//! token: one set of types for every adapter. [`ConnectOptions`] is
+//! generic over the flavor of its handlers: `ConnectOptions<Async>` (the
+//! tokio and smol adapters) takes `async` closures, `ConnectOptions<Blocking>`
+//! (the blocking adapter) synchronous ones; everything else is shared.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use event_listener::Event;
 use mcpwire::connection::ConnectionConfig;
-use mcpwire::mcp::types::{Implementation, ListChanged, Root};
+use mcpwire::mcp::methods::ListRootsResult;
+use mcpwire::mcp::types::{Implementation, Root};
+use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// A boxed future, as handlers return.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+use crate::handlers::{Handler, Handlers, NotificationFn};
+use crate::sync::lock;
 
-/// A handler for one kind of server request: params in, result or
-/// JSON-RPC error out.
-pub type RequestHandler =
-    Arc<dyn Fn(Value) -> BoxFuture<Result<Value, ErrorObject>> + Send + Sync + 'static>;
-
-/// A progress observer.
+/// A progress observer (called where the progress is taken in, under the
+/// session's lock: keep it short, and do not call the client from it).
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync + 'static>;
+
+/// The handler flavor of the async adapters: handlers are `async`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Async;
+
+/// The handler flavor of the blocking adapter: handlers are synchronous.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Blocking;
 
 /// How to connect: who we are, which server requests we answer, limits.
 ///
 /// Capabilities are declared only for the handlers that are set: a server
 /// that sees `sampling` will ask for it and wait for the answer.
-#[derive(Clone, Default)]
-pub struct ConnectOptions {
+pub struct ConnectOptions<F> {
     pub(crate) config: ConnectionConfig,
-    pub(crate) roots: Option<RequestHandler>,
-    pub(crate) sampling: Option<RequestHandler>,
-    pub(crate) elicitation: Option<RequestHandler>,
+    pub(crate) handlers: Handlers,
+    pub(crate) on_notification: Option<NotificationFn>,
     pub(crate) connect_timeout: Option<Duration>,
     /// Whether `clientInfo` was chosen by the caller (else the adapter
     /// names itself).
@@ -43,11 +50,53 @@ pub struct ConnectOptions {
     /// Don't reuse (or record) the era this process found the server to
     /// speak.
     pub(crate) forget_era: bool,
+    flavor: PhantomData<fn() -> F>,
 }
 
-impl ConnectOptions {
+impl<F> Clone for ConnectOptions<F> {
+    fn clone(&self) -> Self {
+        ConnectOptions {
+            config: self.config.clone(),
+            handlers: self.handlers.clone(),
+            on_notification: self.on_notification.clone(),
+            connect_timeout: self.connect_timeout,
+            client_info_set: self.client_info_set,
+            auth: self.auth.clone(),
+            forget_era: self.forget_era,
+            flavor: PhantomData,
+        }
+    }
+}
+
+impl<F> Default for ConnectOptions<F> {
+    fn default() -> Self {
+        ConnectOptions {
+            config: ConnectionConfig::default(),
+            handlers: Handlers::default(),
+            on_notification: None,
+            connect_timeout: None,
+            client_info_set: false,
+            auth: None,
+            forget_era: false,
+            flavor: PhantomData,
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for ConnectOptions<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("handlers", &self.handlers)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> ConnectOptions<F> {
     /// Defaults: client info named after the adapter (`mcpwire-tokio`,
-    /// `mcpwire-smol`) and its version, no capabilities.
+    /// `mcpwire-smol`, `mcpwire-blocking`) and its version, no
+    /// capabilities.
     pub fn new() -> Self {
         Self::default()
     }
@@ -71,7 +120,8 @@ impl ConnectOptions {
     }
 
     /// Names the client after the adapter unless the caller chose a name.
-    pub(crate) fn default_client_info(&mut self, name: &str, version: &str) {
+    #[doc(hidden)]
+    pub fn default_client_info(&mut self, name: &str, version: &str) {
         if !self.client_info_set {
             self.config.client.client_info = Implementation::new(name, version);
         }
@@ -108,64 +158,104 @@ impl ConnectOptions {
         self
     }
 
+    /// Calls `f` for every server notification, as it is taken in (keep it
+    /// short, and do not call the client from it; the client's
+    /// `notifications()` stream is the other way to receive them).
+    pub fn on_notification(
+        mut self,
+        f: impl Fn(&ServerNotification) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_notification = Some(Arc::new(f));
+        self
+    }
+
+    /// Answers server requests of `kind` with `handler` and declares the
+    /// capability that promises it (the other setters are this with a
+    /// closure of the adapter's flavor).
+    pub fn handler(mut self, kind: ServerRequestKind, handler: Handler) -> Self {
+        kind.declare(&mut self.config.client.capabilities);
+        self.handlers.set(kind, handler);
+        self
+    }
+}
+
+/// `roots/list` answered from a function returning the roots.
+fn roots_answer(roots: Vec<Root>) -> Result<Value, ErrorObject> {
+    serde_json::to_value(ListRootsResult::new(roots))
+        .map_err(|e| ErrorObject::internal(format!("roots: {e}")))
+}
+
+impl ConnectOptions<Async> {
     /// Answers `roots/list` with the roots `f` returns, and declares the
-    /// `roots` capability (with `listChanged`: call
-    /// [`Client::roots_changed`](crate::Client::roots_changed)).
-    pub fn roots<F, Fut>(mut self, f: F) -> Self
+    /// `roots` capability (with `listChanged`: call the client's
+    /// `roots_changed`).
+    pub fn roots<Fun, Fut>(self, f: Fun) -> Self
     where
-        F: Fn() -> Fut + Send + Sync + 'static,
+        Fun: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Vec<Root>> + Send + 'static,
     {
         let f = Arc::new(f);
-        self.roots = Some(Arc::new(move |_params| {
+        let handler = Handler::Async(Arc::new(move |_params| {
             let f = f.clone();
-            Box::pin(async move {
-                let roots = f().await;
-                Ok(serde_json::json!({ "roots": roots }))
-            })
+            Box::pin(async move { roots_answer(f().await) })
         }));
-        self.config.client.capabilities.roots = Some(ListChanged {
-            list_changed: Some(true),
-            ..Default::default()
-        });
-        self
+        self.handler(ServerRequestKind::ListRoots, handler)
     }
 
     /// Answers `sampling/createMessage` (params and result as JSON) and
     /// declares `sampling`. Return `Err(ErrorObject::new(-1, "…"))` when the
     /// user declines.
-    pub fn sampling<F, Fut>(mut self, f: F) -> Self
+    pub fn sampling<Fun, Fut>(self, f: Fun) -> Self
     where
-        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fun: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
     {
-        self.sampling = Some(Arc::new(move |p| Box::pin(f(p))));
-        self.config.client.capabilities.sampling = Some(Map::new());
-        self
+        let handler = Handler::Async(Arc::new(move |p| Box::pin(f(p))));
+        self.handler(ServerRequestKind::CreateMessage, handler)
     }
 
     /// Answers `elicitation/create` and declares `elicitation` with the
-    /// `form` mode (add `url` with [`ConnectOptions::config`] if the handler
-    /// supports it).
-    pub fn elicitation<F, Fut>(mut self, f: F) -> Self
+    /// `form` mode (declare `url` too with [`ConnectOptions::config`] if
+    /// the handler supports it).
+    pub fn elicitation<Fun, Fut>(self, f: Fun) -> Self
     where
-        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fun: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
     {
-        self.elicitation = Some(Arc::new(move |p| Box::pin(f(p))));
-        let mut modes = Map::new();
-        modes.insert("form".into(), Value::Object(Map::new()));
-        self.config.client.capabilities.elicitation = Some(modes);
-        self
+        let handler = Handler::Async(Arc::new(move |p| Box::pin(f(p))));
+        self.handler(ServerRequestKind::Elicit, handler)
+    }
+}
+
+impl ConnectOptions<Blocking> {
+    /// Answers `roots/list` with the roots `f` returns, and declares the
+    /// `roots` capability (with `listChanged`: call the client's
+    /// `roots_changed`).
+    pub fn roots(self, f: impl Fn() -> Vec<Root> + Send + Sync + 'static) -> Self {
+        let handler = Handler::Blocking(Arc::new(move |_params| roots_answer(f())));
+        self.handler(ServerRequestKind::ListRoots, handler)
     }
 
-    pub(crate) fn handler(&self, method: &str) -> Option<RequestHandler> {
-        match method {
-            "roots/list" => self.roots.clone(),
-            "sampling/createMessage" => self.sampling.clone(),
-            "elicitation/create" => self.elicitation.clone(),
-            _ => None,
-        }
+    /// Answers `sampling/createMessage` (params and result as JSON, on a
+    /// thread of its own) and declares `sampling`. Return
+    /// `Err(ErrorObject::new(-1, "…"))` when the user declines.
+    pub fn sampling(
+        self,
+        f: impl Fn(Value) -> Result<Value, ErrorObject> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler(
+            ServerRequestKind::CreateMessage,
+            Handler::Blocking(Arc::new(f)),
+        )
+    }
+
+    /// Answers `elicitation/create` (on a thread of its own) and declares
+    /// `elicitation` with the `form` mode.
+    pub fn elicitation(
+        self,
+        f: impl Fn(Value) -> Result<Value, ErrorObject> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler(ServerRequestKind::Elicit, Handler::Blocking(Arc::new(f)))
     }
 }
 
@@ -175,6 +265,16 @@ pub struct CallOptions {
     pub(crate) rpc: RequestOptions,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) cancel: Option<CancelToken>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("rpc", &self.rpc)
+            .field("progress", &self.progress.is_some())
+            .field("cancel", &self.cancel)
+            .finish()
+    }
 }
 
 impl CallOptions {
@@ -190,7 +290,7 @@ impl CallOptions {
     }
 
     /// Asks for progress (`_meta.progressToken`) and calls `f` for each
-    /// `notifications/progress` (on the driver task: keep it short).
+    /// `notifications/progress` (keep it short; see [`ProgressFn`]).
     pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.rpc = self.rpc.progress(true);
         self.progress = Some(Arc::new(f));
@@ -208,23 +308,49 @@ impl CallOptions {
         self
     }
 
-    /// Cancels the call when `token` is cancelled (the server is told).
+    /// Cancels the call when `token` is cancelled, from any thread or task
+    /// (the server is told).
     pub fn cancel_token(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
         self
     }
+
+    /// The request options, the progress observer and the token (for
+    /// executors).
+    #[doc(hidden)]
+    pub fn into_parts(self) -> (RequestOptions, Option<ProgressFn>, Option<CancelToken>) {
+        (self.rpc, self.progress, self.cancel)
+    }
 }
 
-/// A cancellation signal shared between threads and tasks.
-#[derive(Clone, Default, Debug)]
+/// The reason a call cancelled by its token gives.
+#[doc(hidden)]
+pub const CANCELLED_BY_TOKEN: &str = "cancelled by the client";
+
+/// A cancellation signal shared between threads and tasks:
+/// [`CancelToken::cancel`] ends every call holding it as cancelled, and the
+/// server is told.
+#[derive(Clone, Default)]
 pub struct CancelToken {
     inner: Arc<CancelInner>,
 }
 
-#[derive(Default, Debug)]
+type Hook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
 struct CancelInner {
     cancelled: AtomicBool,
     event: Event,
+    /// The calls in flight holding this token, by registration key.
+    hooks: Mutex<Vec<(u64, Hook)>>,
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
 }
 
 impl CancelToken {
@@ -233,9 +359,16 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Cancels every call holding this token.
+    /// Cancels every call holding this token, now and later.
     pub fn cancel(&self) {
-        self.inner.cancelled.store(true, Ordering::SeqCst);
+        let hooks = {
+            let mut hooks = lock(&self.inner.hooks);
+            self.inner.cancelled.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *hooks)
+        };
+        for (_, hook) in hooks {
+            hook();
+        }
         self.inner.event.notify(usize::MAX);
     }
 
@@ -256,5 +389,27 @@ impl CancelToken {
             }
             listener.await;
         }
+    }
+
+    /// Runs `hook` when the token is cancelled (at once if it is); the key
+    /// returned forgets it ([`CancelToken::forget`]).
+    #[doc(hidden)]
+    pub fn on_cancel(&self, hook: impl FnOnce() + Send + 'static) -> u64 {
+        static KEYS: AtomicU64 = AtomicU64::new(0);
+        let key = KEYS.fetch_add(1, Ordering::Relaxed);
+        let mut hooks = lock(&self.inner.hooks);
+        if self.is_cancelled() {
+            drop(hooks);
+            hook();
+        } else {
+            hooks.push((key, Box::new(hook)));
+        }
+        key
+    }
+
+    /// Forgets the hook registered under `key` (its call ended).
+    #[doc(hidden)]
+    pub fn forget(&self, key: u64) {
+        lock(&self.inner.hooks).retain(|(k, _)| *k != key);
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use futures_io::{AsyncRead, AsyncWrite};
 use mcpwire::config::ServerConfig;
 
-use crate::options::BoxFuture;
+use crate::handlers::BoxFuture;
 
 /// An async runtime, as the shared client uses it. Implemented by the
 /// adapters (`mcpwire-tokio`, `mcpwire-smol`); a unit type names it, as in
@@ -42,6 +42,13 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// Resolves at `deadline` (at once if it has passed).
     fn sleep_until(deadline: Instant) -> BoxFuture<()>;
+
+    /// Whether the calling thread may create the runtime's resources
+    /// (timers, sockets, tasks). Where it may not (tokio outside its
+    /// runtime), the session's work is left to the driver task.
+    fn in_context() -> bool {
+        true
+    }
 
     /// Starts the process of a stdio server (`command`, `args`, `env`,
     /// `cwd`) with piped stdin, stdout and stderr.

@@ -1,42 +1,48 @@
 //! What every adapter's `connect` derives from its options and the server
 //! entry before it builds the [`Connection`](mcpwire::Connection): the era
-//! remembered for the server, the OAuth configuration for its URL, and a
-//! connect deadline that leaves a user time to log in.
+//! remembered for the server, the OAuth configuration for its URL, a
+//! connect deadline that leaves a user time to log in, and the session's
+//! handlers and hooks.
 
 use std::time::Duration;
 
 use mcpwire::connection::{ConnectionConfig, EraPolicy};
 use mcpwire::ServerConfig;
 
-use crate::auth::AuthOptions;
+use crate::options::ConnectOptions;
+use crate::session::Setup;
 
 /// The connection's configuration and what `connect` does around it.
 #[derive(Debug)]
-pub struct Setup {
+pub struct Prepared {
     /// The configuration to build the connection with.
     pub config: ConnectionConfig,
     /// How long `connect` waits for the connection to be ready.
     pub connect_timeout: Duration,
-    /// The server whose era to record once it is known (only an era found
-    /// by probing, never a pinned one).
-    pub remember: Option<ServerConfig>,
+    /// The session's handlers, notification hook, era memory and token
+    /// store.
+    pub setup: Setup,
 }
 
-/// The [`Setup`] for `server` from the adapter's options.
-pub fn setup(
-    server: &ServerConfig,
-    config: &ConnectionConfig,
-    auth: Option<&AuthOptions>,
-    remember_era: bool,
-    connect_timeout: Option<Duration>,
-) -> Setup {
-    let mut config = config.clone();
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
+            .field("handlers", &self.handlers)
+            .field("remember", &self.remember)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The [`Prepared`] connection to `server` with `options`.
+pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared {
+    let remember_era = !options.forget_era;
+    let mut config = options.config;
     if remember_era && config.era_hint.is_none() {
         config.era_hint = crate::era::recall(server);
     }
     let probing = matches!(server.era_policy(), Ok(None | Some(EraPolicy::Auto)))
         && config.era == EraPolicy::Auto;
-    if let (Some(auth), Some(url)) = (auth, &server.url) {
+    if let (Some(auth), Some(url)) = (&options.auth, &server.url) {
         config.auth = Some(auth.for_endpoint(url));
     }
     // A user may have to log in before the handshake completes.
@@ -45,15 +51,22 @@ pub fn setup(
         .as_ref()
         .filter(|a| a.interactive)
         .map_or(Duration::ZERO, |a| a.authorize_timeout);
-    let connect_timeout = connect_timeout.unwrap_or_else(|| {
+    let connect_timeout = options.connect_timeout.unwrap_or_else(|| {
         server
             .request_timeout()
             .unwrap_or(config.engine.default_timeout)
             + login
     });
-    Setup {
+    Prepared {
         config,
         connect_timeout,
-        remember: (remember_era && probing).then(|| server.clone()),
+        setup: Setup {
+            handlers: options.handlers,
+            on_notification: options.on_notification,
+            remember: (remember_era && probing).then(|| server.clone()),
+            auth: options
+                .auth
+                .map(|a| (a.redirect_handler(), a.token_store())),
+        },
     }
 }

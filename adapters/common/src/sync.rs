@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::options::BoxFuture;
+use crate::handlers::BoxFuture;
 use crate::runtime::Runtime;
 
 /// Locks, ignoring poisoning (nothing here panics while holding a lock).

@@ -53,11 +53,12 @@ use mcpwire_adapter::runtime::Child;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::types;
 pub use mcpwire_adapter::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+    methods, BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Handler,
+    Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig,
+    ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Notifications,
-    Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig, ServerNotification,
+    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
 };
 pub use net::Stream;
 

@@ -56,11 +56,12 @@ use mcpwire_adapter::runtime::Child;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::types;
 pub use mcpwire_adapter::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+    methods, BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Handler,
+    Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig,
+    ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Notifications,
-    Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig, ServerNotification,
+    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
 };
 pub use net::{Io, Stream};
 
@@ -90,6 +91,10 @@ impl Runtime for Tokio {
 
     fn sleep_until(deadline: Instant) -> BoxFuture<()> {
         Box::pin(tokio::time::sleep_until(deadline.into()))
+    }
+
+    fn in_context() -> bool {
+        tokio::runtime::Handle::try_current().is_ok()
     }
 
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {

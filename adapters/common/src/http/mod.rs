@@ -3,12 +3,15 @@
 //! HTTP/1.1 codec ([`mcpwire::codec::http1`]). The driver uses it; it is
 //! public so that adapters can test their streams against it.
 //!
-//! [`HttpClient::start`] spawns one task per exchange. The task takes a
-//! pooled connection to the request's origin (or connects), writes the
-//! request and streams the response back as [`HttpInput`]s on the caller's
-//! bounded channel, as the bytes arrive: long-lived SSE bodies are never
-//! buffered. Awaiting that channel is the backpressure: a slow consumer
-//! stops the reads, and TCP flow control stops the server.
+//! An exchange takes a pooled connection to the request's origin (or
+//! connects), writes the request and streams the response back as
+//! [`HttpInput`]s, as the bytes arrive: long-lived SSE bodies are never
+//! buffered. [`HttpClient::exchange`] gives it as a future to poll in place
+//! (the session's executor does, so no task hop lies between the socket
+//! and the connection) with a small [`Inbox`] of its events;
+//! [`HttpClient::start`] runs it on a task of its own that sends them on a
+//! bounded channel. Either way a full queue stops the reads, and TCP flow
+//! control stops the server.
 //!
 //! Connections (see `pool` for the policy):
 //! - one exchange per connection at a time, no pipelining: concurrent
@@ -25,10 +28,13 @@
 mod connect;
 mod pool;
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use async_channel::Sender;
@@ -39,6 +45,7 @@ use mcpwire::codec::http1::{
 use mcpwire::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
 use tracing::debug;
 
+use crate::handlers::BoxFuture;
 use crate::runtime::Runtime;
 use crate::sync::{lock, spawn_abortable, AbortHandle};
 use pool::{Conn, Key, Pool};
@@ -146,20 +153,34 @@ impl<R: Runtime> HttpClient<R> {
     /// [`ExchangeHandle::abort`] does.
     pub fn start(&self, req: HttpRequest, events: Sender<HttpInput>) -> ExchangeHandle {
         let id = req.exchange;
-        let exchange = Exchange {
-            client: Arc::clone(&self.inner),
-            id,
-            method: req.method,
-            url: req.url.clone(),
-            key: Key::of(&req.url),
-            events: events.clone(),
-        };
+        let exchange = self.prepare(&req, Sink::Channel(events.clone()));
         match spawn_abortable::<R>(Box::pin(exchange.run(req))) {
             Ok(task) => ExchangeHandle { task: Some(task) },
             Err(why) => {
                 let _ = events.try_send(HttpInput::Failed(id, why));
                 ExchangeHandle { task: None }
             }
+        }
+    }
+
+    /// Performs `req` as a future to poll in place: its events go to the
+    /// returned [`Inbox`] (at most [`Inbox::CAPACITY`] at a time: the
+    /// future waits for room, i.e. for [`Inbox::drain`]). Dropping the
+    /// future stops the exchange and closes its connection.
+    pub fn exchange(&self, req: HttpRequest) -> (BoxFuture<()>, Arc<Inbox>) {
+        let inbox = Arc::new(Inbox::default());
+        let exchange = self.prepare(&req, Sink::Inbox(inbox.clone()));
+        (Box::pin(exchange.run(req)), inbox)
+    }
+
+    fn prepare(&self, req: &HttpRequest, sink: Sink) -> Exchange<R> {
+        Exchange {
+            client: Arc::clone(&self.inner),
+            id: req.exchange,
+            method: req.method,
+            url: req.url.clone(),
+            key: Key::of(&req.url),
+            sink,
         }
     }
 
@@ -332,14 +353,66 @@ impl Batch {
     }
 }
 
-/// One exchange's task state.
+/// The events of one exchange polled in place, until they are drained.
+#[derive(Debug, Default)]
+pub struct Inbox {
+    state: Mutex<InboxState>,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    events: VecDeque<HttpInput>,
+    /// The exchange, waiting for room.
+    waiting: Option<Waker>,
+}
+
+impl Inbox {
+    /// Events held before the exchange waits: one read's worth (a head,
+    /// its body bytes and the end).
+    pub const CAPACITY: usize = 4;
+
+    /// Takes every event queued, in order, and lets the exchange go on.
+    pub fn drain(&self) -> VecDeque<HttpInput> {
+        let (events, waiting) = {
+            let mut state = lock(&self.state);
+            (std::mem::take(&mut state.events), state.waiting.take())
+        };
+        if let Some(w) = waiting {
+            w.wake();
+        }
+        events
+    }
+
+    async fn push(&self, input: HttpInput) {
+        let mut input = Some(input);
+        poll_fn(|cx| {
+            let mut state = lock(&self.state);
+            if state.events.len() < Self::CAPACITY {
+                state.events.extend(input.take());
+                Poll::Ready(())
+            } else {
+                state.waiting = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// Where an exchange's events go.
+enum Sink {
+    Channel(Sender<HttpInput>),
+    Inbox(Arc<Inbox>),
+}
+
+/// One exchange's state.
 struct Exchange<R: Runtime> {
     client: Arc<Inner<R>>,
     id: ExchangeId,
     method: HttpMethod,
     url: HttpUrl,
     key: Key,
-    events: Sender<HttpInput>,
+    sink: Sink,
 }
 
 impl<R: Runtime> Exchange<R> {
@@ -488,11 +561,17 @@ impl<R: Runtime> Exchange<R> {
         Ok(())
     }
 
-    /// Sends one event, waiting for room in the channel; `Gone` if the
-    /// receiver was dropped. (An aborted exchange is not polled again, so
-    /// it sends nothing after [`ExchangeHandle::abort`].)
+    /// Sends one event, waiting for room; `Gone` if the channel's receiver
+    /// was dropped. (An aborted exchange is not polled again, so it sends
+    /// nothing after [`ExchangeHandle::abort`] or the drop of its future.)
     async fn emit(&self, input: HttpInput) -> Result<(), Stop> {
-        self.events.send(input).await.map_err(|_| Stop::Gone)
+        match &self.sink {
+            Sink::Channel(events) => events.send(input).await.map_err(|_| Stop::Gone),
+            Sink::Inbox(inbox) => {
+                inbox.push(input).await;
+                Ok(())
+            }
+        }
     }
 }
 

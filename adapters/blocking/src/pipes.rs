@@ -1,0 +1,341 @@
+//! A stdio server's process for the blocking executor: its pipes made
+//! non-blocking so that whichever thread leads can `poll(2)` them and read
+//! what is there (the caller that waits, most of the time), a wake-up
+//! socket to interrupt that poll, and a thread that waits for the exit.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcpwire::config::ServerConfig;
+use mcpwire::transport::stdio::{ExitStatus, Signal};
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+/// Reads of one pipe per service round (a flood must not keep a leader
+/// from its own outcome).
+const MAX_READS: usize = 16;
+
+/// Starts the process of a stdio server (`command`, `args`, `env`, `cwd`)
+/// with piped stdin, stdout and stderr.
+pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
+    let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
+    cmd.args(&server.args)
+        .envs(&server.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &server.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.spawn()
+}
+
+fn nonblocking(file: &File) -> io::Result<()> {
+    rustix::io::ioctl_fionbio(file, true).map_err(io::Error::from)
+}
+
+/// The child's pipes and what is waiting to be written.
+pub(crate) struct Pipes {
+    pid: u32,
+    reaped: Arc<AtomicBool>,
+    stdin: Option<Arc<File>>,
+    /// Bytes for stdin not written yet (from `written` on).
+    backlog: Vec<u8>,
+    written: usize,
+    close_stdin: bool,
+    stdout: Option<Arc<File>>,
+    stderr: Option<Arc<File>>,
+    wake_rx: Arc<UnixStream>,
+    wake_tx: Arc<UnixStream>,
+    /// A leader is inside `poll` (interrupt it to change what it waits for).
+    pub(crate) polling: bool,
+    /// What that poll waits for: its deadline, and whether stdin is in it.
+    pub(crate) polled_deadline: Option<Instant>,
+    pub(crate) polled_stdin: bool,
+}
+
+/// What a leader polls, taken out of the lock.
+pub(crate) struct PollSet {
+    stdin: Option<Arc<File>>,
+    stdout: Option<Arc<File>>,
+    stderr: Option<Arc<File>>,
+    wake: Arc<UnixStream>,
+}
+
+/// What a poll found ready.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Ready {
+    pub(crate) stdin: bool,
+    pub(crate) stdout: bool,
+    pub(crate) stderr: bool,
+    pub(crate) wake: bool,
+}
+
+/// What one service round read.
+pub(crate) enum PipeEvent<'a> {
+    Stdout(&'a [u8]),
+    StdoutEof,
+    Stderr(&'a [u8]),
+    StderrEof,
+    WriteFailed(String),
+}
+
+impl Pipes {
+    /// Takes `child`'s pipes; the exit is waited for on a thread of its
+    /// own, which calls `exited` (once).
+    pub(crate) fn start(
+        mut child: Child,
+        exited: impl FnOnce(ExitStatus) + Send + 'static,
+    ) -> io::Result<Pipes> {
+        let to_file = |fd: std::os::fd::OwnedFd| -> io::Result<Arc<File>> {
+            let f = File::from(fd);
+            nonblocking(&f)?;
+            Ok(Arc::new(f))
+        };
+        let stdin = child.stdin.take().map(|p| to_file(p.into())).transpose()?;
+        let stdout = child.stdout.take().map(|p| to_file(p.into())).transpose()?;
+        let stderr = child.stderr.take().map(|p| to_file(p.into())).transpose()?;
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        let pid = child.id();
+        let reaped = Arc::new(AtomicBool::new(false));
+        let flag = reaped.clone();
+        let waiter = move || {
+            let status = match child.wait() {
+                Ok(s) => mcpwire_adapter::process::exit_status(s),
+                Err(_) => ExitStatus {
+                    code: None,
+                    signal: None,
+                },
+            };
+            flag.store(true, Ordering::SeqCst);
+            exited(status);
+        };
+        std::thread::Builder::new()
+            .name("mcpwire-wait".into())
+            .spawn(waiter)?;
+        Ok(Pipes {
+            pid,
+            reaped,
+            stdin,
+            backlog: Vec::new(),
+            written: 0,
+            close_stdin: false,
+            stdout,
+            stderr,
+            wake_rx: Arc::new(rx),
+            wake_tx: Arc::new(tx),
+            polling: false,
+            polled_deadline: None,
+            polled_stdin: false,
+        })
+    }
+
+    /// Sends `sig` to the child, unless it was reaped (its pid may be
+    /// reused by then).
+    pub(crate) fn signal(&self, sig: Signal) {
+        if !self.reaped.load(Ordering::SeqCst) {
+            mcpwire_adapter::process::signal(self.pid, sig);
+        }
+    }
+
+    /// Queues bytes for stdin and writes what the pipe takes now.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Option<String> {
+        if self.stdin.is_none() || self.close_stdin {
+            return None;
+        }
+        if self.backlog.is_empty() {
+            // The common case: straight from the message, no copy.
+            match self.write_now(bytes) {
+                Ok(n) if n == bytes.len() => return None,
+                Ok(n) => self.backlog.extend_from_slice(&bytes[n..]),
+                Err(e) => return Some(self.broken(e)),
+            }
+            return None;
+        }
+        self.backlog.extend_from_slice(bytes);
+        self.flush()
+    }
+
+    /// Closes stdin once the backlog is written.
+    pub(crate) fn close_stdin(&mut self) {
+        self.close_stdin = true;
+        if self.backlog.is_empty() {
+            self.stdin = None;
+        }
+    }
+
+    /// Writes what the pipe takes of the backlog; the error of a write
+    /// that failed (the pipe is then dropped).
+    pub(crate) fn flush(&mut self) -> Option<String> {
+        while self.written < self.backlog.len() {
+            match self.write_now(&self.backlog[self.written..]) {
+                Ok(0) => break,
+                Ok(n) => self.written += n,
+                Err(e) => return Some(self.broken(e)),
+            }
+        }
+        if self.written == self.backlog.len() {
+            self.backlog.clear();
+            self.written = 0;
+            if self.close_stdin {
+                self.stdin = None;
+            }
+        }
+        None
+    }
+
+    fn write_now(&self, bytes: &[u8]) -> io::Result<usize> {
+        let Some(stdin) = &self.stdin else {
+            return Ok(0);
+        };
+        let mut total = 0;
+        while total < bytes.len() {
+            match (&**stdin).write(&bytes[total..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => total += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+
+    fn broken(&mut self, e: io::Error) -> String {
+        self.stdin = None;
+        self.backlog.clear();
+        self.written = 0;
+        e.to_string()
+    }
+
+    /// Whether bytes wait for room in the pipe.
+    pub(crate) fn backlog(&self) -> usize {
+        self.backlog.len() - self.written
+    }
+
+    /// Whether anything is left to poll for (a pipe to read, or bytes to
+    /// write).
+    pub(crate) fn open(&self) -> bool {
+        self.stdout.is_some() || self.stderr.is_some()
+    }
+
+    /// Wakes a leader inside `poll`.
+    pub(crate) fn interrupt(&self) {
+        if self.polling {
+            let _ = (&*self.wake_tx).write(&[1]);
+        }
+    }
+
+    /// What to poll, to take out of the lock.
+    pub(crate) fn poll_set(&self) -> PollSet {
+        PollSet {
+            stdin: self.stdin.clone().filter(|_| self.backlog() > 0),
+            stdout: self.stdout.clone(),
+            stderr: self.stderr.clone(),
+            wake: self.wake_rx.clone(),
+        }
+    }
+
+    /// Services what `ready` found: drains the wake-up socket, writes the
+    /// backlog, reads each pipe until it has nothing more, giving every
+    /// chunk and EOF to `on` (`buf` is the read buffer).
+    pub(crate) fn service(
+        &mut self,
+        ready: Ready,
+        buf: &mut [u8],
+        mut on: impl FnMut(PipeEvent<'_>),
+    ) {
+        if ready.wake {
+            let mut sink = [0u8; 64];
+            while matches!((&*self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
+        }
+        if ready.stdin {
+            if let Some(e) = self.flush() {
+                on(PipeEvent::WriteFailed(e));
+            }
+        }
+        if ready.stdout && read_pipe(&mut self.stdout, buf, |d| on(PipeEvent::Stdout(d))) {
+            on(PipeEvent::StdoutEof);
+        }
+        if ready.stderr && read_pipe(&mut self.stderr, buf, |d| on(PipeEvent::Stderr(d))) {
+            on(PipeEvent::StderrEof);
+        }
+    }
+}
+
+/// Reads `pipe` until it would block (at most [`MAX_READS`] times); true
+/// when it ended (EOF or an error), and it is then dropped.
+fn read_pipe(pipe: &mut Option<Arc<File>>, buf: &mut [u8], mut data: impl FnMut(&[u8])) -> bool {
+    let Some(file) = pipe.clone() else {
+        return false;
+    };
+    for _ in 0..MAX_READS {
+        match (&*file).read(buf) {
+            Ok(0) => {
+                *pipe = None;
+                return true;
+            }
+            Ok(n) => data(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(_) => {
+                *pipe = None;
+                return true;
+            }
+        }
+    }
+    false
+}
+
+impl PollSet {
+    /// Waits until something is ready or `deadline` passes.
+    pub(crate) fn poll(&self, deadline: Option<Instant>) -> Ready {
+        let read = PollFlags::IN;
+        let mut fds = Vec::with_capacity(4);
+        let mut slots = [usize::MAX; 4];
+        if let Some(f) = &self.stdin {
+            slots[0] = fds.len();
+            fds.push(PollFd::new(&**f, PollFlags::OUT));
+        }
+        if let Some(f) = &self.stdout {
+            slots[1] = fds.len();
+            fds.push(PollFd::new(&**f, read));
+        }
+        if let Some(f) = &self.stderr {
+            slots[2] = fds.len();
+            fds.push(PollFd::new(&**f, read));
+        }
+        slots[3] = fds.len();
+        fds.push(PollFd::new(&*self.wake, read));
+        let timeout = deadline.map(|d| {
+            let left = d.saturating_duration_since(Instant::now());
+            Timespec {
+                tv_sec: left.as_secs() as _,
+                tv_nsec: left.subsec_nanos() as _,
+            }
+        });
+        if rustix::event::poll(&mut fds, timeout.as_ref()).is_err() {
+            // EINTR or a bad descriptor: report everything ready; the
+            // reads and writes that follow are non-blocking.
+            return Ready {
+                stdin: self.stdin.is_some(),
+                stdout: self.stdout.is_some(),
+                stderr: self.stderr.is_some(),
+                wake: true,
+            };
+        }
+        let got = |slot: usize| slot != usize::MAX && !fds[slot].revents().is_empty();
+        Ready {
+            stdin: got(slots[0]),
+            stdout: got(slots[1]),
+            stderr: got(slots[2]),
+            wake: got(slots[3]),
+        }
+    }
+}

@@ -1,0 +1,798 @@
+//! The async executor of a [`Session`]: the session and every I/O source
+//! of its connection (the child's pipes and exit, HTTP exchanges, the
+//! timer) behind one lock, driven by whoever holds it.
+//!
+//! ```text
+//!   reactor ──source waker──► Router ──► the leader (a call waiting for its
+//!     (stdout readable,         │          outcome: it drives, on its own task)
+//!      exchange ready,          └──────► else the driver task (it drives)
+//!      timer fired)
+//!
+//!   drive():  effects → stdin buffer / exchanges / signals / handler tasks
+//!             flagged sources → poll with their own wakers → Session::input
+//!             the core's deadline → the timer
+//! ```
+//!
+//! Sources are always polled with their own wakers, never with a caller's,
+//! so any task may drive and no wake-up is lost when the leader changes.
+//! A call waiting for its outcome leads: the bytes of its answer are read,
+//! decoded and completed on its own task, with no hop through the driver
+//! (on smol, whose spawned tasks run on other threads, that hop was most
+//! of the cost of a call). The driver task serves when no call waits, and
+//! as a fallback when a leader does not answer its wake-up before the
+//! next one (a call future held but not polled).
+
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+
+use futures_io::{AsyncRead, AsyncWrite};
+use mcpwire::connection::Input;
+use mcpwire::rpc::RequestId;
+use mcpwire::transport::stdio::ExitStatus;
+use mcpwire::transport::ExchangeId;
+
+use crate::handlers::{BoxFuture, Handler};
+use crate::http::{HttpClient, HttpInput, Inbox};
+use crate::runtime::{Child, Runtime};
+use crate::session::{Effect, Info, Outcome, Session};
+use crate::sync::{lock, spawn_abortable, AbortHandle};
+
+/// Source bits of the [`Router`].
+const STDIN: u32 = 1;
+const STDOUT: u32 = 1 << 1;
+const STDERR: u32 = 1 << 2;
+const EXIT: u32 = 1 << 3;
+const TIMER: u32 = 1 << 4;
+const HTTP: u32 = 1 << 5;
+/// Effects were queued by someone who could not perform them.
+const EFFECTS: u32 = 1 << 6;
+const ALL: u32 = (1 << 7) - 1;
+
+/// Most rounds of one `drive` before it yields (a flood of input must not
+/// keep a leader from returning its own outcome forever).
+const MAX_ROUNDS: usize = 64;
+/// Reads of one pipe per round.
+const MAX_READS: usize = 16;
+/// Bytes buffered for stdin beyond which new calls wait for room.
+const MAX_STDIN_BACKLOG: usize = 8 * 1024 * 1024;
+
+/// Where source wake-ups go.
+pub(crate) struct Router {
+    bits: AtomicU32,
+    http_ready: Mutex<Vec<ExchangeId>>,
+    target: Mutex<Target>,
+}
+
+#[derive(Default)]
+struct Target {
+    /// The call that drives when woken, and its task's waker.
+    leader: Option<(u64, Waker)>,
+    /// The leader was woken and has not polled since.
+    leader_owes: bool,
+    driver: Option<Waker>,
+}
+
+impl Router {
+    fn new() -> Self {
+        Router {
+            bits: AtomicU32::new(ALL),
+            http_ready: Mutex::new(Vec::new()),
+            target: Mutex::new(Target::default()),
+        }
+    }
+
+    /// Source `bit` may be ready: wake whoever drives.
+    fn signal(&self, bit: u32) {
+        self.bits.fetch_or(bit, Ordering::AcqRel);
+        let (first, second) = {
+            let mut t = lock(&self.target);
+            match &t.leader {
+                Some((_, leader)) => {
+                    let leader = leader.clone();
+                    // A leader that did not answer the last wake-up may
+                    // never poll again: let the driver serve too.
+                    let fallback = if t.leader_owes {
+                        t.driver.clone()
+                    } else {
+                        None
+                    };
+                    t.leader_owes = true;
+                    (Some(leader), fallback)
+                }
+                None => (t.driver.clone(), None),
+            }
+        };
+        first.into_iter().chain(second).for_each(Waker::wake);
+    }
+
+    fn take_bits(&self) -> u32 {
+        self.bits.swap(0, Ordering::AcqRel)
+    }
+
+    fn pending_bits(&self) -> bool {
+        self.bits.load(Ordering::Acquire) != 0
+    }
+
+    /// Call `id`, waiting with `waker`, drives from now on if nobody does.
+    fn claim(&self, id: u64, waker: &Waker) {
+        let mut t = lock(&self.target);
+        match &mut t.leader {
+            Some((lead, w)) if *lead == id => {
+                if !w.will_wake(waker) {
+                    *w = waker.clone();
+                }
+                t.leader_owes = false;
+            }
+            Some(_) => {}
+            None => {
+                t.leader = Some((id, waker.clone()));
+                t.leader_owes = false;
+            }
+        }
+    }
+
+    /// Call `id` stops waiting: if it led, `next` (another waiting call)
+    /// leads, or nobody.
+    fn resign(&self, id: u64, next: Option<(u64, Waker)>) {
+        let mut t = lock(&self.target);
+        if t.leader.as_ref().is_some_and(|(lead, _)| *lead == id) {
+            t.leader = next;
+            t.leader_owes = false;
+        }
+    }
+
+    fn set_driver(&self, waker: &Waker) {
+        let mut t = lock(&self.target);
+        match &t.driver {
+            Some(w) if w.will_wake(waker) => {}
+            _ => t.driver = Some(waker.clone()),
+        }
+    }
+}
+
+/// The waker of one source.
+struct SourceWaker {
+    router: Weak<Router>,
+    bit: u32,
+}
+
+impl Wake for SourceWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(router) = self.router.upgrade() {
+            router.signal(self.bit);
+        }
+    }
+}
+
+/// The waker of one exchange.
+struct ExchangeWaker {
+    router: Weak<Router>,
+    id: ExchangeId,
+}
+
+impl Wake for ExchangeWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(router) = self.router.upgrade() {
+            lock(&router.http_ready).push(self.id);
+            router.signal(HTTP);
+        }
+    }
+}
+
+fn source_waker(router: &Arc<Router>, bit: u32) -> Waker {
+    Waker::from(Arc::new(SourceWaker {
+        router: Arc::downgrade(router),
+        bit,
+    }))
+}
+
+/// The child's side of a stdio connection.
+struct ChildIo {
+    pid: Option<u32>,
+    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    /// Bytes for stdin not written yet (from `written` on).
+    backlog: Vec<u8>,
+    written: usize,
+    /// Close stdin once the backlog is written.
+    close_stdin: bool,
+    stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    exit: Option<BoxFuture<io::Result<std::process::ExitStatus>>>,
+    /// Waiting for room in the backlog.
+    room_waiters: Vec<Waker>,
+}
+
+struct Exchange {
+    future: BoxFuture<()>,
+    inbox: Arc<Inbox>,
+    waker: Waker,
+}
+
+/// Everything behind the lock.
+pub(crate) struct State<R: Runtime> {
+    pub(crate) session: Session,
+    child: Option<ChildIo>,
+    http: HttpClient<R>,
+    exchanges: HashMap<ExchangeId, Exchange>,
+    timer: Option<(Instant, BoxFuture<()>)>,
+    handlers: HashMap<RequestId, AbortHandle>,
+    buf: Box<[u8]>,
+    wakers: [Waker; 5],
+}
+
+/// A session and its I/O, shared by the client handles, the call futures,
+/// the driver task and the handler tasks.
+pub(crate) struct Shared<R: Runtime> {
+    state: Mutex<State<R>>,
+    router: Arc<Router>,
+    pub(crate) info: Arc<Info>,
+}
+
+impl<R: Runtime> Shared<R> {
+    pub(crate) fn new(session: Session, child: Option<Child>) -> Arc<Self> {
+        let router = Arc::new(Router::new());
+        let info = session.info().clone();
+        let wakers = [STDIN, STDOUT, STDERR, EXIT, TIMER].map(|bit| source_waker(&router, bit));
+        let child = child.map(|c| ChildIo {
+            pid: c.pid,
+            stdin: Some(c.stdin),
+            backlog: Vec::new(),
+            written: 0,
+            close_stdin: false,
+            stdout: Some(c.stdout),
+            stderr: Some(c.stderr),
+            exit: Some(c.wait),
+            room_waiters: Vec::new(),
+        });
+        Arc::new(Shared {
+            state: Mutex::new(State {
+                session,
+                child,
+                http: HttpClient::new(),
+                exchanges: HashMap::new(),
+                timer: None,
+                handlers: HashMap::new(),
+                buf: vec![0; 64 * 1024].into_boxed_slice(),
+                wakers,
+            }),
+            router,
+            info,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<R>> {
+        lock(&self.state)
+    }
+
+    /// Runs `f` on the session, then performs what it asked for: here if
+    /// this thread may create the runtime's resources, else by waking the
+    /// one who drives.
+    pub(crate) fn with<T>(self: &Arc<Self>, f: impl FnOnce(&mut Session) -> T) -> T {
+        let mut state = self.lock();
+        let out = f(&mut state.session);
+        self.drive_or_poke(&mut state);
+        out
+    }
+
+    fn drive_or_poke(self: &Arc<Self>, state: &mut State<R>) {
+        if R::in_context() {
+            state.drive(self);
+        } else if state.session.has_effects() {
+            self.router.signal(EFFECTS);
+        }
+    }
+
+    /// Starts the driver task.
+    pub(crate) fn spawn_driver(self: &Arc<Self>) -> Result<(), String> {
+        let shared = self.clone();
+        R::spawn(Box::pin(async move {
+            poll_fn(|cx| {
+                shared.router.set_driver(cx.waker());
+                let mut state = shared.lock();
+                state.drive(&shared);
+                if state.finished() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            let mut state = shared.lock();
+            state.shutdown();
+        }))
+    }
+
+    /// Waits until the session is ready (or failed).
+    pub(crate) async fn ready(self: &Arc<Self>) -> Result<(), String> {
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            self.drive_or_poke(&mut state);
+            state.session.poll_ready(cx.waker())
+        })
+        .await
+    }
+
+    /// Waits until the session is closed.
+    pub(crate) async fn closed(self: &Arc<Self>) {
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            self.drive_or_poke(&mut state);
+            state.session.poll_closed(cx.waker())
+        })
+        .await
+    }
+
+    /// Waits until stdin has room for another call's bytes.
+    pub(crate) async fn room(self: &Arc<Self>) {
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            match &mut state.child {
+                Some(c) if c.backlog.len() - c.written > MAX_STDIN_BACKLOG => {
+                    c.room_waiters.push(cx.waker().clone());
+                    Poll::Pending
+                }
+                _ => Poll::Ready(()),
+            }
+        })
+        .await
+    }
+
+    /// Wakes whoever drives (effects were queued without being performed).
+    pub(crate) fn poke(&self) {
+        self.router.signal(EFFECTS);
+    }
+
+    /// Cancels call `id` (from any thread).
+    pub(crate) fn cancel(self: &Arc<Self>, id: u64, reason: &str) {
+        self.with(|s| s.cancel(Instant::now(), id, reason));
+    }
+
+    /// A call's answer to server request `id` from its handler.
+    fn respond(
+        self: &Arc<Self>,
+        id: RequestId,
+        answer: Result<serde_json::Value, mcpwire::rpc::ErrorObject>,
+    ) {
+        self.with(|s| s.respond(Instant::now(), id, answer));
+    }
+
+    /// The future of call `id`, started already.
+    pub(crate) fn call(self: &Arc<Self>, id: u64) -> CallFuture<R> {
+        CallFuture {
+            shared: self.clone(),
+            id,
+            done: false,
+        }
+    }
+}
+
+/// Waits for one call's outcome, driving while it waits; dropping it
+/// before the outcome cancels the call (and the server is told).
+pub(crate) struct CallFuture<R: Runtime> {
+    shared: Arc<Shared<R>>,
+    id: u64,
+    done: bool,
+}
+
+impl<R: Runtime> Future for CallFuture<R> {
+    type Output = Outcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let this = &mut *self;
+        let shared = &this.shared;
+        let mut state = shared.lock();
+        if shared.router.pending_bits() || state.session.has_effects() {
+            shared.drive_or_poke(&mut state);
+        }
+        match state.session.poll_call(this.id, cx.waker()) {
+            Poll::Ready(outcome) => {
+                this.done = true;
+                let next = state.session.other_waiter(Some(this.id));
+                shared.router.resign(this.id, next);
+                Poll::Ready(outcome)
+            }
+            Poll::Pending => {
+                // Only a task that may drive leads (a tokio client polled
+                // outside its runtime is served by the driver).
+                if R::in_context() {
+                    shared.router.claim(this.id, cx.waker());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<R: Runtime> Drop for CallFuture<R> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let id = self.id;
+        let shared = &self.shared;
+        let mut state = shared.lock();
+        state
+            .session
+            .abandon(Instant::now(), id, "request dropped by the client");
+        let next = state.session.other_waiter(Some(id));
+        shared.router.resign(id, next);
+        if state.session.has_effects() {
+            // Not necessarily on a runtime thread: let the driver send the
+            // cancellation.
+            shared.router.signal(EFFECTS);
+        }
+    }
+}
+
+impl<R: Runtime> State<R> {
+    /// Performs the session's effects and services every source that may
+    /// be ready, until nothing is left (or the round budget is spent).
+    fn drive(&mut self, shared: &Arc<Shared<R>>) {
+        let router = &shared.router;
+        for _ in 0..MAX_ROUNDS {
+            self.perform(shared);
+            self.arm_timer(router);
+            let bits = router.take_bits();
+            if bits == 0 {
+                return;
+            }
+            let now = Instant::now();
+            if bits & STDIN != 0 {
+                self.flush_stdin(now);
+            }
+            if bits & STDOUT != 0 {
+                self.read_pipe(now, true, router);
+            }
+            if bits & STDERR != 0 {
+                self.read_pipe(now, false, router);
+            }
+            if bits & EXIT != 0 {
+                self.poll_exit(now);
+            }
+            if bits & HTTP != 0 {
+                self.poll_exchanges(now, router);
+            }
+            if bits & TIMER != 0 {
+                self.poll_timer(now);
+            }
+        }
+        // Budget spent: come back after others had their turn.
+        router.signal(EFFECTS);
+    }
+
+    fn perform(&mut self, shared: &Arc<Shared<R>>) {
+        while let Some(effect) = self.session.next_effect() {
+            match effect {
+                Effect::Write(bytes) => {
+                    if let Some(c) = &mut self.child {
+                        if c.stdin.is_some() && !c.close_stdin {
+                            c.backlog.extend_from_slice(&bytes);
+                            shared.router.bits.fetch_or(STDIN, Ordering::AcqRel);
+                        }
+                    }
+                }
+                Effect::CloseStdin => {
+                    if let Some(c) = &mut self.child {
+                        c.close_stdin = true;
+                        shared.router.bits.fetch_or(STDIN, Ordering::AcqRel);
+                    }
+                }
+                Effect::Signal(sig) => {
+                    if let Some(pid) = self.child.as_ref().and_then(|c| c.pid) {
+                        crate::process::signal(pid, sig);
+                    }
+                }
+                Effect::Http(req) => {
+                    let id = req.exchange;
+                    let (future, inbox) = self.http.exchange(req);
+                    let waker = Waker::from(Arc::new(ExchangeWaker {
+                        router: Arc::downgrade(&shared.router),
+                        id,
+                    }));
+                    self.exchanges.insert(
+                        id,
+                        Exchange {
+                            future,
+                            inbox,
+                            waker,
+                        },
+                    );
+                    lock(&shared.router.http_ready).push(id);
+                    shared.router.bits.fetch_or(HTTP, Ordering::AcqRel);
+                }
+                Effect::AbortHttp(id) => {
+                    // Dropping the future closes its connection.
+                    self.exchanges.remove(&id);
+                }
+                Effect::Handle {
+                    id,
+                    handler,
+                    params,
+                } => self.handle(shared, id, handler, params),
+                Effect::Withdraw(id) => {
+                    if let Some(task) = self.handlers.remove(&id) {
+                        task.abort();
+                    }
+                }
+                Effect::Authorize { handler, url } => {
+                    let weak = Arc::downgrade(shared);
+                    let spawned = crate::auth::authorize_on_thread(handler, url, move |result| {
+                        if let Some(shared) = weak.upgrade() {
+                            shared.with(|s| s.authorization(Instant::now(), result));
+                        }
+                    });
+                    if let Err(e) = spawned {
+                        self.session.authorization(Instant::now(), Err(e));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a server request's handler: an `async` one on a task of its
+    /// own (aborted if the server withdraws the request), a blocking one
+    /// on a thread.
+    fn handle(
+        &mut self,
+        shared: &Arc<Shared<R>>,
+        id: RequestId,
+        handler: Handler,
+        params: serde_json::Value,
+    ) {
+        let weak = Arc::downgrade(shared);
+        match handler {
+            Handler::Async(f) => {
+                let rid = id.clone();
+                let task = spawn_abortable::<R>(Box::pin(async move {
+                    let answer = f(params).await;
+                    if let Some(shared) = weak.upgrade() {
+                        shared.respond(rid, answer);
+                    }
+                }));
+                match task {
+                    Ok(task) => {
+                        self.handlers.insert(id, task);
+                    }
+                    Err(why) => self.session.respond(
+                        Instant::now(),
+                        id,
+                        Err(mcpwire::rpc::ErrorObject::internal(why)),
+                    ),
+                }
+            }
+            handler @ Handler::Blocking(_) => {
+                let rid = id.clone();
+                let ran = handler.run_on_thread(params, move |answer| {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.respond(rid, answer);
+                    }
+                });
+                if let Err(e) = ran {
+                    self.session.respond(Instant::now(), id, Err(e));
+                }
+            }
+        }
+    }
+
+    fn flush_stdin(&mut self, now: Instant) {
+        let Some(c) = &mut self.child else { return };
+        let mut cx = Context::from_waker(&self.wakers[0]);
+        let mut failed = None;
+        if let Some(stdin) = &mut c.stdin {
+            while c.written < c.backlog.len() {
+                match Pin::new(&mut **stdin).poll_write(&mut cx, &c.backlog[c.written..]) {
+                    Poll::Ready(Ok(0)) => {
+                        failed = Some("stdin closed".to_owned());
+                        break;
+                    }
+                    Poll::Ready(Ok(n)) => c.written += n,
+                    Poll::Ready(Err(e)) => {
+                        failed = Some(e.to_string());
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            if c.written == c.backlog.len() {
+                c.backlog.clear();
+                c.written = 0;
+                if let Poll::Ready(Err(e)) = Pin::new(&mut **stdin).poll_flush(&mut cx) {
+                    failed = Some(e.to_string());
+                }
+            } else if c.written > 64 * 1024 && c.written * 2 > c.backlog.len() {
+                c.backlog.drain(..c.written);
+                c.written = 0;
+            }
+        }
+        if c.backlog.len() - c.written <= MAX_STDIN_BACKLOG {
+            c.room_waiters.drain(..).for_each(Waker::wake);
+        }
+        if failed.is_some() {
+            c.stdin = None;
+            c.backlog.clear();
+            c.written = 0;
+        }
+        let drained = c.backlog.is_empty();
+        if c.close_stdin && drained {
+            if let Some(mut stdin) = c.stdin.take() {
+                // Closing a pipe does not wait; a Pending here only means
+                // the close happens when it is dropped, now.
+                let _ = Pin::new(&mut *stdin).poll_close(&mut cx);
+            }
+        }
+        if let Some(e) = failed {
+            self.session.input(now, Input::WriteFailed(&e));
+        }
+    }
+
+    fn read_pipe(&mut self, now: Instant, stdout: bool, router: &Router) {
+        let Some(c) = &mut self.child else { return };
+        let (pipe, waker) = if stdout {
+            (&mut c.stdout, &self.wakers[1])
+        } else {
+            (&mut c.stderr, &self.wakers[2])
+        };
+        let mut cx = Context::from_waker(waker);
+        for _ in 0..MAX_READS {
+            let Some(p) = pipe.as_mut() else { return };
+            match Pin::new(&mut **p).poll_read(&mut cx, &mut self.buf) {
+                Poll::Ready(Ok(n)) if n > 0 => {
+                    let data = &self.buf[..n];
+                    let input = if stdout {
+                        Input::Stdout(data)
+                    } else {
+                        Input::Stderr(data)
+                    };
+                    self.session.input(now, input);
+                }
+                // EOF, or an error that ends the pipe all the same.
+                Poll::Ready(_) => {
+                    *pipe = None;
+                    let eof = if stdout {
+                        Input::StdoutEof
+                    } else {
+                        Input::StderrEof
+                    };
+                    self.session.input(now, eof);
+                    return;
+                }
+                Poll::Pending => return,
+            }
+        }
+        router
+            .bits
+            .fetch_or(if stdout { STDOUT } else { STDERR }, Ordering::AcqRel);
+    }
+
+    fn poll_exit(&mut self, now: Instant) {
+        let Some(c) = &mut self.child else { return };
+        let Some(exit) = &mut c.exit else { return };
+        let mut cx = Context::from_waker(&self.wakers[3]);
+        if let Poll::Ready(status) = exit.as_mut().poll(&mut cx) {
+            c.exit = None;
+            // Reaped: its pid may be reused, never signal it again.
+            c.pid = None;
+            let status = match status {
+                Ok(s) => crate::process::exit_status(s),
+                Err(_) => ExitStatus {
+                    code: None,
+                    signal: None,
+                },
+            };
+            self.session.input(now, Input::Exited(status));
+        }
+    }
+
+    fn poll_exchanges(&mut self, now: Instant, router: &Router) {
+        let ready = std::mem::take(&mut *lock(&router.http_ready));
+        for id in ready {
+            let Some(x) = self.exchanges.get_mut(&id) else {
+                continue;
+            };
+            let mut cx = Context::from_waker(&x.waker);
+            let finished = x.future.as_mut().poll(&mut cx).is_ready();
+            let inbox = x.inbox.clone();
+            if finished {
+                self.exchanges.remove(&id);
+            }
+            for event in inbox.drain() {
+                match &event {
+                    HttpInput::Head(exchange, head) => self.session.input(
+                        now,
+                        Input::HttpHead {
+                            exchange: *exchange,
+                            head,
+                        },
+                    ),
+                    HttpInput::Body(exchange, data) => self.session.input(
+                        now,
+                        Input::HttpBody {
+                            exchange: *exchange,
+                            data,
+                        },
+                    ),
+                    HttpInput::End(exchange) => self.session.input(
+                        now,
+                        Input::HttpEnd {
+                            exchange: *exchange,
+                        },
+                    ),
+                    HttpInput::Failed(exchange, error) => self.session.input(
+                        now,
+                        Input::HttpFailed {
+                            exchange: *exchange,
+                            error,
+                        },
+                    ),
+                }
+            }
+        }
+    }
+
+    fn poll_timer(&mut self, now: Instant) {
+        let Some((_, sleep)) = &mut self.timer else {
+            return;
+        };
+        let mut cx = Context::from_waker(&self.wakers[4]);
+        if sleep.as_mut().poll(&mut cx).is_ready() {
+            self.timer = None;
+            self.session.timeout(now);
+        }
+    }
+
+    /// Arms a timer for the core's next deadline when it is earlier than
+    /// the armed one. A timer that fires early is harmless (the session
+    /// ignores an early timeout and the next one is armed), and keeping it
+    /// saves a timer per call: each call's new deadline is later.
+    fn arm_timer(&mut self, router: &Router) {
+        match (self.session.poll_timeout(), &self.timer) {
+            (Some(d), Some((armed, _))) if *armed <= d => {}
+            (Some(d), _) => {
+                let mut sleep = R::sleep_until(d);
+                let mut cx = Context::from_waker(&self.wakers[4]);
+                if sleep.as_mut().poll(&mut cx).is_ready() {
+                    router.bits.fetch_or(TIMER, Ordering::AcqRel);
+                    self.timer = Some((d, Box::pin(std::future::ready(()))));
+                } else {
+                    self.timer = Some((d, sleep));
+                }
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// The session is closed and nothing of it runs any more.
+    fn finished(&self) -> bool {
+        self.session.is_closed()
+    }
+
+    /// After the close: stop what still runs.
+    fn shutdown(&mut self) {
+        self.http.shutdown();
+        for (_, task) in self.handlers.drain() {
+            task.abort();
+        }
+        self.exchanges.clear();
+        self.timer = None;
+        if let Some(c) = &mut self.child {
+            c.room_waiters.drain(..).for_each(Waker::wake);
+            c.stdin = None;
+            c.stdout = None;
+            c.stderr = None;
+        }
+    }
+}

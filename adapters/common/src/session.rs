@@ -1,0 +1,527 @@
+//! The one runtime-neutral session between a [`Connection`] and its
+//! callers, for every adapter: the async ones and the blocking one.
+//!
+//! ```text
+//!  callers ──request/cancel/notify/close──►┐
+//!  handlers ──respond──────────────────────►│ Session ──► Connection (sans-IO)
+//!  executor ──input/timeout───────────────►│   │ bookkeeping, done here:
+//!                                           │   │  completions → the waiting call's slot (+ its Waker)
+//!                                           │   │  progress → the call's callback
+//!                                           │   │  ready / closed → their waiters
+//!                                           │   │  notifications → callback + every subscriber
+//!                                           │   │  server requests → the handler for their kind
+//!                                           │   ▼
+//!  executor ◄──next_effect()───────────────┘ Effect: Write, CloseStdin, Signal, Http,
+//!                                             AbortHttp, Handle, Withdraw, Authorize
+//! ```
+//!
+//! A `Session` is a plain value: an executor keeps it behind its own lock
+//! together with its I/O, calls one method, then drains
+//! [`Session::next_effect`] and performs each effect. Waiting is by
+//! [`Waker`]: a task's, or a thread's ([`crate::wait`]), so the same slots
+//! serve `async` callers and blocking ones. No protocol decision is made
+//! here; every MCP rule is the [`Connection`]'s.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+use std::task::{Poll, Waker};
+use std::time::Instant;
+
+use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
+use mcpwire::mcp::types::InitializeResult;
+use mcpwire::mcp::{ServerNotification, ServerRequestKind};
+use mcpwire::rpc::{ErrorObject, RequestError, RequestId, RequestOptions, Stats};
+use mcpwire::transport::stdio::Signal;
+use mcpwire::transport::{ExchangeId, HttpRequest};
+use mcpwire::ServerConfig;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::auth::{RedirectHandler, TokenStore};
+use crate::handlers::{Handler, Handlers, NotificationFn};
+use crate::options::ProgressFn;
+use crate::sync::Broadcast;
+use crate::Notifications;
+
+/// How a call ends: its raw result, or how it failed.
+pub type Outcome = Result<Box<RawValue>, RequestError>;
+
+/// What the executor must perform for the session.
+#[non_exhaustive]
+pub enum Effect {
+    /// Write these bytes to the child's stdin, in order.
+    Write(Vec<u8>),
+    /// Close the child's stdin (after what was written before).
+    CloseStdin,
+    /// Send this signal to the child.
+    Signal(Signal),
+    /// Perform this HTTP exchange; report it with [`Session::input`].
+    Http(HttpRequest),
+    /// Stop this exchange and report nothing more of it.
+    AbortHttp(ExchangeId),
+    /// Run `handler` for server request `id`, then give its answer to
+    /// [`Session::respond`].
+    Handle {
+        /// The server's request id.
+        id: RequestId,
+        /// What to run.
+        handler: Handler,
+        /// The request's params (`null` when it had none).
+        params: Value,
+    },
+    /// The server withdrew request `id`: stop its handler if it can be
+    /// stopped (a late answer is dropped by the connection anyway).
+    Withdraw(RequestId),
+    /// Send the user agent to `url` with `handler` (it blocks: run it on
+    /// a thread of its own, see [`crate::auth::authorize_on_thread`]) and
+    /// give where it ended to [`Session::authorization`].
+    Authorize {
+        /// The application's redirect handler.
+        handler: Arc<dyn RedirectHandler>,
+        /// The authorization URL.
+        url: String,
+    },
+}
+
+impl std::fmt::Debug for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Effect::Write(b) => write!(f, "Write({} bytes)", b.len()),
+            Effect::CloseStdin => f.write_str("CloseStdin"),
+            Effect::Signal(s) => write!(f, "Signal({s:?})"),
+            Effect::Http(r) => write!(f, "Http({r:?})"),
+            Effect::AbortHttp(x) => write!(f, "AbortHttp({x})"),
+            Effect::Handle { id, .. } => write!(f, "Handle({id})"),
+            Effect::Withdraw(id) => write!(f, "Withdraw({id})"),
+            Effect::Authorize { .. } => f.write_str("Authorize"),
+        }
+    }
+}
+
+/// What a session knows about its server, readable without the
+/// executor's lock (each part is set once).
+#[derive(Debug, Default)]
+pub struct Info {
+    /// The server's `initialize` result (in the 2026-07-28 era, the
+    /// `server/discover` result in the same shape), once ready.
+    pub server: OnceLock<InitializeResult>,
+    /// `stdio`, `streamable-http` or `sse`, once ready.
+    pub transport: OnceLock<&'static str>,
+    /// Why the connection closed, once it has.
+    pub closed: OnceLock<String>,
+}
+
+/// What a session is built with besides its connection.
+#[derive(Default)]
+pub struct Setup {
+    /// The server request handlers, by kind.
+    pub handlers: Handlers,
+    /// Called for every server notification.
+    pub on_notification: Option<NotificationFn>,
+    /// The server whose era to remember once known ([`crate::era`]).
+    pub remember: Option<ServerConfig>,
+    /// Where authorized states are saved, and who sends the user agent.
+    pub auth: Option<(Arc<dyn RedirectHandler>, Arc<dyn TokenStore>)>,
+}
+
+/// One call in flight.
+struct Slot {
+    outcome: Option<Outcome>,
+    waker: Option<Waker>,
+    progress: Option<ProgressFn>,
+}
+
+enum Handshake {
+    Connecting(Vec<Waker>),
+    Done,
+    Failed(String),
+}
+
+/// The session: see the [module docs](self).
+pub struct Session {
+    conn: Connection,
+    info: Arc<Info>,
+    calls: HashMap<u64, Slot>,
+    effects: VecDeque<Effect>,
+    setup: Setup,
+    notifications: Broadcast<ServerNotification>,
+    ready: Handshake,
+    close_waiters: Vec<Waker>,
+    /// Outcomes delivered so far.
+    completed: u64,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("conn", &self.conn)
+            .field("calls", &self.calls.len())
+            .field("effects", &self.effects.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session over `conn` (just built: its first outputs are taken
+    /// here, so drain [`Session::next_effect`] next).
+    pub fn new(conn: Connection, setup: Setup) -> Self {
+        let mut session = Session {
+            conn,
+            info: Arc::new(Info::default()),
+            calls: HashMap::new(),
+            effects: VecDeque::new(),
+            setup,
+            notifications: Broadcast::new(),
+            ready: Handshake::Connecting(Vec::new()),
+            close_waiters: Vec::new(),
+            completed: 0,
+        };
+        session.pump(Instant::now());
+        session
+    }
+
+    /// The parts of the session readable without a lock.
+    pub fn info(&self) -> &Arc<Info> {
+        &self.info
+    }
+
+    // ----- callers --------------------------------------------------------
+
+    /// Sends a request; its outcome is taken with [`Session::poll_call`].
+    pub fn request(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        progress: Option<ProgressFn>,
+    ) -> Result<u64, CallError> {
+        let id = self.conn.request(now, method, params, options)?;
+        self.calls.insert(
+            id,
+            Slot {
+                outcome: None,
+                waker: None,
+                progress,
+            },
+        );
+        self.pump(now);
+        Ok(id)
+    }
+
+    /// The outcome of call `id` once it has one (the slot is then gone);
+    /// until then `waker` is woken when it comes. A call the session does
+    /// not know (taken already) reads as closed.
+    pub fn poll_call(&mut self, id: u64, waker: &Waker) -> Poll<Outcome> {
+        let Some(slot) = self.calls.get_mut(&id) else {
+            return Poll::Ready(Err(RequestError::Closed {
+                reason: self.closed_reason().unwrap_or("call already ended").into(),
+            }));
+        };
+        if slot.outcome.is_some() {
+            let slot = self.calls.remove(&id).expect("present");
+            return Poll::Ready(slot.outcome.expect("checked"));
+        }
+        match &mut slot.waker {
+            Some(w) if w.will_wake(waker) => {}
+            w => *w = Some(waker.clone()),
+        }
+        Poll::Pending
+    }
+
+    /// Whether call `id` has its outcome (or is unknown).
+    pub fn is_done(&self, id: u64) -> bool {
+        !matches!(self.calls.get(&id), Some(s) if s.outcome.is_none())
+    }
+
+    /// The caller of `id` went away before its outcome: the call is
+    /// cancelled (the server is told) and forgotten.
+    pub fn abandon(&mut self, now: Instant, id: u64, reason: &str) {
+        if self.calls.get(&id).is_some_and(|s| s.outcome.is_none()) {
+            self.conn.cancel(now, id, reason);
+        }
+        self.calls.remove(&id);
+        self.pump(now);
+    }
+
+    /// Cancels call `id`: it completes as cancelled and the server is told.
+    pub fn cancel(&mut self, now: Instant, id: u64, reason: &str) {
+        self.conn.cancel(now, id, reason);
+        self.pump(now);
+    }
+
+    /// Sends a notification.
+    pub fn notify(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), CallError> {
+        self.conn.notify(now, method, params)?;
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Closes gracefully (see [`Connection::close`]).
+    pub fn close(&mut self, now: Instant) {
+        self.conn.close(now);
+        self.pump(now);
+    }
+
+    /// Ready once the handshake is done; the reason if the connection
+    /// ended first.
+    pub fn poll_ready(&mut self, waker: &Waker) -> Poll<Result<(), String>> {
+        match &mut self.ready {
+            Handshake::Done => Poll::Ready(Ok(())),
+            Handshake::Failed(reason) => Poll::Ready(Err(reason.clone())),
+            Handshake::Connecting(waiters) => {
+                if !waiters.iter().any(|w| w.will_wake(waker)) {
+                    waiters.push(waker.clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Ready once the connection is closed and its server stopped.
+    pub fn poll_closed(&mut self, waker: &Waker) -> Poll<()> {
+        if self.conn.is_closed() {
+            return Poll::Ready(());
+        }
+        if !self.close_waiters.iter().any(|w| w.will_wake(waker)) {
+            self.close_waiters.push(waker.clone());
+        }
+        Poll::Pending
+    }
+
+    /// Whether the handshake is over: ready, or failed.
+    pub fn is_settled(&self) -> bool {
+        !matches!(self.ready, Handshake::Connecting(_))
+    }
+
+    /// How many calls got their outcome so far.
+    pub fn completed(&self) -> u64 {
+        self.completed
+    }
+
+    /// Whether the connection is closed (nothing more will happen).
+    pub fn is_closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    /// Why the connection closed, if it has.
+    pub fn closed_reason(&self) -> Option<&str> {
+        self.info.closed.get().map(String::as_str)
+    }
+
+    /// A new stream of the server's notifications.
+    pub fn subscribe(&self) -> Notifications {
+        Notifications::new(self.notifications.subscribe())
+    }
+
+    /// The connection's counters.
+    pub fn stats(&self) -> Stats {
+        self.conn.stats()
+    }
+
+    /// Calls waiting for their outcome.
+    pub fn waiting(&self) -> usize {
+        self.calls.values().filter(|s| s.outcome.is_none()).count()
+    }
+
+    /// The waker of some call still waiting other than `except` (to hand
+    /// a role over to it).
+    pub fn other_waiter(&self, except: Option<u64>) -> Option<(u64, Waker)> {
+        self.calls
+            .iter()
+            .filter(|(id, s)| Some(**id) != except && s.outcome.is_none())
+            .find_map(|(id, s)| s.waker.clone().map(|w| (*id, w)))
+    }
+
+    // ----- handlers -------------------------------------------------------
+
+    /// A handler's answer to server request `id`.
+    pub fn respond(&mut self, now: Instant, id: RequestId, answer: Result<Value, ErrorObject>) {
+        let answer = answer.and_then(|v| {
+            serde_json::value::to_raw_value(&v)
+                .map_err(|e| ErrorObject::internal(format!("handler result: {e}")))
+        });
+        if let Err(e) = self.conn.respond(now, id, answer) {
+            tracing::debug!("answer to a server request dropped: {e}");
+        }
+        self.pump(now);
+    }
+
+    /// Where the user agent ended after [`Effect::Authorize`] (the URL it
+    /// reached), or why it could not.
+    pub fn authorization(&mut self, now: Instant, result: Result<String, String>) {
+        match result {
+            Ok(callback) => self.conn.authorization_response(now, &callback),
+            Err(reason) => self.conn.authorization_failed(now, &reason),
+        }
+        self.pump(now);
+    }
+
+    // ----- executor -------------------------------------------------------
+
+    /// Something happened on the wire.
+    pub fn input(&mut self, now: Instant, input: Input<'_>) {
+        self.conn.handle_input(now, input);
+        self.pump(now);
+    }
+
+    /// A timer fired (early or spurious calls are harmless).
+    pub fn timeout(&mut self, now: Instant) {
+        self.conn.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// When [`Session::timeout`] must be called next.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    /// The next thing the executor must do.
+    pub fn next_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// Whether effects wait to be performed.
+    pub fn has_effects(&self) -> bool {
+        !self.effects.is_empty()
+    }
+
+    // ----- internals ------------------------------------------------------
+
+    /// Takes every output of the connection: bookkeeping here, the rest
+    /// queued as effects.
+    fn pump(&mut self, now: Instant) {
+        while let Some(out) = self.conn.poll_output() {
+            match out {
+                Output::Write(bytes) => self.effects.push_back(Effect::Write(bytes)),
+                Output::CloseStdin => self.effects.push_back(Effect::CloseStdin),
+                Output::Signal(s) => self.effects.push_back(Effect::Signal(s)),
+                Output::Http(req) => self.effects.push_back(Effect::Http(req)),
+                Output::AbortHttp(x) => self.effects.push_back(Effect::AbortHttp(x)),
+                Output::Ready => self.on_ready(),
+                Output::Complete { id, outcome } => {
+                    if let Some(slot) = self.calls.get_mut(&id) {
+                        self.completed += 1;
+                        slot.outcome = Some(outcome);
+                        if let Some(w) = slot.waker.take() {
+                            w.wake();
+                        }
+                    }
+                }
+                Output::Progress { id, progress } => {
+                    if let Some(f) = self.calls.get(&id).and_then(|s| s.progress.as_ref()) {
+                        f(&progress);
+                    }
+                }
+                Output::Notification(n) => {
+                    tracing::trace!(method = n.method(), "notification");
+                    if let Some(f) = &self.setup.on_notification {
+                        f(&n);
+                    }
+                    self.notifications.send(n);
+                }
+                Output::ServerRequest { id, method, params } => {
+                    self.server_request(now, id, &method, params)
+                }
+                Output::ServerRequestCancelled { id, reason } => {
+                    tracing::debug!(%id, ?reason, "server withdrew its request");
+                    self.effects.push_back(Effect::Withdraw(id));
+                }
+                Output::Log(line) => tracing::debug!(target: "mcpwire::server_stderr", "{line}"),
+                Output::Diagnostic(d) => tracing::warn!("{d}"),
+                Output::Authorize { url } => match &self.setup.auth {
+                    Some((handler, _)) => {
+                        tracing::info!("authorization needed: sending the user agent to the authorization server");
+                        self.effects.push_back(Effect::Authorize {
+                            handler: handler.clone(),
+                            url,
+                        })
+                    }
+                    None => self
+                        .conn
+                        .authorization_failed(now, "no redirect handler configured"),
+                },
+                Output::Authorized(state) => {
+                    tracing::debug!(issuer = ?state.issuer, "authorized");
+                    if let Some((_, store)) = &self.setup.auth {
+                        if let Err(e) = store.save(&state) {
+                            tracing::warn!("could not save the tokens: {e}");
+                        }
+                    }
+                }
+                Output::Closed(reason) => self.on_closed(reason),
+                other => tracing::warn!("unhandled output {other:?}"),
+            }
+        }
+    }
+
+    fn on_ready(&mut self) {
+        if let (Some(server), Some(era)) = (&self.setup.remember, self.conn.era()) {
+            crate::era::remember(server, era);
+        }
+        if let Some(server) = self.conn.server() {
+            let _ = self.info.server.set(server.clone());
+        }
+        let _ = self.info.transport.set(self.conn.transport_name());
+        if let Handshake::Connecting(waiters) = std::mem::replace(&mut self.ready, Handshake::Done)
+        {
+            waiters.into_iter().for_each(Waker::wake);
+        }
+    }
+
+    fn on_closed(&mut self, reason: CloseReason) {
+        tracing::debug!(%reason, "connection closed");
+        let text = reason.to_string();
+        let _ = self.info.closed.set(text.clone());
+        self.notifications.close();
+        if let Handshake::Connecting(waiters) =
+            std::mem::replace(&mut self.ready, Handshake::Failed(text.clone()))
+        {
+            waiters.into_iter().for_each(Waker::wake);
+        }
+        // The connection completes every request before Closed; a call
+        // left would be a bug: fail it rather than let it hang.
+        for slot in self.calls.values_mut().filter(|s| s.outcome.is_none()) {
+            slot.outcome = Some(Err(RequestError::Closed {
+                reason: text.clone(),
+            }));
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+        }
+        self.close_waiters.drain(..).for_each(Waker::wake);
+    }
+
+    fn server_request(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) {
+        let handler = ServerRequestKind::of(method).and_then(|k| self.setup.handlers.get(k));
+        let Some(handler) = handler else {
+            // The connection surfaces only what we declared; answer anyway.
+            if let Err(e) = self
+                .conn
+                .respond(now, id, Err(ErrorObject::method_not_found()))
+            {
+                tracing::debug!("answer to a server request dropped: {e}");
+            }
+            return;
+        };
+        let params = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        self.effects.push_back(Effect::Handle {
+            id,
+            handler: handler.clone(),
+            params,
+        });
+    }
+}

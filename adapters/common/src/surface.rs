@@ -1,0 +1,275 @@
+//! The client surface written once for every adapter: the typed MCP
+//! methods and the getters, on top of two primitives each client
+//! provides (`request_raw` and `notify_raw`, `async` or blocking).
+//!
+//! [`client_surface!`](crate::client_surface) expands the same list into
+//! `async fn`s for the async client and plain `fn`s for the blocking one;
+//! each method reaches the core's typed description of its method
+//! ([`mcpwire::mcp::methods`]) through the one generic path
+//! (`send` / `list_all`), so no adapter writes a method name.
+
+use mcpwire::mcp::methods::{ClientNotification, Method};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::Error;
+
+/// Most pages a list call follows before giving up.
+pub const MAX_PAGES: usize = 10_000;
+
+/// `method`'s params as raw JSON.
+#[doc(hidden)]
+pub fn params_of<M: Method>(method: &M) -> Result<Option<Box<RawValue>>, Error> {
+    method.params().map_err(|source| Error::Decode {
+        method: M::NAME.to_owned(),
+        source,
+    })
+}
+
+/// `notification`'s params as raw JSON.
+#[doc(hidden)]
+pub fn notification_params<N: ClientNotification>(
+    notification: &N,
+) -> Result<Option<Box<RawValue>>, Error> {
+    notification.params().map_err(|source| Error::Decode {
+        method: N::NAME.to_owned(),
+        source,
+    })
+}
+
+/// Serializable params as raw JSON.
+#[doc(hidden)]
+pub fn raw_params<P: serde::Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> Result<Option<Box<RawValue>>, Error> {
+    params
+        .map(serde_json::value::to_raw_value)
+        .transpose()
+        .map_err(|source| Error::Decode {
+            method: method.to_owned(),
+            source,
+        })
+}
+
+/// A raw result parsed as `T`.
+#[doc(hidden)]
+pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Error> {
+    serde_json::from_str(raw.get()).map_err(|source| Error::Decode {
+        method: method.to_owned(),
+        source,
+    })
+}
+
+/// Expands the client surface into an `impl` block of a client type that
+/// has `request_raw(&self, &str, Option<Box<RawValue>>, CallOptions)`,
+/// `notify_raw(&self, &str, Option<Box<RawValue>>)`, `info(&self) ->
+/// &Info` and `session_stats(&self) -> Stats`: `client_surface!(async)`
+/// for an async client, `client_surface!(blocking)` for a blocking one.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! client_surface {
+    (async) => {
+        $crate::client_surface!(@emit [async] [.await]);
+    };
+    (blocking) => {
+        $crate::client_surface!(@emit [] []);
+    };
+    (@emit [$($async:tt)*] [$($await:tt)*]) => {
+        // ----- generic ------------------------------------------------------
+
+        /// Sends the typed request `method` (any of
+        /// [`mcpwire::mcp::methods`], or one of your own implementing
+        /// [`Method`](mcpwire::mcp::Method)) and parses its result.
+        pub $($async)* fn send<M: $crate::__private::Method>(
+            &self,
+            method: &M,
+            options: $crate::CallOptions,
+        ) -> Result<M::Result, $crate::Error> {
+            let params = $crate::surface::params_of(method)?;
+            let raw = self.request_raw(M::NAME, params, options)$($await)*?;
+            $crate::surface::parse(M::NAME, &raw)
+        }
+
+        /// Every item of the paged list `M`: follows `nextCursor` to the
+        /// end, refusing a repeated cursor.
+        pub $($async)* fn list_all<M: $crate::__private::Paged>(
+            &self,
+        ) -> Result<Vec<M::Item>, $crate::Error> {
+            let mut pages = $crate::__private::Paginator::new($crate::surface::MAX_PAGES);
+            let mut all = Vec::new();
+            loop {
+                let request = M::page(pages.cursor().map(str::to_owned));
+                let page = self.send(&request, $crate::CallOptions::new())$($await)*?;
+                let (items, next) = M::split(page);
+                all.extend(items);
+                if !pages.advance(next)? {
+                    return Ok(all);
+                }
+            }
+        }
+
+        /// Sends a request with serializable params and parses its result.
+        pub $($async)* fn request<P: $crate::__private::Serialize + ?Sized, T: $crate::__private::DeserializeOwned>(
+            &self,
+            method: &str,
+            params: Option<&P>,
+            options: $crate::CallOptions,
+        ) -> Result<T, $crate::Error> {
+            let params = $crate::surface::raw_params(method, params)?;
+            let raw = self.request_raw(method, params, options)$($await)*?;
+            $crate::surface::parse(method, &raw)
+        }
+
+        /// Sends a notification.
+        pub $($async)* fn notify(
+            &self,
+            method: &str,
+            params: Option<$crate::__private::Value>,
+        ) -> Result<(), $crate::Error> {
+            let params = $crate::surface::raw_params(method, params.as_ref())?;
+            self.notify_raw(method, params)$($await)*
+        }
+
+        // ----- typed methods -----------------------------------------------
+
+        /// `ping`.
+        pub $($async)* fn ping(&self) -> Result<(), $crate::Error> {
+            self.send(&$crate::methods::Ping, $crate::CallOptions::new())$($await)*.map(drop)
+        }
+
+        /// Every tool (follows `nextCursor` to the end).
+        pub $($async)* fn list_tools(&self) -> Result<Vec<$crate::types::Tool>, $crate::Error> {
+            self.list_all::<$crate::methods::ListTools>()$($await)*
+        }
+
+        /// Every resource.
+        pub $($async)* fn list_resources(
+            &self,
+        ) -> Result<Vec<$crate::types::Resource>, $crate::Error> {
+            self.list_all::<$crate::methods::ListResources>()$($await)*
+        }
+
+        /// Every resource template.
+        pub $($async)* fn list_resource_templates(
+            &self,
+        ) -> Result<Vec<$crate::types::ResourceTemplate>, $crate::Error> {
+            self.list_all::<$crate::methods::ListResourceTemplates>()$($await)*
+        }
+
+        /// Every prompt.
+        pub $($async)* fn list_prompts(&self) -> Result<Vec<$crate::types::Prompt>, $crate::Error> {
+            self.list_all::<$crate::methods::ListPrompts>()$($await)*
+        }
+
+        /// `tools/call` with JSON arguments.
+        pub $($async)* fn call_tool(
+            &self,
+            name: &str,
+            arguments: $crate::__private::Value,
+        ) -> Result<$crate::types::CallToolResult, $crate::Error> {
+            self.call_tool_with(name, arguments, $crate::CallOptions::new())$($await)*
+        }
+
+        /// `tools/call` with options (timeout, progress, cancellation).
+        pub $($async)* fn call_tool_with(
+            &self,
+            name: &str,
+            arguments: $crate::__private::Value,
+            options: $crate::CallOptions,
+        ) -> Result<$crate::types::CallToolResult, $crate::Error> {
+            self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*
+        }
+
+        /// `resources/read`.
+        pub $($async)* fn read_resource(
+            &self,
+            uri: &str,
+        ) -> Result<$crate::types::ReadResourceResult, $crate::Error> {
+            self.send(&$crate::methods::ReadResource::new(uri), $crate::CallOptions::new())$($await)*
+        }
+
+        /// `resources/subscribe`.
+        pub $($async)* fn subscribe(&self, uri: &str) -> Result<(), $crate::Error> {
+            self.send(&$crate::methods::Subscribe::new(uri), $crate::CallOptions::new())$($await)*
+                .map(drop)
+        }
+
+        /// `resources/unsubscribe`.
+        pub $($async)* fn unsubscribe(&self, uri: &str) -> Result<(), $crate::Error> {
+            self.send(&$crate::methods::Unsubscribe::new(uri), $crate::CallOptions::new())$($await)*
+                .map(drop)
+        }
+
+        /// `prompts/get` with string arguments.
+        pub $($async)* fn get_prompt(
+            &self,
+            name: &str,
+            arguments: $crate::__private::Value,
+        ) -> Result<$crate::types::GetPromptResult, $crate::Error> {
+            let request = $crate::methods::GetPrompt::new(name, arguments);
+            self.send(&request, $crate::CallOptions::new())$($await)*
+        }
+
+        /// `completion/complete` (`reference` is `{"type":"ref/prompt","name":…}`
+        /// or `{"type":"ref/resource","uri":…}`).
+        pub $($async)* fn complete(
+            &self,
+            reference: $crate::__private::Value,
+            argument: &str,
+            value: &str,
+        ) -> Result<$crate::types::CompleteResult, $crate::Error> {
+            let request = $crate::methods::Complete::new(reference, argument, value);
+            self.send(&request, $crate::CallOptions::new())$($await)*
+        }
+
+        /// `logging/setLevel`.
+        pub $($async)* fn set_logging_level(
+            &self,
+            level: $crate::types::LoggingLevel,
+        ) -> Result<(), $crate::Error> {
+            let request = $crate::methods::SetLoggingLevel { level };
+            self.send(&request, $crate::CallOptions::new())$($await)*.map(drop)
+        }
+
+        /// Tells the server the roots changed (`notifications/roots/list_changed`).
+        pub $($async)* fn roots_changed(&self) -> Result<(), $crate::Error> {
+            let notification = $crate::methods::RootsListChanged;
+            let params = $crate::surface::notification_params(&notification)?;
+            self.notify_raw(
+                <$crate::methods::RootsListChanged as $crate::__private::ClientNotification>::NAME,
+                params,
+            )$($await)*
+        }
+
+        // ----- getters -----------------------------------------------------
+
+        /// The server's `initialize` result (in the 2026-07-28 era, what
+        /// `server/discover` said, in the same shape).
+        pub fn server(&self) -> &$crate::types::InitializeResult {
+            self.info().server.get().expect("set before connect returns")
+        }
+
+        /// The negotiated protocol version.
+        pub fn protocol_version(&self) -> &str {
+            &self.server().protocol_version
+        }
+
+        /// The transport in use: `stdio`, `streamable-http` or `sse`.
+        pub fn transport(&self) -> &'static str {
+            self.info().transport.get().copied().unwrap_or("stdio")
+        }
+
+        /// Why the connection closed, if it has (server exited, closed by
+        /// the client, transport failure).
+        pub fn closed_reason(&self) -> Option<&str> {
+            self.info().closed.get().map(String::as_str)
+        }
+
+        /// The connection's counters (messages, malformed input, late and
+        /// unknown responses, …).
+        pub fn stats(&self) -> $crate::__private::Stats {
+            self.session_stats()
+        }
+    };
+}
