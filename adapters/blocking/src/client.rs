@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 use mcpwire::config::ServerConfig;
 use mcpwire::connection::{Connection, TransportSpec};
-use mcpwire::rpc::Stats;
 use mcpwire_adapter::options::CANCELLED_BY_TOKEN;
-use mcpwire_adapter::session::{Info, Session};
+use mcpwire_adapter::session::Session;
 use mcpwire_adapter::setup::prepare;
-use mcpwire_adapter::{CallOptions, Notifications};
+use mcpwire_adapter::CallOptions;
 use serde_json::value::RawValue;
 
 use crate::exec::{Shared, Wait, WaitOutcome};
@@ -42,12 +41,7 @@ impl Drop for Handle {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field(
-                "server",
-                &self.info().server.get().map(|s| &s.server_info.name),
-            )
-            .finish_non_exhaustive()
+        mcpwire_adapter::surface::fmt_client(self.info(), f)
     }
 }
 
@@ -103,21 +97,6 @@ impl Client {
 
     fn shared(&self) -> &Arc<Shared> {
         &self.handle.shared
-    }
-
-    fn info(&self) -> &Info {
-        &self.shared().info
-    }
-
-    fn session_stats(&self) -> Stats {
-        self.shared().lock().session.stats()
-    }
-
-    /// Server notifications from now on: a blocking iterator that ends
-    /// when the connection closes (see [`Notifications`]; for a callback,
-    /// [`ConnectOptions::on_notification`]).
-    pub fn notifications(&self) -> Notifications {
-        self.shared().lock().session.subscribe()
     }
 
     /// Sends a request and returns its raw result. Blocks until it

@@ -528,6 +528,16 @@ impl Shared {
     }
 }
 
+impl mcpwire_adapter::surface::SessionAccess for Shared {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn inspect<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+        f(&mut self.lock().session)
+    }
+}
+
 impl State {
     /// Whether the wait of the thread leading the pipes is over.
     fn leader_satisfied(&self) -> bool {

@@ -7,15 +7,14 @@ use std::time::{Duration, Instant};
 
 use mcpwire::config::ServerConfig;
 use mcpwire::connection::{Connection, TransportSpec};
-use mcpwire::rpc::Stats;
 use serde_json::value::RawValue;
 
 use crate::drive::Shared;
 use crate::options::{CallOptions, CANCELLED_BY_TOKEN};
 use crate::runtime::{timeout, Runtime};
-use crate::session::{Info, Session};
+use crate::session::Session;
 use crate::setup::prepare;
-use crate::{Error, Notifications};
+use crate::Error;
 
 /// An MCP client connected to one server, on runtime `R` (the adapters
 /// name it: `mcpwire_tokio::Client` is `Client<Tokio>`). Cheap to clone;
@@ -53,12 +52,7 @@ impl<R: Runtime> Drop for Handle<R> {
 
 impl<R: Runtime> std::fmt::Debug for Client<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field(
-                "server",
-                &self.info().server.get().map(|s| &s.server_info.name),
-            )
-            .finish_non_exhaustive()
+        crate::surface::fmt_client(self.info(), f)
     }
 }
 
@@ -109,20 +103,6 @@ impl<R: Runtime> Client<R> {
 
     fn shared(&self) -> &Arc<Shared<R>> {
         &self.handle.shared
-    }
-
-    fn info(&self) -> &Info {
-        &self.shared().info
-    }
-
-    fn session_stats(&self) -> Stats {
-        self.shared().lock().session.stats()
-    }
-
-    /// Server notifications from now on, as a stream (see
-    /// [`Notifications`]).
-    pub fn notifications(&self) -> Notifications {
-        self.shared().lock().session.subscribe()
     }
 
     /// Sends a request and returns its raw result. Dropping the future

@@ -380,6 +380,16 @@ impl<R: Runtime> Shared<R> {
     }
 }
 
+impl<R: Runtime> crate::surface::SessionAccess for Shared<R> {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn inspect<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+        f(&mut self.lock().session)
+    }
+}
+
 /// Waits for one call's outcome, driving while it waits; dropping it
 /// before the outcome cancels the call (and the server is told).
 pub(crate) struct CallFuture<R: Runtime> {

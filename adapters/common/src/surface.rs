@@ -12,7 +12,26 @@ use mcpwire::mcp::methods::{ClientNotification, Method};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use crate::session::{Info, Session};
 use crate::Error;
+
+/// What a client's executor shares with the surface: the session's
+/// lock-free facts, and the session itself under the executor's lock.
+pub trait SessionAccess {
+    /// What is known about the server without a lock.
+    fn info(&self) -> &Info;
+    /// Runs `f` on the session under the executor's lock (nothing is
+    /// driven: for reads).
+    fn inspect<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T;
+}
+
+/// The `Debug` of a client: its server's name.
+#[doc(hidden)]
+pub fn fmt_client(info: &Info, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("Client")
+        .field("server", &info.server.get().map(|s| &s.server_info.name))
+        .finish_non_exhaustive()
+}
 
 /// Most pages a list call follows before giving up.
 pub const MAX_PAGES: usize = 10_000;
@@ -63,9 +82,9 @@ pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Err
 
 /// Expands the client surface into an `impl` block of a client type that
 /// has `request_raw(&self, &str, Option<Box<RawValue>>, CallOptions)`,
-/// `notify_raw(&self, &str, Option<Box<RawValue>>)`, `info(&self) ->
-/// &Info` and `session_stats(&self) -> Stats`: `client_surface!(async)`
-/// for an async client, `client_surface!(blocking)` for a blocking one.
+/// `notify_raw(&self, &str, Option<Box<RawValue>>)` and `shared(&self)`
+/// giving a [`SessionAccess`]: `client_surface!(async)` for an async
+/// client, `client_surface!(blocking)` for a blocking one.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! client_surface {
@@ -244,6 +263,10 @@ macro_rules! client_surface {
 
         // ----- getters -----------------------------------------------------
 
+        fn info(&self) -> &$crate::session::Info {
+            $crate::surface::SessionAccess::info(&**self.shared())
+        }
+
         /// The server's `initialize` result (in the 2026-07-28 era, what
         /// `server/discover` said, in the same shape).
         pub fn server(&self) -> &$crate::types::InitializeResult {
@@ -269,7 +292,13 @@ macro_rules! client_surface {
         /// The connection's counters (messages, malformed input, late and
         /// unknown responses, …).
         pub fn stats(&self) -> $crate::__private::Stats {
-            self.session_stats()
+            $crate::surface::SessionAccess::inspect(&**self.shared(), |s| s.stats())
+        }
+
+        /// Server notifications from now on: an async stream and a
+        /// blocking iterator (see [`Notifications`]($crate::Notifications)).
+        pub fn notifications(&self) -> $crate::Notifications {
+            $crate::surface::SessionAccess::inspect(&**self.shared(), |s| s.subscribe())
         }
     };
 }
