@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod clients;
 mod drive;
+mod profile;
 mod report;
 mod scenario;
 
@@ -51,8 +52,9 @@ pub struct Row {
     pub result: Result<Measured, String>,
 }
 
-const USAGE: &str = "usage: mcpwire-bench [all | seq | inflight | big | http | connect]... \
-[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned]";
+const USAGE: &str =
+    "usage: mcpwire-bench [profile] [all | seq | inflight | big | http | connect]... \
+[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N (profile)]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,9 +72,19 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     let mut scenarios: Vec<u8> = Vec::new();
     let mut clients: Vec<&'static str> = clients::CLIENTS.iter().map(|c| c.name).collect();
     let mut modes = vec![Mode::Pinned, Mode::Unpinned];
+    let mut profiling = false;
+    let mut profile_calls = 2_000;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
+            "profile" => profiling = true,
+            "--calls" => {
+                profile_calls = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n > 0)
+                    .ok_or(USAGE)?
+            }
             "--smoke" => smoke = true,
             "--clients" => {
                 let list = it.next().ok_or(USAGE)?;
@@ -122,6 +134,9 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
             "{} not found: build it with `cargo build --release -p mcpwire-bench` (all binaries)",
             server.display()
         ));
+    }
+    if profiling {
+        return profile::run(&exe, &server, &scenarios, &clients, profile_calls);
     }
     if modes.contains(&Mode::Pinned) && !taskset_works() {
         eprintln!("mcpwire-bench: `taskset -c 0` does not work here; pinned runs are skipped");

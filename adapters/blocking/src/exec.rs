@@ -165,7 +165,6 @@ impl Shared {
     /// to the workers.
     fn perform(self: &Arc<Self>, state: &mut State, mine: Option<u64>) -> Vec<Exchange> {
         let mut inline = Vec::new();
-        let deadline_before = state.session.poll_timeout();
         while let Some(effect) = state.session.next_effect() {
             let now = Instant::now();
             match effect {
@@ -232,31 +231,26 @@ impl Shared {
                 _ => {}
             }
         }
-        // A leader whose wait is over (its call cancelled from another
-        // thread, the connection closed) must leave its poll.
-        if let Some(p) = &state.pipes {
-            if state.leader_satisfied() {
-                p.interrupt();
-            }
-        }
-        // Whoever sleeps until a deadline must hear of an earlier one, and
-        // a leader in poll of bytes waiting for stdin.
-        let deadline = state.session.poll_timeout();
-        let earlier = |waits: Option<Instant>| match (deadline, waits) {
-            (Some(d), Some(w)) => d < w,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if deadline != deadline_before || state.pipes.as_ref().is_some_and(|p| p.backlog() > 0) {
-            if let Some(p) = &state.pipes {
-                if earlier(p.polled_deadline) || (p.backlog() > 0 && !p.polled_stdin) {
+        // Whoever sleeps must hear of what changes its wait: a leader in
+        // poll whose wait is over (its call cancelled from another thread,
+        // the connection closed), or that should watch stdin, or any
+        // sleeper that a deadline earlier than its own concerns.
+        let polling = state.pipes.as_ref().is_some_and(|p| p.polling);
+        if polling || state.background_until.is_some() {
+            let deadline = state.session.poll_timeout();
+            let earlier = |waits: Option<Instant>| match (deadline, waits) {
+                (Some(d), Some(w)) => d < w,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if let Some(p) = state.pipes.as_ref().filter(|p| p.polling) {
+                let stdin = p.backlog() > 0 && !p.polled_stdin;
+                if stdin || earlier(p.polled_deadline) || state.leader_satisfied() {
                     p.interrupt();
                 }
             }
-            if let Some(until) = state.background_until {
-                if earlier(until) {
-                    self.wake_background();
-                }
+            if state.background_until.is_some_and(earlier) {
+                self.wake_background();
             }
         }
         inline
@@ -464,7 +458,7 @@ impl Shared {
                 };
                 session.input(now, input);
             });
-            if session.poll_timeout().is_some_and(|d| d <= now) {
+            if wake_at.is_some_and(|d| d <= now) {
                 session.timeout(now);
             }
             self.perform(&mut state, None);

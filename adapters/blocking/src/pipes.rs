@@ -281,7 +281,14 @@ fn read_pipe(pipe: &mut Option<Arc<File>>, buf: &mut [u8], mut data: impl FnMut(
                 *pipe = None;
                 return true;
             }
-            Ok(n) => data(&buf[..n]),
+            Ok(n) => {
+                data(&buf[..n]);
+                // A short read emptied the pipe: poll(2) is level-triggered,
+                // so asking again now would only cost an EAGAIN.
+                if n < buf.len() {
+                    return false;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
             Err(_) => {

@@ -23,6 +23,7 @@
 //! here; every MCP rule is the [`Connection`]'s.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::{Arc, OnceLock};
 use std::task::{Poll, Waker};
 use std::time::Instant;
@@ -30,7 +31,7 @@ use std::time::Instant;
 use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
 use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
-use mcpwire::rpc::{ErrorObject, RequestError, RequestId, RequestOptions, Stats};
+use mcpwire::rpc::{ErrorObject, IdHasher, RequestError, RequestId, RequestOptions, Stats};
 use mcpwire::transport::stdio::Signal;
 use mcpwire::transport::{ExchangeId, HttpRequest};
 use mcpwire::ServerConfig;
@@ -141,7 +142,7 @@ enum Handshake {
 pub struct Session {
     conn: Connection,
     info: Arc<Info>,
-    calls: HashMap<u64, Slot>,
+    calls: HashMap<u64, Slot, BuildHasherDefault<IdHasher>>,
     effects: VecDeque<Effect>,
     setup: Setup,
     notifications: Broadcast<ServerNotification>,
@@ -168,7 +169,7 @@ impl Session {
         let mut session = Session {
             conn,
             info: Arc::new(Info::default()),
-            calls: HashMap::new(),
+            calls: HashMap::default(),
             effects: VecDeque::new(),
             setup,
             notifications: Broadcast::new(),

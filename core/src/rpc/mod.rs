@@ -65,7 +65,7 @@ mod output;
 mod tests;
 
 pub use config::{EngineConfig, RequestOptions};
-pub use engine::{Engine, RespondStatus};
+pub use engine::{Engine, IdHasher, RespondStatus};
 pub use error::{LocalError, RequestError};
 pub use message::{
     parse_message, ErrorObject, InvalidMessage, InvalidReason, Message, ParseError, RequestId,

@@ -218,7 +218,14 @@ pub struct ResourceContents {
 
 /// One block of content in a tool result, prompt message or sampling
 /// message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by a hand-written visitor (`types/fast.rs`): the `type` member comes
+/// first in practice, and then every field goes straight to its place
+/// (serde's derive for an internally tagged enum with unknown members
+/// kept would first copy the whole object into a buffer). Any other order,
+/// or a known type whose fields do not fit, takes the derived path, with
+/// the same result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
 pub enum Content {
@@ -280,8 +287,9 @@ pub enum Content {
     Other(Value),
 }
 
-/// The result of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The result of `tools/call` (read by a hand-written visitor, see
+/// `types/fast.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured content.
@@ -551,6 +559,8 @@ pub struct Root {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests {
