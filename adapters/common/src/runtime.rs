@@ -3,11 +3,26 @@
 //! TCP/TLS connections), and helpers written once over it.
 //!
 //! ```text
-//!  Client<R> ──► Driver<R> ──► R::spawn / R::sleep_until   (tasks, timers)
-//!                    │    └──► R::spawn_child              (stdio servers)
-//!                    └──► HttpClient<R> ──► R::resolve, R::connect_tcp,
-//!                                           R::tls_handshake (HTTP servers)
+//!  Client<R> ──► session + I/O ──► R::spawn / R::sleep_until   (the driver task,
+//!                   │                                          handlers, timers)
+//!                   ├──► R::spawn_child                        (stdio servers)
+//!                   └──► HttpClient<R> ──► R::resolve, R::connect_tcp,
+//!                                          R::tls_handshake    (HTTP servers)
 //! ```
+//!
+//! # Bringing another executor
+//!
+//! `Runtime` is the way to run the client on an executor other than tokio
+//! and smol: implement its eight items (the streams are `futures-io`
+//! traits, so any reactor's sockets and pipes fit, through a small wrapper
+//! if they use other traits), and `Client<YourRuntime>` is the whole
+//! client — every protocol rule, the session, the HTTP exchange runner and
+//! the pool come with it. Pipes and sockets are polled from whichever task
+//! waits for a call, with wakers of the session's own: a reactor only has
+//! to wake the waker it was last given, as every reactor does.
+//! `tests/other_runtime.rs` implements it for a thread-per-task executor
+//! over the `async-io` reactor (about 120 lines) and runs stdio and HTTP
+//! calls, progress, timeouts, cancellation and concurrent tasks on it.
 
 use std::future::Future;
 use std::io;

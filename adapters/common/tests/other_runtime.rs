@@ -1,0 +1,259 @@
+//! Bringing another executor: [`Runtime`] implemented here for a
+//! thread-per-task executor over the `async-io` reactor (neither tokio nor
+//! smol: every spawned task gets a std thread running
+//! `futures_lite::future::block_on`), and the whole client working on it
+//! against a real server process and a real loopback HTTP server.
+
+use std::future::Future;
+use std::io::{self, BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_io::{Async, Timer};
+use mcpwire_adapter::runtime::Child;
+use mcpwire_adapter::{BoxFuture, CallOptions, Client, Runtime, ServerConfig};
+use serde_json::json;
+
+/// Tasks are threads; I/O and timers are async-io's.
+struct Threads;
+
+/// The child's exit, waited for on a thread; dropping the wait before the
+/// exit kills the child (the `Child::wait` contract).
+struct KillOnDrop {
+    pid: u32,
+    exited: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.exited.load(Ordering::SeqCst) {
+            mcpwire_adapter::process::signal(self.pid, mcpwire::transport::stdio::Signal::Kill);
+        }
+    }
+}
+
+impl Runtime for Threads {
+    const NAME: &'static str = "threads-runtime";
+    const VERSION: &'static str = "0";
+
+    type Tcp = Async<TcpStream>;
+    type Stream = Async<TcpStream>;
+
+    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
+        std::thread::Builder::new()
+            .name("threads-runtime-task".into())
+            .spawn(move || futures_lite::future::block_on(task))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn sleep_until(deadline: Instant) -> BoxFuture<()> {
+        Box::pin(async move {
+            Timer::at(deadline).await;
+        })
+    }
+
+    fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
+        let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
+        cmd.args(&server.args)
+            .envs(&server.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn()?;
+        let stdin = Async::new(child.stdin.take().expect("piped"))?;
+        let stdout = Async::new(child.stdout.take().expect("piped"))?;
+        let stderr = Async::new(child.stderr.take().expect("piped"))?;
+        let pid = child.id();
+        let exited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = KillOnDrop {
+            pid,
+            exited: exited.clone(),
+        };
+        let (tx, rx) = async_channel::bounded(1);
+        std::thread::spawn(move || {
+            let status = child.wait();
+            exited.store(true, Ordering::SeqCst);
+            let _ = tx.send_blocking(status);
+        });
+        Ok(Child {
+            pid: Some(pid),
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            stderr: Box::new(stderr),
+            wait: Box::pin(async move {
+                let _guard = guard;
+                rx.recv()
+                    .await
+                    .unwrap_or_else(|_| Err(io::Error::other("waiter gone")))
+            }),
+        })
+    }
+
+    fn resolve(host: &str, port: u16) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send {
+        let addrs = (host, port).to_socket_addrs().map(Iterator::collect);
+        std::future::ready(addrs)
+    }
+
+    fn connect_tcp(addr: SocketAddr) -> impl Future<Output = io::Result<Self::Tcp>> + Send {
+        async move {
+            let tcp = Async::<TcpStream>::connect(addr).await?;
+            tcp.get_ref().set_nodelay(true)?;
+            Ok(tcp)
+        }
+    }
+
+    fn plain(tcp: Self::Tcp) -> Self::Stream {
+        tcp
+    }
+
+    fn tls_handshake(
+        _tcp: Self::Tcp,
+        _host: &str,
+    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
+        std::future::ready(Err("no TLS in this runtime".to_owned()))
+    }
+
+    fn looks_alive(stream: &Self::Stream) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(
+            stream.get_ref().peek(&mut probe),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
+    }
+}
+
+fn server() -> String {
+    mcpwire_tests::test_server_binary()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `f` as a task of the runtime and waits for it on this thread.
+fn run<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    Threads::spawn(Box::pin(async move {
+        let _ = tx.send(f.await);
+    }))
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("task ended")
+}
+
+#[test]
+fn stdio_calls_progress_notifications_and_close() {
+    run(async {
+        let client = Client::<Threads>::connect(ServerConfig::stdio(server()))
+            .await
+            .unwrap();
+        assert_eq!(client.server().server_info.name, "mcpwire-test-server");
+        assert_eq!(client.list_tools().await.unwrap().len(), 15);
+        let r = client
+            .call_tool("echo", json!({"message": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Echo: hi");
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let options = CallOptions::new().on_progress(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        client
+            .call_tool_with("slow", json!({"steps": 3, "ms": 10}), options)
+            .await
+            .unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+        // Concurrent calls from tasks on other threads.
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let client = client.clone();
+            let (tx, rx) = async_channel::bounded(1);
+            Threads::spawn(Box::pin(async move {
+                let r = client
+                    .call_tool("echo", json!({"message": i.to_string()}))
+                    .await;
+                let _ = tx.send(r.map(|r| r.text())).await;
+            }))
+            .unwrap();
+            tasks.push(rx);
+        }
+        for (i, rx) in tasks.into_iter().enumerate() {
+            assert_eq!(rx.recv().await.unwrap().unwrap(), format!("Echo: {i}"));
+        }
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_timeout_and_a_dropped_call_end_on_time() {
+    run(async {
+        let client = Client::<Threads>::connect(ServerConfig::stdio(server()))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let e = client
+            .call_tool_with(
+                "slow",
+                json!({"steps": 50, "ms": 5000}),
+                CallOptions::new().timeout(Duration::from_millis(200)),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.is_timeout(), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // A dropped call is cancelled; the connection goes on.
+        let call = client.call_tool("slow", json!({"steps": 50, "ms": 5000}));
+        let raced = futures_lite::future::or(
+            async {
+                call.await.ok();
+                false
+            },
+            async {
+                Timer::after(Duration::from_millis(50)).await;
+                true
+            },
+        )
+        .await;
+        assert!(raced);
+        client.ping().await.unwrap();
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn streamable_http_on_a_loopback_socket() {
+    let mut child = Command::new(server())
+        .args(["--http"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_owned();
+    run(async move {
+        let client = Client::<Threads>::connect(ServerConfig::http(url))
+            .await
+            .unwrap();
+        assert_eq!(client.transport(), "streamable-http");
+        let r = client
+            .call_tool("echo", json!({"message": "over http"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Echo: over http");
+        client.close().await.unwrap();
+    });
+    drop(child.stdin.take());
+    let _ = child.kill();
+    let _ = child.wait();
+}
