@@ -98,12 +98,10 @@ impl Runtime for Threads {
         std::future::ready(addrs)
     }
 
-    fn connect_tcp(addr: SocketAddr) -> impl Future<Output = io::Result<Self::Tcp>> + Send {
-        async move {
-            let tcp = Async::<TcpStream>::connect(addr).await?;
-            tcp.get_ref().set_nodelay(true)?;
-            Ok(tcp)
-        }
+    async fn connect_tcp(addr: SocketAddr) -> io::Result<Self::Tcp> {
+        let tcp = Async::<TcpStream>::connect(addr).await?;
+        tcp.get_ref().set_nodelay(true)?;
+        Ok(tcp)
     }
 
     fn plain(tcp: Self::Tcp) -> Self::Stream {
