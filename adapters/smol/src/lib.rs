@@ -41,10 +41,13 @@
 #![warn(missing_docs)]
 
 mod net;
+#[cfg(unix)]
+mod pipes;
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+#[cfg(not(unix))]
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -90,6 +93,12 @@ impl Runtime for Smol {
         })
     }
 
+    #[cfg(unix)]
+    fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
+        pipes::spawn_child(server)
+    }
+
+    #[cfg(not(unix))]
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         let mut cmd = smol::process::Command::new(server.command.as_deref().unwrap_or_default());
         cmd.args(&server.args)

@@ -1,0 +1,126 @@
+//! A stdio server's process on smol (Unix): its pipes as `async-io`
+//! sources read with one system call per wake-up. A plain `Async` pipe
+//! tries a read before it waits, so every wake-up costs the read that
+//! empties the pipe and then one that finds it empty; [`Pipe`] remembers
+//! that a short read emptied the pipe and goes straight to waiting for
+//! readability next time (the reactor then arms the interest, and reports
+//! at once if bytes came meanwhile).
+
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use mcpwire_adapter::runtime::Child;
+use mcpwire_adapter::ServerConfig;
+use smol::io::AsyncRead;
+use smol::Async;
+
+/// A pipe read end.
+pub(crate) struct Pipe<T> {
+    io: Async<T>,
+    /// The last read emptied the pipe.
+    drained: bool,
+}
+
+impl<T: std::os::fd::AsFd> Pipe<T> {
+    fn new(io: T) -> io::Result<Self> {
+        Ok(Pipe {
+            io: Async::new(io)?,
+            drained: false,
+        })
+    }
+}
+
+impl<T> AsyncRead for Pipe<T>
+where
+    T: std::os::fd::AsFd + Unpin,
+    for<'a> &'a T: Read,
+{
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.drained {
+            ready!(this.io.poll_readable(cx))?;
+            this.drained = false;
+        }
+        loop {
+            match (&*this.io.get_ref()).read(buf) {
+                Ok(n) => {
+                    this.drained = n > 0 && n < buf.len();
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(this.io.poll_readable(cx))?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+/// Kills the child if its exit is no longer awaited (the `Child::wait`
+/// contract) and it has not exited.
+struct KillOnDrop {
+    pid: u32,
+    exited: Arc<AtomicBool>,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.exited.load(Ordering::SeqCst) {
+            mcpwire_adapter::process::signal(self.pid, mcpwire::transport::stdio::Signal::Kill);
+        }
+    }
+}
+
+/// Starts the process of a stdio server with piped stdio.
+pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
+    let mut cmd = std::process::Command::new(server.command.as_deref().unwrap_or_default());
+    cmd.args(&server.args)
+        .envs(&server.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &server.cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn()?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(io::Error::other("child pipes missing"));
+    };
+    let pid = child.id();
+    let exited = Arc::new(AtomicBool::new(false));
+    let guard = KillOnDrop {
+        pid,
+        exited: exited.clone(),
+    };
+    let stdin = Async::new(stdin)?;
+    let file = |fd: std::os::fd::OwnedFd| std::fs::File::from(fd);
+    let stdout = Pipe::new(file(stdout.into()))?;
+    let stderr = Pipe::new(file(stderr.into()))?;
+    // Reaped on a thread of smol's blocking pool.
+    let wait = smol::unblock(move || {
+        let status = child.wait();
+        exited.store(true, Ordering::SeqCst);
+        status
+    });
+    Ok(Child {
+        pid: Some(pid),
+        stdin: Box::new(stdin),
+        stdout: Box::new(stdout),
+        stderr: Box::new(stderr),
+        wait: Box::pin(async move {
+            let _guard = guard;
+            wait.await
+        }),
+    })
+}
