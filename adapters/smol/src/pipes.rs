@@ -50,7 +50,7 @@ where
             this.drained = false;
         }
         loop {
-            match (&*this.io.get_ref()).read(buf) {
+            match this.io.get_ref().read(buf) {
                 Ok(n) => {
                     this.drained = n > 0 && n < buf.len();
                     return Poll::Ready(Ok(n));
