@@ -367,6 +367,11 @@ impl Shared {
             }
             let pipes_open = state.pipes.as_ref().is_some_and(Pipes::open);
             if pipes_open && state.leader == Leader::Nobody {
+                // It reads its own outcome when it leaves the lead: no
+                // wake-up to itself.
+                if let Wait::Call(id) = wait {
+                    state.session.unregister(id);
+                }
                 state.leader = Leader::Waiter(wait);
                 state = self.lead(state, Leader::Waiter(wait), deadline);
                 continue;

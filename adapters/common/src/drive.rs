@@ -406,6 +406,7 @@ impl<R: Runtime> Future for CallFuture<R> {
         let shared = &this.shared;
         let mut state = shared.lock();
         if shared.router.pending_bits() || state.session.has_effects() {
+            state.session.unregister(this.id);
             shared.drive_or_poke(&mut state);
         }
         match state.session.poll_call(this.id, cx.waker()) {

@@ -230,6 +230,15 @@ impl Session {
         Poll::Pending
     }
 
+    /// Forgets the waker of call `id`: its waiter is about to drive the
+    /// connection itself and reads the outcome right after (waking it from
+    /// its own drive would only make its task run once more for nothing).
+    pub fn unregister(&mut self, id: u64) {
+        if let Some(slot) = self.calls.get_mut(&id) {
+            slot.waker = None;
+        }
+    }
+
     /// Whether call `id` has its outcome (or is unknown).
     pub fn is_done(&self, id: u64) -> bool {
         !matches!(self.calls.get(&id), Some(s) if s.outcome.is_none())
