@@ -20,6 +20,7 @@ pub mod auth;
 pub mod codec;
 pub mod config;
 pub mod connection;
+pub mod exchange;
 pub mod manager;
 pub mod mcp;
 pub mod modern;

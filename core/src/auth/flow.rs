@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::challenge::{bearer, Challenge};
 use super::metadata::{
     check_server_metadata, resource_covers, resource_metadata_urls, same_issuer, secure_url,
     server_metadata_urls, ResourceMetadata, ServerMetadata,
@@ -19,7 +18,8 @@ use super::{
     AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, Grant, TokenAuthMethod,
     Tokens,
 };
-use crate::transport::{
+use crate::exchange::challenge::{bearer, Challenge};
+use crate::exchange::{
     ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, ResponseHead,
 };
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::wire::query_pairs;
 use super::*;
-use crate::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl, ResponseHead};
+use crate::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl, ResponseHead};
 
 const MCP: &str = "https://mcp.example/mcp";
 const AS: &str = "https://auth.example";
@@ -1031,7 +1031,7 @@ fn requests_never_show_tokens_or_secrets_in_debug() {
         url: HttpUrl::parse(MCP).unwrap(),
         headers: vec![("Authorization".into(), "Bearer sekrit".into())],
         body: b"{}".to_vec(),
-        purpose: crate::transport::ExchangePurpose::Request,
+        purpose: crate::exchange::ExchangePurpose::Request,
         carries: Some(3),
     };
     assert!(!format!("{req:?}").contains("sekrit"));

@@ -710,8 +710,9 @@ fn wants_authorization(head: &ResponseHead) -> bool {
                 .header_all("www-authenticate")
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .collect::<Vec<_>>();
-            let challenges = crate::auth::parse_challenges(values.iter().map(String::as_str));
-            crate::auth::bearer(&challenges)
+            let challenges =
+                crate::exchange::challenge::parse_challenges(values.iter().map(String::as_str));
+            crate::exchange::challenge::bearer(&challenges)
                 .is_some_and(|c| c.param("error") == Some("insufficient_scope"))
         }
         _ => false,
