@@ -36,8 +36,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-pub use crate::modern::probe::Era;
-pub use modern::EraPolicy;
+pub use crate::modern::probe::{Era, EraPolicy};
 
 use serde::Serialize;
 use serde_json::value::RawValue;

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::{CallError, CloseReason, Connection, Diagnostic, Output, Phase, Wire};
 use crate::mcp::types::{Implementation, InitializeResult};
-use crate::modern::probe::{stdio_probe_verdict, Era, ProbeVerdict, StdioProbeOutcome};
+use crate::modern::probe::{stdio_probe_verdict, Era, EraPolicy, ProbeVerdict, StdioProbeOutcome};
 use crate::modern::{
     classify, retry_params, with_meta, InputRequest, InputRequired, RequestMeta, ResultKind,
     DISCOVER_METHOD, MODERN_PROTOCOL_VERSION, SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION,
@@ -39,31 +39,6 @@ const MAX_INPUT_ROUNDS: u32 = 16;
 /// Times `subscriptions/listen` is opened again in a row after it ended
 /// (1 s, 2 s, 4 s… apart) before the connection goes without it.
 const MAX_LISTEN_REOPENS: u32 = 5;
-
-/// Which protocol era(s) a connection may speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EraPolicy {
-    /// Probe with `server/discover`; fall back to `initialize` (the spec's
-    /// backward-compatibility rules).
-    #[default]
-    Auto,
-    /// Only the `initialize` handshake (2025-11-25 and earlier).
-    Legacy,
-    /// Only 2026-07-28; a legacy server is an error.
-    Modern,
-}
-
-impl EraPolicy {
-    /// `auto`, `legacy` or `modern` (as in a server entry's `protocolEra`).
-    pub fn parse(s: &str) -> Option<EraPolicy> {
-        match s {
-            "auto" => Some(EraPolicy::Auto),
-            "legacy" | "2025-11-25" => Some(EraPolicy::Legacy),
-            "modern" | "2026-07-28" => Some(EraPolicy::Modern),
-            _ => None,
-        }
-    }
-}
 
 /// The probe in flight.
 #[derive(Debug, Clone)]
