@@ -381,6 +381,7 @@ pub struct Connection {
     /// Probes sent (bounds re-probing).
     probes: u32,
     modern: Option<modern::Modern>,
+    era_headers: modern::EraHeaders,
     listen_enabled: bool,
     out: VecDeque<Output>,
 }
@@ -465,6 +466,7 @@ impl Connection {
             probe: None,
             probes: 0,
             modern: None,
+            era_headers: modern::EraHeaders::default(),
             listen_enabled,
             out: VecDeque::new(),
         };
@@ -500,6 +502,7 @@ impl Connection {
             .request(now, "initialize", Some(&params), RequestOptions::default())
         {
             Ok(id) => {
+                self.built_request(id, "initialize", None);
                 self.phase = Phase::Initializing { id, reinit };
                 self.initialize_id = Some(id);
             }
@@ -785,6 +788,7 @@ impl Connection {
             return self.modern_request(now, method, params, options);
         }
         let id = self.engine.request(now, method, params, options)?;
+        self.built_request(id, method, modern::header_params(method, params).as_ref());
         self.pump(now);
         Ok(id)
     }
@@ -810,7 +814,7 @@ impl Connection {
         params: Option<&RawValue>,
     ) -> Result<(), CallError> {
         self.check_open(method)?;
-        self.engine.notify(method, params)?;
+        self.notify_engine(method, params)?;
         self.pump(now);
         Ok(())
     }
@@ -1041,6 +1045,8 @@ impl Connection {
             rpc::Output::Send { bytes, kind } => match &mut self.wire {
                 Wire::Stdio(s) => s.send(bytes),
                 Wire::Http(h) => {
+                    let in_era = h.modern_version().is_some();
+                    let era_headers = self.era_headers.take(&kind, in_era);
                     if let (true, SendKind::Request { id }, Some(auth)) =
                         (h.auth_pending(), &kind, self.auth.as_mut())
                     {
@@ -1048,7 +1054,7 @@ impl Connection {
                             auth.suspended.push(*id);
                         }
                     }
-                    h.send(now, bytes, kind)
+                    h.send_with(now, bytes, kind, era_headers)
                 }
                 Wire::Legacy(l) => l.send(now, bytes, kind),
             },
@@ -1131,7 +1137,7 @@ impl Connection {
                 let version = result.protocol_version.clone();
                 self.engine.set_accept_batches(version == "2025-03-26");
                 self.server = Some(result);
-                if let Err(e) = self.engine.notify("notifications/initialized", None) {
+                if let Err(e) = self.notify_engine("notifications/initialized", None) {
                     self.shut_down(now, CloseReason::Handshake(format!("initialized: {e}")));
                     return;
                 }

@@ -25,14 +25,26 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{CallError, CloseReason, Connection, Diagnostic, Output, Phase, Wire};
+use crate::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::types::{Implementation, InitializeResult};
+use crate::modern::headers::name_source;
 use crate::modern::probe::{stdio_probe_verdict, Era, EraPolicy, ProbeVerdict, StdioProbeOutcome};
 use crate::modern::{
-    classify, retry_params, with_meta, InputRequest, InputRequired, RequestMeta, ResultKind,
-    DISCOVER_METHOD, MODERN_PROTOCOL_VERSION, SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION,
-    SUBSCRIPTIONS_LISTEN_METHOD, SUPPORTED_MODERN_VERSIONS,
+    classify, message_headers, retry_params, with_meta, InputRequest, InputRequired, RequestMeta,
+    ResultKind, ToolHeaders, DISCOVER_METHOD, MODERN_PROTOCOL_VERSION,
+    SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION, SUBSCRIPTIONS_LISTEN_METHOD,
+    SUPPORTED_MODERN_VERSIONS,
 };
-use crate::rpc::{ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus};
+use crate::rpc::{
+    ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus, SendKind,
+};
+
+/// The params of a message as a value, when its era headers read them
+/// (`Mcp-Name` and `Mcp-Param-*`).
+pub(super) fn header_params(method: &str, params: Option<&RawValue>) -> Option<Value> {
+    name_source(method)?;
+    serde_json::from_str(params?.get()).ok()
+}
 
 /// Rounds of `input_required` one call may go through before it fails.
 const MAX_INPUT_ROUNDS: u32 = 16;
@@ -81,7 +93,46 @@ pub(super) struct Modern {
     /// When to open `subscriptions/listen` again, and the reopens so far.
     pub(super) listen_retry: Option<Instant>,
     listen_reopens: u32,
+    /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
+    tools: ToolHeaders,
 }
+
+/// The era headers (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) of the
+/// messages built while the HTTP transport speaks the 2026-07-28 era, from
+/// the moment each is built until the engine's `Send` of it reaches the
+/// transport (within the same call).
+#[derive(Debug, Default)]
+pub(super) struct EraHeaders {
+    /// By request id.
+    requests: HashMap<u64, Vec<(String, String)>>,
+    /// The notification being sent.
+    notification: Option<Vec<(String, String)>>,
+}
+
+impl EraHeaders {
+    /// The headers of the message the engine queued as `kind`, for a
+    /// transport that speaks the era (`in_era`) or not. The engine builds
+    /// one notification itself, `notifications/cancelled`: in the era, a
+    /// notification the connection did not note is that one.
+    pub(super) fn take(&mut self, kind: &SendKind, in_era: bool) -> Vec<(String, String)> {
+        let noted = match kind {
+            SendKind::Request { id } => self.requests.remove(id),
+            SendKind::Notification => self.notification.take(),
+            SendKind::Response { .. } => None,
+        };
+        match noted {
+            Some(headers) => headers,
+            None if in_era && *kind == SendKind::Notification => {
+                message_headers(CANCELLED_NOTIFICATION, None, &ToolHeaders::default())
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The notification the engine builds when a request is cancelled or
+/// times out.
+const CANCELLED_NOTIFICATION: &str = "notifications/cancelled";
 
 impl Connection {
     /// The era spoken, once known.
@@ -104,6 +155,45 @@ impl Connection {
         } else {
             self.start_probe(now, MODERN_PROTOCOL_VERSION, false);
         }
+    }
+
+    /// In the era over HTTP, notes the era headers of request `id` just built from
+    /// `method` and `params`.
+    pub(super) fn built_request(&mut self, id: u64, method: &str, params: Option<&Value>) {
+        if let Some(h) = self.era_headers_of(method, params) {
+            self.era_headers.requests.insert(id, h);
+        }
+    }
+
+    /// Has the engine build notification `method`, noting its era headers
+    /// in the era over HTTP.
+    pub(super) fn notify_engine(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), LocalError> {
+        let value = header_params(method, params);
+        self.era_headers.notification = self.era_headers_of(method, value.as_ref());
+        let sent = self.engine.notify(method, params);
+        if sent.is_err() {
+            self.era_headers.notification = None;
+        }
+        sent
+    }
+
+    fn era_headers_of(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<Vec<(String, String)>> {
+        // The era begins with the probe, before any other message is
+        // built; a message posted after it ended goes without them.
+        if !matches!(&self.wire, Wire::Http(h) if h.modern_version().is_some()) {
+            return None;
+        }
+        let none = ToolHeaders::default();
+        let tools = self.modern.as_ref().map_or(&none, |m| &m.tools);
+        Some(message_headers(method, params, tools))
     }
 
     fn envelope(&self, version: &str) -> RequestMeta {
@@ -132,6 +222,7 @@ impl Connection {
             .request(now, DISCOVER_METHOD, Some(&raw), options)
         {
             Ok(id) => {
+                self.built_request(id, DISCOVER_METHOD, Some(&params));
                 self.phase = Phase::Probing { id };
                 self.probe = Some(Probe { id, retried });
             }
@@ -144,7 +235,7 @@ impl Connection {
         let Some(probe) = self.probe.take() else {
             return;
         };
-        let legacy_versions = crate::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
+        let legacy_versions = SUPPORTED_PROTOCOL_VERSIONS;
         let verdict = match &outcome {
             Ok(raw) => stdio_probe_verdict(
                 StdioProbeOutcome::Result(raw.get()),
@@ -202,6 +293,7 @@ impl Connection {
                     tool_lists: BTreeSet::new(),
                     listen_retry: None,
                     listen_reopens: 0,
+                    tools: ToolHeaders::default(),
                 });
                 self.phase = Phase::Ready;
                 self.ready_pending = true;
@@ -293,6 +385,7 @@ impl Connection {
             .request(now, SUBSCRIPTIONS_LISTEN_METHOD, Some(&raw), options)
         {
             Ok(id) => {
+                self.built_request(id, SUBSCRIPTIONS_LISTEN_METHOD, Some(&params));
                 if let Some(m) = self.modern.as_mut() {
                     m.listen_id = Some(id);
                 }
@@ -362,6 +455,7 @@ impl Connection {
         let raw = serde_json::value::to_raw_value(&stamped)
             .map_err(|_| LocalError::InvalidParams("params do not serialize"))?;
         let id = self.engine.request(now, method, Some(&raw), options)?;
+        self.built_request(id, method, Some(&stamped));
         if method == "tools/list" && matches!(self.wire, Wire::Http(_)) {
             if let Some(m) = self.modern.as_mut() {
                 m.tool_lists.insert(id);
@@ -533,7 +627,7 @@ impl Connection {
     /// annotations in the transport and leaves out the tools whose
     /// annotations are invalid (the spec says they MUST be excluded).
     fn tool_list_headers(&mut self, raw: Box<RawValue>) -> Box<RawValue> {
-        let Wire::Http(h) = &mut self.wire else {
+        let (Wire::Http(_), Some(m)) = (&self.wire, self.modern.as_mut()) else {
             return raw;
         };
         let Ok(mut page) = serde_json::from_str::<Value>(raw.get()) else {
@@ -549,7 +643,7 @@ impl Connection {
             let schema = t.get("inputSchema").unwrap_or(&Value::Null);
             match crate::modern::param_headers(schema) {
                 Ok(specs) => {
-                    h.set_tool_headers(name, specs);
+                    m.tools.record(name, specs);
                     true
                 }
                 Err(e) => {
@@ -626,17 +720,22 @@ impl Connection {
         let responses = std::mem::take(&mut call.responses);
         let params = retry_params(&call.params, &asked, responses)
             .map_err(|e| e.to_string())
-            .and_then(|p| with_meta(Some(p), &m.meta).map_err(|e| e.to_string()))
-            .and_then(|p| serde_json::value::to_raw_value(&p).map_err(|e| e.to_string()));
+            .and_then(|p| with_meta(Some(p), &m.meta).map_err(|e| e.to_string()));
         let method = call.method.clone();
         let options = call.options;
-        let sent = params.and_then(|raw| {
-            self.engine
+        let sent = params.and_then(|params| {
+            let raw = serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())?;
+            let id = self
+                .engine
                 .request(now, &method, Some(&raw), options)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            Ok((id, params))
         });
+        if let Ok((id, params)) = &sent {
+            self.built_request(*id, &method, Some(params));
+        }
         let m = self.modern.as_mut().expect("checked");
-        match sent {
+        match sent.map(|(id, _)| id) {
             Ok(id) => {
                 m.alias.insert(id, app);
                 if let Some(call) = m.calls.get_mut(&app) {
