@@ -43,7 +43,8 @@ impl Trigger {
     }
 }
 
-/// What the flow asks of its driver (the [`Connection`](crate::Connection)).
+/// What the flow asks of its driver (the [`Connection`](crate::Connection)),
+/// from [`AuthFlow::poll_output`].
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AuthAction {
@@ -205,8 +206,10 @@ impl AuthFlow {
         flow
     }
 
-    /// The next action, if any.
-    pub fn poll_action(&mut self) -> Option<AuthAction> {
+    /// The next action, if any (drain it after every call, as every
+    /// machine of this crate).
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<AuthAction> {
         self.actions.pop_front()
     }
 

@@ -721,7 +721,7 @@ impl Connection {
     }
 
     fn poll_auth(&mut self) -> Option<AuthAction> {
-        self.auth.as_mut()?.flow.as_mut()?.poll_action()
+        self.auth.as_mut()?.flow.as_mut()?.poll_output()
     }
 
     fn route_auth(&mut self, now: Instant, action: AuthAction) {
@@ -1034,9 +1034,9 @@ impl Connection {
 
     fn poll_wire(&mut self) -> Option<WireEvent> {
         match &mut self.wire {
-            Wire::Stdio(s) => s.poll_action().map(WireEvent::Stdio),
-            Wire::Http(h) => h.poll_event().map(WireEvent::Http),
-            Wire::Legacy(l) => l.poll_event().map(WireEvent::Legacy),
+            Wire::Stdio(s) => s.poll_output().map(WireEvent::Stdio),
+            Wire::Http(h) => h.poll_output().map(WireEvent::Http),
+            Wire::Legacy(l) => l.poll_output().map(WireEvent::Legacy),
         }
     }
 

@@ -18,7 +18,7 @@
 //!
 //! The transport speaks in exchanges ([`HttpRequest`] out; head, body
 //! chunks, end or failure in) and never reads a clock. Polling order: after
-//! every call drain [`StreamableHttp::poll_event`] until `None`, then read
+//! every call drain [`StreamableHttp::poll_output`] until `None`, then read
 //! [`StreamableHttp::poll_timeout`] and call
 //! [`StreamableHttp::handle_timeout`] at that instant (spurious calls are
 //! harmless).
@@ -67,7 +67,8 @@ const MAX_HELD: usize = 4096;
 /// re-initialize loop against a server that rejects every session).
 const MAX_CONSECUTIVE_EXPIRIES: u32 = 3;
 
-/// What the transport asks of the [`Connection`](crate::Connection).
+/// What the transport asks of the [`Connection`](crate::Connection), from
+/// [`StreamableHttp::poll_output`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HttpEvent {
@@ -683,7 +684,7 @@ impl StreamableHttp {
 
     /// The next thing the Connection must do (see [`HttpEvent`]).
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<HttpEvent> {
+    pub fn poll_output(&mut self) -> Option<HttpEvent> {
         self.events.pop_front()
     }
 

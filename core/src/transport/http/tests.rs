@@ -98,7 +98,7 @@ impl Harness {
     }
 
     fn events(&mut self) -> Vec<HttpEvent> {
-        std::iter::from_fn(|| self.t.poll_event()).collect()
+        std::iter::from_fn(|| self.t.poll_output()).collect()
     }
 
     /// Drains the events, which must all be requests (or diagnostics,
