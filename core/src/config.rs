@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::modern::EraPolicy;
+
 /// One server entry of an `mcpServers` map.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerConfig {
@@ -163,10 +165,10 @@ impl ServerConfig {
     }
 
     /// The protocol era pinned by `protocolEra`, if any.
-    pub fn era_policy(&self) -> Result<Option<crate::connection::EraPolicy>, ConfigError> {
+    pub fn era_policy(&self) -> Result<Option<EraPolicy>, ConfigError> {
         match self.protocol_era.as_deref() {
             None => Ok(None),
-            Some(s) => crate::connection::EraPolicy::parse(s)
+            Some(s) => EraPolicy::parse(s)
                 .map(Some)
                 .ok_or_else(|| ConfigError::UnknownEra(s.to_owned())),
         }

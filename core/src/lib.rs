@@ -5,14 +5,41 @@
 //! timer ticks, abort signals) and emits actions. No async, no threads, no
 //! I/O and no clock: time is always passed in as `now: Instant`.
 //!
+//! ## Floors
+//!
+//! Each floor imports only floors below it (`tests/floors.rs` checks it);
+//! the lowest is at the bottom.
+//!
 //! ```text
-//!   rpc/      JSON-RPC engine: ids, correlation, deadlines, progress,
-//!             cancellation, exactly-once completion, limits
-//!   codec/    jsonl | sse | http1   (bytes <-> frames, bounded, fuzzed)
+//!   manager/     host policy: ${VAR} expansion, tool cache, reconnect   imports config, mcp
+//!   connection/  one connection: routes engine, wire, auth, the era    imports every floor below
+//!   config       an mcpServers entry and the transport it selects      imports modern
+//!   transport/   stdio | Streamable HTTP | legacy HTTP+SSE machines    imports exchange, rpc, codec
+//!   auth/        OAuth 2.1 as a sans-IO flow                           imports exchange
+//!   modern/      the 2026-07-28 era: _meta, discover, MRTR, headers    imports mcp, rpc
+//!   mcp/         the MCP surface: methods, types, handshake            imports nothing
+//!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec
+//!   exchange/    HTTP exchanges: request, head, URL, WWW-Authenticate  imports codec
+//!   codec/       jsonl | sse | http1 (bytes <-> frames, bounded)       imports nothing
 //! ```
 //!
 //! The adapters (`mcpwire-tokio`, `mcpwire-smol`, `mcpwire-blocking`) own a
-//! core value, perform what it asks and feed back what happened.
+//! [`Connection`], perform what it asks and feed back what happened; any
+//! program can do the same without them.
+//!
+//! ## Embedding without an adapter
+//!
+//! Below is the whole of `examples/std_child.rs`, compiled with these
+//! docs: a run loop over a child process with std alone (reader threads
+//! for stdout and stderr and a waiter for the exit, all sending to one
+//! channel; after each input, drain [`Connection::poll_output`]; sleep
+//! with `recv_timeout` until [`Connection::poll_timeout`], then
+//! [`Connection::handle_timeout`]). It connects, lists the tools, closes
+//! gracefully and exits; `tests/std_child.rs` runs it against
+//! `mcpwire-test-server`. Try it with
+//! `cargo run -p mcpwire --example std_child -- <server command> [args…]`.
+//!
+#![doc = concat!("````no_run\n", include_str!("../examples/std_child.rs"), "````")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -20,6 +47,7 @@ pub mod auth;
 pub mod codec;
 pub mod config;
 pub mod connection;
+pub mod exchange;
 pub mod manager;
 pub mod mcp;
 pub mod modern;

@@ -10,7 +10,7 @@ use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{
     CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output, TransportSpec,
 };
-use mcpwire::mcp::methods::{CallTool, Ping};
+use mcpwire::mcp::methods::{CallTool, ListTools, Ping};
 use mcpwire::mcp::parse_result;
 use mcpwire::mcp::types::CallToolResult;
 use mcpwire::rpc::{RequestError, RequestId, RequestOptions, RespondStatus};
@@ -1519,4 +1519,85 @@ fn modern_http_probe_falls_back_on_a_legacy_4xx_and_retries_on_32022() {
     assert_eq!(again.header("MCP-Protocol-Version"), Some("2026-07-28"));
     sim.json(again.exchange, &[], &reply(1, DISCOVER));
     assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+}
+
+#[test]
+fn modern_http_era_headers_follow_each_message() {
+    let mut sim = Sim::probing(
+        ConnectionConfig::default(),
+        TransportSpec::StreamableHttp(url(URL)),
+    );
+    let probe = sim.next_request();
+    // A ping while the probe is out goes with the era's headers too.
+    let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    let ping_post = sim.next_request();
+    assert_eq!(ping_post.header("Mcp-Method"), Some("ping"));
+    sim.json(probe.exchange, &[], &reply(0, DISCOVER));
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+    sim.json(ping_post.exchange, &[], &reply(ping, "{}"));
+    assert!(sim.completion(ping).is_ok());
+
+    // tools/list: one annotated tool, one whose annotation is invalid.
+    let list = sim
+        .conn
+        .send(sim.now, &ListTools::default(), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    assert_eq!(post.header("Mcp-Method"), Some("tools/list"));
+    assert!(post.header("Mcp-Name").is_none());
+    let tools = json!({"tools": [
+        {"name": "weather", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "days": {"type": "integer", "x-mcp-header": "Days"}}}},
+        {"name": "bad", "inputSchema": {"type": "object", "properties": {
+            "v": {"type": "object", "x-mcp-header": "V"}}}}]});
+    sim.json(post.exchange, &[], &reply(list, &tools.to_string()));
+    let page: Value = serde_json::from_str(sim.completion(list).unwrap().get()).unwrap();
+    assert_eq!(page["tools"].as_array().unwrap().len(), 1, "{page}");
+    sim.drop_diagnostics();
+
+    // Its calls mirror the annotated arguments.
+    let call = sim
+        .conn
+        .send(
+            sim.now,
+            &CallTool::new("weather", json!({"region": "Zürich", "days": 3})),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    assert_eq!(post.header("Mcp-Method"), Some("tools/call"));
+    assert_eq!(post.header("Mcp-Name"), Some("weather"));
+    assert_eq!(
+        post.header("Mcp-Param-Region"),
+        Some("=?base64?WsO8cmljaA==?=")
+    );
+    assert_eq!(post.header("Mcp-Param-Days"), Some("3"));
+    // The cancellation the engine builds says what it is.
+    assert!(sim.conn.cancel(sim.now, call, "enough"));
+    sim.drain();
+    let cancelled = sim.next_request();
+    assert_eq!(body(&cancelled)["method"], "notifications/cancelled");
+    assert_eq!(
+        cancelled.header("Mcp-Method"),
+        Some("notifications/cancelled")
+    );
+    assert!(cancelled.header("Mcp-Name").is_none());
+    // An application notification too.
+    sim.conn
+        .notify(sim.now, "notifications/roots/list_changed", None)
+        .unwrap();
+    sim.drain();
+    let note = sim
+        .take_requests()
+        .into_iter()
+        .find(|r| body(r)["method"] == "notifications/roots/list_changed")
+        .expect("the notification's POST");
+    assert_eq!(
+        note.header("Mcp-Method"),
+        Some("notifications/roots/list_changed")
+    );
 }

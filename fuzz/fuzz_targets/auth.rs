@@ -61,7 +61,7 @@ fuzz_target!(|input: Input<'_>| {
     let mut ends = 0;
     for _ in 0..64 {
         let mut acted = false;
-        while let Some(a) = flow.poll_action() {
+        while let Some(a) = flow.poll_output() {
             acted = true;
             match a {
                 AuthAction::Http(req) => {

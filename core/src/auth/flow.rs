@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::challenge::{bearer, Challenge};
 use super::metadata::{
     check_server_metadata, resource_covers, resource_metadata_urls, same_issuer, secure_url,
     server_metadata_urls, ResourceMetadata, ServerMetadata,
@@ -19,7 +18,8 @@ use super::{
     AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, Grant, TokenAuthMethod,
     Tokens,
 };
-use crate::transport::{
+use crate::exchange::challenge::{bearer, Challenge};
+use crate::exchange::{
     ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, ResponseHead,
 };
 
@@ -43,7 +43,8 @@ impl Trigger {
     }
 }
 
-/// What the flow asks of its driver (the [`Connection`](crate::Connection)).
+/// What the flow asks of its driver (the [`Connection`](crate::Connection)),
+/// from [`AuthFlow::poll_output`].
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AuthAction {
@@ -205,8 +206,10 @@ impl AuthFlow {
         flow
     }
 
-    /// The next action, if any.
-    pub fn poll_action(&mut self) -> Option<AuthAction> {
+    /// The next action, if any (drain it after every call, as every
+    /// machine of this crate).
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<AuthAction> {
         self.actions.pop_front()
     }
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::wire::{is_secure, origin_string, trimmed_path};
 use super::AuthError;
-use crate::transport::HttpUrl;
+use crate::exchange::HttpUrl;
 
 /// RFC 9728 protected-resource metadata (the fields a client uses).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -24,7 +24,6 @@
 //! Tokens only ever go to the MCP endpoint's origin; no token or secret
 //! appears in a `Debug` output or an error message.
 
-mod challenge;
 mod flow;
 mod metadata;
 #[cfg(test)]
@@ -37,7 +36,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use challenge::{bearer, parse_challenges, Challenge};
+pub use crate::exchange::challenge::{bearer, parse_challenges, Challenge};
 pub use flow::{AuthAction, AuthFlow, Trigger};
 pub use metadata::{
     resource_covers, resource_metadata_urls, server_metadata_urls, ResourceMetadata, ServerMetadata,

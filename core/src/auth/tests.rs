@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::wire::query_pairs;
 use super::*;
-use crate::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl, ResponseHead};
+use crate::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl, ResponseHead};
 
 const MCP: &str = "https://mcp.example/mcp";
 const AS: &str = "https://auth.example";
@@ -150,7 +150,7 @@ fn run_with(
     };
     for _ in 0..100 {
         let mut progressed = false;
-        while let Some(a) = flow.poll_action() {
+        while let Some(a) = flow.poll_output() {
             progressed = true;
             match a {
                 AuthAction::Http(req) => {
@@ -186,7 +186,7 @@ fn run_with(
         }
         if run.result.is_some() {
             assert!(flow.is_finished());
-            assert!(flow.poll_action().is_none());
+            assert!(flow.poll_output().is_none());
             return run;
         }
         if !progressed {
@@ -979,7 +979,7 @@ fn an_unanswered_authorization_times_out() {
     let mut web = happy();
     let mut failed = None;
     for _ in 0..20 {
-        while let Some(a) = flow.poll_action() {
+        while let Some(a) = flow.poll_output() {
             match a {
                 AuthAction::Http(req) => {
                     let key = req.url.to_string();
@@ -1031,7 +1031,7 @@ fn requests_never_show_tokens_or_secrets_in_debug() {
         url: HttpUrl::parse(MCP).unwrap(),
         headers: vec![("Authorization".into(), "Bearer sekrit".into())],
         body: b"{}".to_vec(),
-        purpose: crate::transport::ExchangePurpose::Request,
+        purpose: crate::exchange::ExchangePurpose::Request,
         carries: Some(3),
     };
     assert!(!format!("{req:?}").contains("sekrit"));

@@ -6,8 +6,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use crate::transport::url::Scheme;
-use crate::transport::HttpUrl;
+use crate::exchange::url::Scheme;
+use crate::exchange::HttpUrl;
 
 /// Percent-encodes `s` for a form body or a query component (RFC 3986
 /// unreserved characters stay, space becomes `%20`).

@@ -24,7 +24,7 @@
 //! server still connecting has cached tools to show in the meantime.
 //!
 //! Driver contract (as for [`Connection`](crate::Connection)): after each
-//! `start`/`handle_*`/`close`, drain [`ServerMachine::poll_action`], then
+//! `start`/`handle_*`/`close`, drain [`ServerMachine::poll_output`], then
 //! sleep until [`ServerMachine::poll_timeout`] and call `handle_timeout`.
 //! A spurious `handle_timeout` is a no-op.
 
@@ -350,8 +350,16 @@ impl ServerMachine {
 
     /// The next action, if any.
     #[must_use]
-    pub fn poll_action(&mut self) -> Option<Action> {
+    pub fn poll_output(&mut self) -> Option<Action> {
         self.actions.pop_front()
+    }
+
+    /// The old name of [`poll_output`](Self::poll_output), kept until the
+    /// `mcpwire-manager` crate moves to it.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.poll_output()
     }
 
     /// When to call [`ServerMachine::handle_timeout`].
@@ -491,7 +499,7 @@ mod tests {
     fn fire(m: &mut ServerMachine) -> (Instant, Option<Action>) {
         let at = m.poll_timeout().expect("a timer");
         m.handle_timeout(at);
-        (at, m.poll_action())
+        (at, m.poll_output())
     }
 
     #[test]
@@ -499,9 +507,9 @@ mod tests {
         let c = Clock(Instant::now());
         let mut m = ServerMachine::new(no_jitter(), 7);
         assert_eq!(m.state(), &ServerState::Connecting);
-        assert!(m.poll_action().is_none(), "nothing before start");
+        assert!(m.poll_output().is_none(), "nothing before start");
         m.start(c.at(0));
-        assert_eq!(m.poll_action(), Some(Action::Connect { attempt: 0 }));
+        assert_eq!(m.poll_output(), Some(Action::Connect { attempt: 0 }));
         assert!(!m.first_attempt_done());
         assert_eq!(m.poll_timeout(), None);
         m.handle_connected(c.at(40));
@@ -517,12 +525,12 @@ mod tests {
         );
         // Early or spurious timers do nothing.
         m.handle_timeout(c.at(20_499));
-        assert_eq!(m.poll_action(), None);
+        assert_eq!(m.poll_output(), None);
         let (at, a) = fire(&mut m);
         assert_eq!(at, c.at(20_500));
         assert_eq!(a, Some(Action::Connect { attempt: 1 }));
         m.handle_timeout(c.at(20_600));
-        assert_eq!(m.poll_action(), None, "one attempt at a time");
+        assert_eq!(m.poll_output(), None, "one attempt at a time");
         assert_eq!(m.poll_timeout(), None, "no timer while attempting");
         m.handle_connected(c.at(20_700));
         assert_eq!(m.state(), &ServerState::Connected);
@@ -538,7 +546,7 @@ mod tests {
         };
         let mut m = ServerMachine::new(policy, 1);
         m.start(c.at(0));
-        let _ = m.poll_action();
+        let _ = m.poll_output();
         m.handle_connected(c.at(10));
         m.handle_closed(c.at(60_000), "stdout closed");
         let mut now = c.at(60_000);
@@ -563,10 +571,10 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("spawn failed #4"), "{error}");
-        assert_eq!(m.poll_action(), Some(Action::GiveUp { error }));
+        assert_eq!(m.poll_output(), Some(Action::GiveUp { error }));
         assert_eq!(m.poll_timeout(), None);
         m.handle_timeout(now + Duration::from_secs(100));
-        assert_eq!(m.poll_action(), None, "failed is final");
+        assert_eq!(m.poll_output(), None, "failed is final");
     }
 
     #[test]
@@ -607,7 +615,7 @@ mod tests {
         let c = Clock(Instant::now());
         let mut m = ServerMachine::new(no_jitter(), 1);
         m.start(c.at(0));
-        assert_eq!(m.poll_action(), Some(Action::Connect { attempt: 0 }));
+        assert_eq!(m.poll_output(), Some(Action::Connect { attempt: 0 }));
         m.handle_connected(c.at(0));
         let mut now = c.at(50_000);
         m.handle_closed(now, "crash");
@@ -628,7 +636,7 @@ mod tests {
         // A connection that lived past stable_after starts again at 1.
         let mut m = ServerMachine::new(no_jitter(), 1);
         m.start(c.at(0));
-        assert_eq!(m.poll_action(), Some(Action::Connect { attempt: 0 }));
+        assert_eq!(m.poll_output(), Some(Action::Connect { attempt: 0 }));
         m.handle_connected(c.at(0));
         m.handle_closed(c.at(1000), "crash");
         let (at, _) = fire(&mut m);
@@ -648,7 +656,7 @@ mod tests {
         let c = Clock(Instant::now());
         let mut m = ServerMachine::new(no_jitter(), 1);
         m.start(c.at(0));
-        let _ = m.poll_action();
+        let _ = m.poll_output();
         m.handle_connect_failed(c.at(5), "cannot start `nope`: not found");
         assert_eq!(
             m.state(),
@@ -664,7 +672,7 @@ mod tests {
         };
         let mut m = ServerMachine::new(policy, 1);
         m.start(c.at(0));
-        let _ = m.poll_action();
+        let _ = m.poll_output();
         m.handle_connect_failed(c.at(5), "refused");
         assert!(m.first_attempt_done());
         assert_eq!(
@@ -687,7 +695,7 @@ mod tests {
             1,
         );
         m.start(c.at(0));
-        let _ = m.poll_action();
+        let _ = m.poll_output();
         m.handle_connected(c.at(1));
         m.handle_closed(c.at(2), "exit 3");
         let ServerState::Failed { error } = m.state() else {
@@ -711,16 +719,16 @@ mod tests {
         assert_eq!(m.poll_timeout(), None);
         m.handle_timeout(c.at(10_000));
         m.handle_connected(c.at(10_000));
-        assert_eq!(m.poll_action(), None);
+        assert_eq!(m.poll_output(), None);
         assert_eq!(m.state(), &ServerState::Closed);
 
         let mut d = ServerMachine::disabled();
         d.start(c.at(0));
-        assert_eq!(d.poll_action(), None);
+        assert_eq!(d.poll_output(), None);
         assert_eq!(d.state().to_string(), "disabled");
         let mut f = ServerMachine::failed("stdio server without `command`");
         f.start(c.at(0));
-        assert_eq!(f.poll_action(), None);
+        assert_eq!(f.poll_output(), None);
         assert_eq!(
             f.state().to_string(),
             "failed: stdio server without `command`"

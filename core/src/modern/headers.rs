@@ -6,6 +6,8 @@
 //! Values outside printable ASCII, with edge whitespace, or looking like
 //! the sentinel are sent as `=?base64?…?=`.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::meta::declared_version;
@@ -288,6 +290,68 @@ pub fn param_header_values(
     out
 }
 
+/// Each tool's `x-mcp-header` annotations, as `tools/list` declared them
+/// (their calls mirror those arguments in `Mcp-Param-*` headers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolHeaders {
+    by_tool: HashMap<String, Vec<ParamHeader>>,
+}
+
+impl ToolHeaders {
+    /// Tools recorded at most; beyond, new ones are not.
+    pub const MAX_TOOLS: usize = 10_000;
+
+    /// Records the annotations of tool `name` (none: forgets it).
+    pub fn record(&mut self, name: &str, headers: Vec<ParamHeader>) {
+        if headers.is_empty() {
+            self.by_tool.remove(name);
+        } else if self.by_tool.len() < Self::MAX_TOOLS || self.by_tool.contains_key(name) {
+            self.by_tool.insert(name.to_owned(), headers);
+        }
+    }
+
+    /// The annotations of tool `name`, if any.
+    pub fn get(&self, name: &str) -> Option<&[ParamHeader]> {
+        self.by_tool.get(name).map(Vec::as_slice)
+    }
+}
+
+/// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` of one outgoing message of
+/// `method` with `params`, computed where the message is built and sent
+/// with its POST in the 2026-07-28 era (the transport adds
+/// `MCP-Protocol-Version`). Lenient, unlike [`request_headers`]: a missing
+/// name is left out, never an error.
+///
+/// ```
+/// use mcpwire::modern::{message_headers, ToolHeaders};
+/// let params = serde_json::json!({"name": "get weather", "arguments": {}});
+/// let h = message_headers("tools/call", Some(&params), &ToolHeaders::default());
+/// assert_eq!(h, [("Mcp-Method".to_string(), "tools/call".to_string()),
+///                ("Mcp-Name".into(), "get weather".into())]);
+/// ```
+pub fn message_headers(
+    method: &str,
+    params: Option<&Value>,
+    tools: &ToolHeaders,
+) -> Vec<(String, String)> {
+    let mut h = vec![(METHOD_HEADER.to_owned(), encode_header_value(method))];
+    let Some(field) = name_source(method) else {
+        return h;
+    };
+    let Some(name) = params.and_then(|p| p.get(field)).and_then(Value::as_str) else {
+        return h;
+    };
+    h.push((NAME_HEADER.to_owned(), encode_header_value(name)));
+    let specs = tools.get(name).filter(|_| method == "tools/call");
+    let args = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(Value::as_object);
+    if let (Some(specs), Some(args)) = (specs, args) {
+        h.extend(param_header_values(specs, args));
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,6 +464,35 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn message_headers_of_each_kind_of_message() {
+        let mut tools = ToolHeaders::default();
+        let schema = json!({"properties":{"region":{"type":"string","x-mcp-header":"Region"}}});
+        tools.record("weather", param_headers(&schema).unwrap());
+        let call = json!({"name":"weather","arguments":{"region":"eu"}});
+        assert_eq!(
+            message_headers("tools/call", Some(&call), &tools),
+            [
+                (METHOD_HEADER.to_owned(), "tools/call".to_owned()),
+                (NAME_HEADER.into(), "weather".into()),
+                ("Mcp-Param-Region".into(), "eu".into()),
+            ]
+        );
+        // Only tools/call mirrors arguments; a missing name is left out.
+        let get = json!({"name":"weather","arguments":{"region":"eu"}});
+        assert_eq!(message_headers("prompts/get", Some(&get), &tools).len(), 2);
+        assert_eq!(message_headers("tools/call", None, &tools).len(), 1);
+        assert_eq!(
+            message_headers("notifications/cancelled", None, &tools),
+            [(
+                METHOD_HEADER.to_owned(),
+                "notifications/cancelled".to_owned()
+            )]
+        );
+        tools.record("weather", Vec::new());
+        assert!(tools.get("weather").is_none());
     }
 
     #[test]

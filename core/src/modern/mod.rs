@@ -1,8 +1,9 @@
 //! Building blocks for the stateless 2026-07-28 protocol era ("modern"
 //! MCP): no `initialize`, no sessions, every request self-describing.
 //!
-//! Pure functions and types only; nothing here is wired into
-//! [`Connection`](crate::Connection) yet.
+//! Pure functions and types only (no state machine): the
+//! [`Connection`](crate::Connection) puts them to work, and
+//! [`config`](crate::config) reads [`EraPolicy`] from a server entry.
 //!
 //! ```text
 //!   meta      _meta envelope keys, merge into request params
@@ -28,14 +29,16 @@ pub use errors::{
     ModernError, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use headers::{
-    encode_header_value, param_header_values, param_headers, request_headers, HeaderError,
-    ParamHeader,
+    encode_header_value, message_headers, param_header_values, param_headers, request_headers,
+    HeaderError, ParamHeader, ToolHeaders,
 };
 pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
 pub use mrtr::{
     classify, retry_params, InputRequest, InputRequired, MrtrError, ResultKind, ResultType,
 };
-pub use probe::{http_probe_verdict, stdio_probe_verdict, Era, ProbeVerdict, StdioProbeOutcome};
+pub use probe::{
+    http_probe_verdict, stdio_probe_verdict, Era, EraPolicy, ProbeVerdict, StdioProbeOutcome,
+};
 
 /// The protocol version string of the stateless era.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";

@@ -26,6 +26,31 @@ pub enum Era {
     Legacy,
 }
 
+/// Which protocol era(s) a connection may speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraPolicy {
+    /// Probe with `server/discover`; fall back to `initialize` (the spec's
+    /// backward-compatibility rules).
+    #[default]
+    Auto,
+    /// Only the `initialize` handshake (2025-11-25 and earlier).
+    Legacy,
+    /// Only 2026-07-28; a legacy server is an error.
+    Modern,
+}
+
+impl EraPolicy {
+    /// `auto`, `legacy` or `modern` (as in a server entry's `protocolEra`).
+    pub fn parse(s: &str) -> Option<EraPolicy> {
+        match s {
+            "auto" => Some(EraPolicy::Auto),
+            "legacy" | "2025-11-25" => Some(EraPolicy::Legacy),
+            "modern" | "2026-07-28" => Some(EraPolicy::Modern),
+            _ => None,
+        }
+    }
+}
+
 /// What to do after a probe.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -19,7 +19,7 @@
 //! `LegacySse` has the same driving interface as the Streamable HTTP
 //! transport: the driver performs each `LegacyEvent::Request` and reports
 //! its response with `handle_head`, `handle_body`, `handle_end` or
-//! `handle_failed`. After every call, drain `poll_event` until it returns
+//! `handle_failed`. After every call, drain `poll_output` until it returns
 //! `None`. The transport keeps no timer of its own (request deadlines are
 //! the engine's), so `poll_timeout` is always `None`.
 //!
@@ -51,8 +51,9 @@ const PREVIEW_BYTES: usize = 512;
 /// Bytes of a header value or event data quoted in a message.
 const QUOTE_BYTES: usize = 200;
 
-/// What the legacy transport asks of the driver (mirrors the Streamable
-/// HTTP transport's events, minus what legacy cannot do).
+/// What the legacy transport asks of the driver, from `LegacySse::poll_output`
+/// (mirrors the Streamable HTTP transport's outputs, minus what legacy cannot
+/// do).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LegacyEvent {
     /// The driver must perform this exchange and report its response.
@@ -510,7 +511,7 @@ impl LegacySse {
 
     /// The next thing for the driver to do, in order.
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<LegacyEvent> {
+    pub fn poll_output(&mut self) -> Option<LegacyEvent> {
         self.events.pop_front()
     }
 

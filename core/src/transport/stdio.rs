@@ -98,7 +98,7 @@ pub enum Signal {
     Kill,
 }
 
-/// What the stdio transport asks of the driver.
+/// What the stdio transport asks of the driver, from `Stdio::poll_output`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StdioAction {
     Write(Vec<u8>),
@@ -408,7 +408,9 @@ impl Stdio {
         phase.into_iter().chain(held).min()
     }
 
-    pub fn poll_action(&mut self) -> Option<StdioAction> {
+    /// The next action, if any.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<StdioAction> {
         self.actions.pop_front()
     }
 
@@ -432,7 +434,7 @@ mod tests {
     use super::*;
 
     fn drain(s: &mut Stdio) -> Vec<StdioAction> {
-        std::iter::from_fn(|| s.poll_action()).collect()
+        std::iter::from_fn(|| s.poll_output()).collect()
     }
 
     #[test]

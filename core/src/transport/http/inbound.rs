@@ -172,8 +172,8 @@ impl StreamableHttp {
             Owner::Request(id) => {
                 if let Some(p) = self.pending.remove(&id) {
                     match p.message {
-                        Some(m) => {
-                            self.park(m, crate::rpc::SendKind::Request { id });
+                        Some(out) => {
+                            self.park(out);
                             request = Some(id);
                         }
                         None => {
@@ -183,8 +183,8 @@ impl StreamableHttp {
                 }
             }
             Owner::Notify(_) => {
-                if let Some((m, k)) = resend {
-                    self.park(m, k);
+                if let Some(out) = resend {
+                    self.park(out);
                 }
             }
             Owner::Listen => {
@@ -304,10 +304,15 @@ impl StreamableHttp {
     fn fall_back(&mut self, ex: ExchangeId, id: u64) {
         self.abort_exchange(Some(ex));
         let mut resend = Vec::new();
-        if let Some(message) = self.pending.remove(&id).and_then(|p| p.message) {
-            resend.push((message, crate::rpc::SendKind::Request { id }));
+        if let Some(out) = self.pending.remove(&id).and_then(|p| p.message) {
+            resend.push((out.bytes, out.kind));
         }
-        resend.extend(std::mem::take(&mut self.held));
+        // The legacy transport has no era headers: they stay behind.
+        resend.extend(
+            std::mem::take(&mut self.held)
+                .into_iter()
+                .map(|o| (o.bytes, o.kind)),
+        );
         self.abort_all();
         self.phase = Phase::Dead;
         self.events
@@ -321,7 +326,9 @@ impl StreamableHttp {
                 Some(p) if !p.resent && p.message.is_some() => {
                     // The server did not process it: send it again, once,
                     // in the new session.
-                    self.resend.push((id, p.message.unwrap_or_default()));
+                    if let Some(out) = p.message {
+                        self.resend.push((id, out));
+                    }
                 }
                 Some(_) => self.fail(id, RequestFailure::SessionExpired),
                 None => {}
@@ -710,8 +717,9 @@ fn wants_authorization(head: &ResponseHead) -> bool {
                 .header_all("www-authenticate")
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .collect::<Vec<_>>();
-            let challenges = crate::auth::parse_challenges(values.iter().map(String::as_str));
-            crate::auth::bearer(&challenges)
+            let challenges =
+                crate::exchange::challenge::parse_challenges(values.iter().map(String::as_str));
+            crate::exchange::challenge::bearer(&challenges)
                 .is_some_and(|c| c.param("error") == Some("insufficient_scope"))
         }
         _ => false,

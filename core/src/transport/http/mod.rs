@@ -18,7 +18,7 @@
 //!
 //! The transport speaks in exchanges ([`HttpRequest`] out; head, body
 //! chunks, end or failure in) and never reads a clock. Polling order: after
-//! every call drain [`StreamableHttp::poll_event`] until `None`, then read
+//! every call drain [`StreamableHttp::poll_output`] until `None`, then read
 //! [`StreamableHttp::poll_timeout`] and call
 //! [`StreamableHttp::handle_timeout`] at that instant (spurious calls are
 //! harmless).
@@ -31,14 +31,13 @@ mod inbound;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::{
     ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
 };
 use crate::codec::sse::{SseConfig, SseDecoder};
-use crate::modern::ParamHeader;
 use crate::rpc::{parse_message, Message, SendKind};
 
 /// `Accept` of every POST.
@@ -68,7 +67,8 @@ const MAX_HELD: usize = 4096;
 /// re-initialize loop against a server that rejects every session).
 const MAX_CONSECUTIVE_EXPIRIES: u32 = 3;
 
-/// What the transport asks of the [`Connection`](crate::Connection).
+/// What the transport asks of the [`Connection`](crate::Connection), from
+/// [`StreamableHttp::poll_output`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HttpEvent {
@@ -204,6 +204,18 @@ struct ErrorBody {
     hints: String,
 }
 
+/// One outbound message as it was handed to
+/// [`send_with`](StreamableHttp::send_with).
+#[derive(Debug, Clone)]
+struct Outgoing {
+    /// The JSON-RPC message (the POST body).
+    bytes: Vec<u8>,
+    kind: SendKind,
+    /// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`, computed where the
+    /// message was built; sent only in the 2026-07-28 era.
+    era_headers: Vec<(String, String)>,
+}
+
 /// One exchange in flight.
 #[derive(Debug)]
 struct Exchange {
@@ -213,7 +225,7 @@ struct Exchange {
     session: Option<u64>,
     /// A notification's or response's message, kept (only with auth
     /// enabled) to send it again after an authorization.
-    resend: Option<(Vec<u8>, SendKind)>,
+    resend: Option<Outgoing>,
 }
 
 /// One of our requests on the wire (its POST, its stream or a resumption).
@@ -221,7 +233,7 @@ struct Exchange {
 struct Pending {
     /// The message, kept until its POST is answered (for a fallback or a
     /// resend after 404).
-    message: Option<Vec<u8>>,
+    message: Option<Outgoing>,
     /// The exchange currently serving it (POST or resuming GET), if any.
     exchange: Option<ExchangeId>,
     /// Its SSE stream's decoder, kept across resumptions (last event id,
@@ -279,9 +291,9 @@ pub struct StreamableHttp {
     exchanges: BTreeMap<ExchangeId, Exchange>,
     pending: BTreeMap<u64, Pending>,
     /// Messages waiting for `initialized()`, in send order.
-    held: VecDeque<(Vec<u8>, SendKind)>,
+    held: VecDeque<Outgoing>,
     /// Requests that met a 404 of an old session, to send again (once).
-    resend: Vec<(u64, Vec<u8>)>,
+    resend: Vec<(u64, Outgoing)>,
     listener: Listener,
     /// Until when to wait for the listener's head before being settled.
     settle_until: Option<Instant>,
@@ -292,16 +304,13 @@ pub struct StreamableHttp {
     /// An authorization is under way: sends are parked.
     auth_hold: bool,
     /// Messages waiting for the authorization, in order.
-    parked: VecDeque<(Vec<u8>, SendKind)>,
+    parked: VecDeque<Outgoing>,
     /// The listener met 401/403: reopen it once authorized.
     listener_wants_auth: bool,
     /// The 2026-07-28 era's version: no session, no listener, no
-    /// resumption; each POST carries `MCP-Protocol-Version`, `Mcp-Method`
-    /// and `Mcp-Name`.
+    /// resumption; each POST carries `MCP-Protocol-Version` and the era
+    /// headers its message came with ([`send_with`](Self::send_with)).
     modern: Option<String>,
-    /// Each tool's `x-mcp-header` annotations (2026-07-28), from
-    /// `tools/list`: its calls carry `Mcp-Param-*` headers.
-    tool_headers: HashMap<String, Vec<ParamHeader>>,
     events: VecDeque<HttpEvent>,
 }
 
@@ -347,7 +356,6 @@ impl StreamableHttp {
             parked: VecDeque::new(),
             listener_wants_auth: false,
             modern: None,
-            tool_headers: HashMap::new(),
             events: VecDeque::new(),
         }
     }
@@ -371,18 +379,6 @@ impl StreamableHttp {
     pub fn end_modern(&mut self) {
         if self.modern.take().is_some() && self.phase == Phase::Ready {
             self.phase = Phase::AwaitInit;
-        }
-    }
-
-    /// Records the `x-mcp-header` annotations of tool `name` (from
-    /// `tools/list`); its calls will mirror those arguments in
-    /// `Mcp-Param-*` headers. Bounded: beyond 10,000 tools, new ones are
-    /// not recorded.
-    pub fn set_tool_headers(&mut self, name: &str, headers: Vec<ParamHeader>) {
-        if headers.is_empty() {
-            self.tool_headers.remove(name);
-        } else if self.tool_headers.len() < 10_000 || self.tool_headers.contains_key(name) {
-            self.tool_headers.insert(name.to_owned(), headers);
         }
     }
 
@@ -416,12 +412,12 @@ impl StreamableHttp {
     pub fn authorized(&mut self, now: Instant, authorization: String) {
         self.set_authorization(Some(authorization));
         self.auth_hold = false;
-        for (m, k) in std::mem::take(&mut self.parked) {
-            match (self.phase, &k) {
+        for out in std::mem::take(&mut self.parked) {
+            match (self.phase, &out.kind) {
                 (Phase::Initializing { id: init, .. }, SendKind::Request { id }) if *id == init => {
-                    self.post(m, k, false);
+                    self.post(out, false);
                 }
-                _ => self.send(now, m, k),
+                _ => self.submit(now, out),
             }
         }
         if std::mem::take(&mut self.listener_wants_auth)
@@ -438,16 +434,16 @@ impl StreamableHttp {
     pub fn authorization_failed(&mut self, message: &str) {
         self.auth_hold = false;
         self.listener_wants_auth = false;
-        for (_, k) in std::mem::take(&mut self.parked) {
-            match k {
+        for out in std::mem::take(&mut self.parked) {
+            match out.kind {
                 SendKind::Request { id } => self.fail(id, RequestFailure::Auth(message.to_owned())),
                 _ => self.diag(format!("message dropped: {message}")),
             }
         }
     }
 
-    fn park(&mut self, message: Vec<u8>, kind: SendKind) {
-        self.enqueue(Waiting::Authorization, message, kind);
+    fn park(&mut self, out: Outgoing) {
+        self.enqueue(Waiting::Authorization, out);
     }
 
     // ---- app calls ----------------------------------------------------
@@ -457,24 +453,47 @@ impl StreamableHttp {
     /// [`reset_session`](Self::reset_session) is the `initialize`: it goes
     /// out alone; every other message is held until
     /// [`initialized`](Self::initialized). After close, a request fails at
-    /// once.
-    pub fn send(&mut self, _now: Instant, message: Vec<u8>, kind: SendKind) {
+    /// once. Without era headers: see [`send_with`](Self::send_with).
+    pub fn send(&mut self, now: Instant, message: Vec<u8>, kind: SendKind) {
+        self.send_with(now, message, kind, Vec::new());
+    }
+
+    /// [`send`](Self::send) with the 2026-07-28 era headers of the message
+    /// (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), computed by whoever built
+    /// it ([`crate::modern::message_headers`]). They go out with its POST
+    /// only while that era is spoken ([`begin_modern`](Self::begin_modern)).
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        message: Vec<u8>,
+        kind: SendKind,
+        era_headers: Vec<(String, String)>,
+    ) {
+        let out = Outgoing {
+            bytes: message,
+            kind,
+            era_headers,
+        };
+        self.submit(now, out);
+    }
+
+    fn submit(&mut self, _now: Instant, out: Outgoing) {
         match self.phase {
-            Phase::AwaitInit => match kind {
+            Phase::AwaitInit => match out.kind {
                 SendKind::Request { id } => {
                     self.phase = Phase::Initializing {
                         id,
                         answered: false,
                     };
-                    self.post(message, kind, false);
+                    self.post(out, false);
                 }
-                _ => self.hold(message, kind),
+                _ => self.hold(out),
             },
-            Phase::Initializing { .. } | Phase::Expired => self.hold(message, kind),
-            Phase::Ready if self.auth_hold => self.park(message, kind),
-            Phase::Ready => self.post(message, kind, false),
+            Phase::Initializing { .. } | Phase::Expired => self.hold(out),
+            Phase::Ready if self.auth_hold => self.park(out),
+            Phase::Ready => self.post(out, false),
             Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
-                if let SendKind::Request { id } = kind {
+                if let SendKind::Request { id } = out.kind {
                     self.fail(id, RequestFailure::Other("the connection is closed".into()));
                 }
             }
@@ -496,13 +515,13 @@ impl StreamableHttp {
         let held = std::mem::take(&mut self.held);
         let (first, rest): (Vec<_>, Vec<_>) = held
             .into_iter()
-            .partition(|(m, k)| is_initialized_notification(m, k));
-        for (m, k) in first {
-            self.post(m, k, false);
+            .partition(|out| is_initialized_notification(&out.bytes, &out.kind));
+        for out in first {
+            self.post(out, false);
         }
         self.flush_resends();
-        for (m, k) in rest {
-            self.post(m, k, false);
+        for out in rest {
+            self.post(out, false);
         }
         if self.config.listen
             && matches!(
@@ -558,8 +577,9 @@ impl StreamableHttp {
             // Timed out or cancelled: the next request is a new initialize.
             self.initialize_failed();
         }
-        self.held.retain(|(_, k)| *k != SendKind::Request { id });
-        self.parked.retain(|(_, k)| *k != SendKind::Request { id });
+        self.held.retain(|out| out.kind != SendKind::Request { id });
+        self.parked
+            .retain(|out| out.kind != SendKind::Request { id });
         self.resend.retain(|(r, _)| *r != id);
         if let Some(p) = self.pending.remove(&id) {
             self.abort_exchange(p.exchange);
@@ -664,7 +684,7 @@ impl StreamableHttp {
 
     /// The next thing the Connection must do (see [`HttpEvent`]).
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<HttpEvent> {
+    pub fn poll_output(&mut self) -> Option<HttpEvent> {
         self.events.pop_front()
     }
 
@@ -758,14 +778,15 @@ impl StreamableHttp {
     }
 
     /// POSTs one message now.
-    fn post(&mut self, message: Vec<u8>, kind: SendKind, resent: bool) {
+    fn post(&mut self, out: Outgoing, resent: bool) {
         let ex = self.next_id();
-        let keep = (self.auth_enabled && !matches!(kind, SendKind::Request { .. }))
-            .then(|| (message.clone(), kind.clone()));
-        let (owner, purpose) = match kind {
+        let keep = (self.auth_enabled && !matches!(out.kind, SendKind::Request { .. }))
+            .then(|| out.clone());
+        let (owner, purpose) = match &out.kind {
             SendKind::Request { id } => {
+                let id = *id;
                 let p = Pending {
-                    message: Some(message.clone()),
+                    message: Some(out.clone()),
                     exchange: Some(ex),
                     sse: None,
                     resume_at: None,
@@ -792,30 +813,30 @@ impl StreamableHttp {
         };
         let mut headers = self.headers(Some(ACCEPT_POST), true);
         if self.modern.is_some() {
-            headers.extend(modern_headers(&message, &self.tool_headers));
+            headers.extend(out.era_headers);
         }
-        self.open(ex, HttpMethod::Post, headers, message, purpose, owner);
+        self.open(ex, HttpMethod::Post, headers, out.bytes, purpose, owner);
         if let (Some(keep), Some(x)) = (keep, self.exchanges.get_mut(&ex)) {
             x.resend = Some(keep);
         }
     }
 
-    fn hold(&mut self, message: Vec<u8>, kind: SendKind) {
-        self.enqueue(Waiting::Session, message, kind);
+    fn hold(&mut self, out: Outgoing) {
+        self.enqueue(Waiting::Session, out);
     }
 
     /// Queues a message that must wait (at most [`MAX_HELD`] per queue;
     /// beyond, a request fails and anything else is dropped).
-    fn enqueue(&mut self, until: Waiting, message: Vec<u8>, kind: SendKind) {
+    fn enqueue(&mut self, until: Waiting, out: Outgoing) {
         let (queue, what) = match until {
             Waiting::Session => (&mut self.held, "the session to be initialized"),
             Waiting::Authorization => (&mut self.parked, "an authorization"),
         };
         if queue.len() < MAX_HELD {
-            return queue.push_back((message, kind));
+            return queue.push_back(out);
         }
         let why = format!("more than {MAX_HELD} messages wait for {what}");
-        match kind {
+        match out.kind {
             SendKind::Request { id } => self.fail(id, RequestFailure::Other(why)),
             _ => self.diag(format!("message dropped: {why}")),
         }
@@ -825,8 +846,8 @@ impl StreamableHttp {
     fn flush_resends(&mut self) {
         let mut resend = std::mem::take(&mut self.resend);
         resend.sort_by_key(|(id, _)| *id);
-        for (id, message) in resend {
-            self.post(message, SendKind::Request { id }, true);
+        for (_, out) in resend {
+            self.post(out, true);
         }
     }
 
@@ -1039,45 +1060,4 @@ fn retry_delay(config: &HttpConfig, sse: &SseDecoder) -> Duration {
     sse.retry()
         .unwrap_or(config.default_retry)
         .min(config.max_retry)
-}
-
-/// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (2026-07-28) of one
-/// outbound message.
-fn modern_headers(
-    message: &[u8],
-    tool_headers: &HashMap<String, Vec<ParamHeader>>,
-) -> Vec<(String, String)> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        method: Option<String>,
-        #[serde(default)]
-        params: serde_json::Value,
-    }
-    let Ok(head) = serde_json::from_slice::<Head>(message) else {
-        return Vec::new();
-    };
-    let Some(method) = head.method else {
-        return Vec::new(); // a response
-    };
-    let mut h = vec![(
-        crate::modern::headers::METHOD_HEADER.to_owned(),
-        crate::modern::encode_header_value(&method),
-    )];
-    if let Some(field) = crate::modern::headers::name_source(&method) {
-        if let Some(name) = head.params.get(field).and_then(serde_json::Value::as_str) {
-            h.push((
-                crate::modern::headers::NAME_HEADER.to_owned(),
-                crate::modern::encode_header_value(name),
-            ));
-            if let (Some(specs), Some(args)) = (
-                tool_headers.get(name).filter(|_| method == "tools/call"),
-                head.params
-                    .get("arguments")
-                    .and_then(serde_json::Value::as_object),
-            ) {
-                h.extend(crate::modern::param_header_values(specs, args));
-            }
-        }
-    }
-    h
 }

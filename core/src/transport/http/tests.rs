@@ -98,7 +98,7 @@ impl Harness {
     }
 
     fn events(&mut self) -> Vec<HttpEvent> {
-        std::iter::from_fn(|| self.t.poll_event()).collect()
+        std::iter::from_fn(|| self.t.poll_output()).collect()
     }
 
     /// Drains the events, which must all be requests (or diagnostics,
@@ -1825,4 +1825,44 @@ fn failed_initialize_lets_the_next_request_be_a_new_initialize() {
     h.t.request_done(0);
     h.request(1, "ping");
     assert_eq!(h.events(), []);
+}
+
+#[test]
+fn era_headers_go_with_their_message_only_in_the_2026_era() {
+    let era = || vec![("Mcp-Method".to_owned(), "tools/call".to_owned())];
+    // Before the era: the transport leaves them out.
+    let mut h = Harness::new();
+    h.t.send_with(
+        h.now,
+        req(0, "initialize").into_bytes(),
+        SendKind::Request { id: 0 },
+        era(),
+    );
+    assert!(h.one().header("Mcp-Method").is_none());
+    // In it, they go out, also when a 401 parks the message until the
+    // authorization is done.
+    let mut h = Harness::new();
+    h.t.enable_auth();
+    h.t.begin_modern("2026-07-28");
+    h.t.send_with(
+        h.now,
+        req(0, "tools/call").into_bytes(),
+        SendKind::Request { id: 0 },
+        era(),
+    );
+    let post = h.one();
+    assert_eq!(post.header("Mcp-Method"), Some("tools/call"));
+    assert_eq!(post.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    h.head(post.exchange, 401, &[("WWW-Authenticate", "Bearer")]);
+    assert!(h.events().iter().any(|e| matches!(
+        e,
+        HttpEvent::AuthRequired {
+            request: Some(0),
+            ..
+        }
+    )));
+    h.t.authorized(h.now, "Bearer t".into());
+    let again = h.one();
+    assert_eq!(again.header("Mcp-Method"), Some("tools/call"));
+    assert_eq!(again.header("Authorization"), Some("Bearer t"));
 }

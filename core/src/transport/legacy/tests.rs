@@ -66,7 +66,7 @@ impl Sim {
     }
 
     fn events(&mut self) -> Vec<LegacyEvent> {
-        std::iter::from_fn(|| self.t.poll_event()).collect()
+        std::iter::from_fn(|| self.t.poll_output()).collect()
     }
 
     fn head(&mut self, ex: ExchangeId, head: &ResponseHead) {
@@ -177,7 +177,7 @@ fn legacy_opens_the_event_stream_right_away() {
 fn legacy_starting_at_numbers_exchanges_from_there() {
     let now = Instant::now();
     let mut t = LegacySse::starting_at(now, url(SSE_URL), HttpConfig::default(), ExchangeId(7));
-    let get = only_request(std::iter::from_fn(|| t.poll_event()).collect());
+    let get = only_request(std::iter::from_fn(|| t.poll_output()).collect());
     assert_eq!(get.exchange, ExchangeId(7));
     t.handle_head(now, ExchangeId(7), &sse_head(), &mut |_| {});
     t.handle_body(
@@ -187,7 +187,7 @@ fn legacy_starting_at_numbers_exchanges_from_there() {
         &mut |_| {},
     );
     t.send(now, b"{}".to_vec(), SendKind::Notification);
-    let post = only_request(std::iter::from_fn(|| t.poll_event()).collect());
+    let post = only_request(std::iter::from_fn(|| t.poll_output()).collect());
     assert_eq!(post.exchange, ExchangeId(8));
 }
 

@@ -1,0 +1,210 @@
+//! Which era a connection speaks: the policy, the remembered hint, the
+//! `server/discover` probe and its verdict.
+//!
+//! ```text
+//!  new ─► server/discover (probe) ─ DiscoverResult ─────────────► Modern (the era's sub-state)
+//!              │ -32022 naming a version we speak ─► Again: probe again (once)
+//!              └ any other error, a 4xx, a timeout ─► Handshake: initialize ─┐
+//!                                     initialize answered -32022 ─► probe again (once)
+//! ```
+//!
+//! The prober sends the probe through the engine; everything else its
+//! verdict implies ([`ProbeStep`]) the connection does.
+
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+
+use super::types::CloseReason;
+use super::wire::Wire;
+use crate::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::mcp::types::{Implementation, InitializeResult};
+use crate::mcp::ClientConfig;
+use crate::modern::probe::{stdio_probe_verdict, Era, EraPolicy, ProbeVerdict, StdioProbeOutcome};
+use crate::modern::{
+    with_meta, RequestMeta, ToolHeaders, DISCOVER_METHOD, SUPPORTED_MODERN_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::rpc::{Engine, LocalError, RequestError, RequestOptions};
+
+/// What a probe's answer means for the connection.
+#[derive(Debug)]
+pub(super) enum ProbeStep {
+    /// The server speaks 2026-07-28 at `version`; `server` stands in for
+    /// the `initialize` result the era has none of.
+    Modern {
+        /// The version chosen.
+        version: String,
+        /// What `server/discover` said.
+        server: Box<InitializeResult>,
+    },
+    /// Probe again (once) with this version.
+    Again(String),
+    /// A server of the handshake era: leave the era, send `initialize`.
+    Handshake,
+    /// No era both sides speak.
+    Close(CloseReason),
+}
+
+/// The probe in flight.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    id: u64,
+    retried: bool,
+}
+
+/// The era decision of one connection (see the [module docs](self)).
+#[derive(Debug)]
+pub(super) struct Prober {
+    policy: EraPolicy,
+    hint: Option<Era>,
+    timeout: Duration,
+    probe: Option<Probe>,
+    /// Probes sent (bounds re-probing).
+    sent: u32,
+}
+
+impl Prober {
+    pub(super) fn new(policy: EraPolicy, hint: Option<Era>, timeout: Duration) -> Prober {
+        Prober {
+            policy,
+            hint,
+            timeout,
+            probe: None,
+            sent: 0,
+        }
+    }
+
+    /// Whether the connection starts with the handshake rather than the
+    /// probe.
+    pub(super) fn handshake_first(&self, wire: &Wire) -> bool {
+        wire.is_legacy_sse()
+            || self.policy == EraPolicy::Legacy
+            || (self.policy == EraPolicy::Auto && self.hint == Some(Era::Legacy))
+    }
+
+    /// Sends `server/discover` at `version` (the wire enters the era
+    /// first); its id.
+    pub(super) fn send(
+        &mut self,
+        now: Instant,
+        engine: &mut Engine,
+        wire: &mut Wire,
+        client: &ClientConfig,
+        version: &str,
+        retried: bool,
+    ) -> Result<u64, LocalError> {
+        self.sent += 1;
+        let params = with_meta(None, &envelope(client, version)).unwrap_or_default();
+        let raw = serde_json::value::to_raw_value(&params).expect("JSON serializes");
+        wire.begin_era(version);
+        let default = engine.config().default_timeout;
+        let timeout = match self.policy {
+            EraPolicy::Modern => default,
+            _ => self.timeout.min(default),
+        };
+        let options = RequestOptions::default().timeout(timeout);
+        let id = engine.request(now, DISCOVER_METHOD, Some(&raw), options)?;
+        wire.note_request(id, DISCOVER_METHOD, Some(&params), &ToolHeaders::default());
+        self.probe = Some(Probe { id, retried });
+        Ok(id)
+    }
+
+    /// Whether request `id` is the probe in flight.
+    pub(super) fn is_probe(&self, id: u64) -> bool {
+        self.probe.is_some_and(|p| p.id == id)
+    }
+
+    /// The probe's answer decides the era (`None`: no probe is out).
+    pub(super) fn verdict(
+        &mut self,
+        outcome: Result<Box<RawValue>, RequestError>,
+    ) -> Option<ProbeStep> {
+        let probe = self.probe.take()?;
+        let legacy_versions = SUPPORTED_PROTOCOL_VERSIONS;
+        let verdict = match &outcome {
+            Ok(raw) => stdio_probe_verdict(
+                StdioProbeOutcome::Result(raw.get()),
+                SUPPORTED_MODERN_VERSIONS,
+                legacy_versions,
+                !probe.retried,
+            ),
+            Err(RequestError::Remote(e)) => stdio_probe_verdict(
+                StdioProbeOutcome::Error {
+                    code: e.code,
+                    message: &e.message,
+                    data: e.data.as_deref().map(RawValue::get),
+                },
+                SUPPORTED_MODERN_VERSIONS,
+                legacy_versions,
+                !probe.retried,
+            ),
+            Err(RequestError::Timeout { .. }) => ProbeVerdict::Legacy,
+            // An HTTP error status whose body is not a modern JSON-RPC
+            // error (those arrive as `Remote`): a legacy server.
+            Err(RequestError::Http { .. }) => ProbeVerdict::Legacy,
+            Err(e) => return Some(ProbeStep::Close(CloseReason::Transport(e.to_string()))),
+        };
+        Some(match verdict {
+            ProbeVerdict::Modern {
+                version,
+                discovered,
+            } => {
+                let d = discovered.map(|d| *d);
+                let server_info = d
+                    .as_ref()
+                    .and_then(|d| d.server_info())
+                    .unwrap_or_else(|| Implementation::new("unknown", ""));
+                let server = InitializeResult {
+                    protocol_version: version.clone(),
+                    capabilities: d
+                        .as_ref()
+                        .map(|d| d.capabilities.clone())
+                        .unwrap_or_default(),
+                    server_info,
+                    instructions: d.and_then(|d| d.instructions),
+                    extra: Default::default(),
+                };
+                ProbeStep::Modern {
+                    version,
+                    server: Box::new(server),
+                }
+            }
+            ProbeVerdict::RetryModern { version } => ProbeStep::Again(version),
+            ProbeVerdict::Legacy if self.policy == EraPolicy::Modern => {
+                let why = match outcome {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "no 2026-07-28 in its supported versions".into(),
+                };
+                ProbeStep::Close(CloseReason::Handshake(format!(
+                    "the server does not speak the 2026-07-28 protocol (server/discover: {why})"
+                )))
+            }
+            ProbeVerdict::Legacy => ProbeStep::Handshake,
+            ProbeVerdict::Incompatible(m) => ProbeStep::Close(CloseReason::Handshake(m)),
+        })
+    }
+
+    /// `initialize` failed with `error`: whether to probe (once) after
+    /// all — a server that locked itself to 2026-07-28 (its -32022), or
+    /// one remembered as legacy that no longer is.
+    pub(super) fn probe_after(&self, error: &RequestError, wire: &Wire) -> bool {
+        if self.policy != EraPolicy::Auto || self.sent >= 2 {
+            return false;
+        }
+        let modern_evidence = matches!(error, RequestError::Remote(e)
+            if e.code == UNSUPPORTED_PROTOCOL_VERSION);
+        let hinted = self.hint == Some(Era::Legacy)
+            && matches!(error, RequestError::Remote(_) | RequestError::Http { .. });
+        (modern_evidence || hinted) && !wire.is_legacy_sse()
+    }
+}
+
+/// The `_meta` envelope of the era at `version` for this client.
+pub(super) fn envelope(client: &ClientConfig, version: &str) -> RequestMeta {
+    RequestMeta::new(
+        version,
+        client.capabilities.clone(),
+        Some(client.client_info.clone()),
+    )
+}

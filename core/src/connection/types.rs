@@ -1,0 +1,302 @@
+//! The connection's public vocabulary: its configuration, the transport
+//! it speaks, what the driver feeds in ([`Input`]) and must do
+//! ([`Output`]), and how calls and connections fail.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+
+use crate::auth::{AuthConfig, AuthState};
+use crate::codec::jsonl::JsonlError;
+use crate::config::{ConfigError, ServerConfig, TransportKind};
+use crate::exchange::url::UrlError;
+use crate::exchange::{ExchangeId, HttpRequest, HttpUrl, ResponseHead};
+use crate::mcp::{ClientConfig, ServerNotification};
+use crate::modern::probe::{Era, EraPolicy};
+use crate::rpc::{self, EngineConfig, LocalError, Progress, RequestError, RequestId};
+use crate::transport::stdio::{ExitStatus, Signal, StdioConfig};
+use crate::transport::HttpConfig;
+
+/// Everything a [`Connection`](super::Connection) is configured with.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionConfig {
+    /// Who the client is and which capabilities it declares.
+    pub client: ClientConfig,
+    /// Engine limits and the default request timeout.
+    pub engine: EngineConfig,
+    /// stdio limits and shutdown grace periods.
+    pub stdio: StdioConfig,
+    /// HTTP headers, limits and retry policy.
+    pub http: HttpConfig,
+    /// OAuth for HTTP servers: when set, a 401 (or 403
+    /// `insufficient_scope`) starts an authorization ([`Output::Authorize`],
+    /// [`Output::Authorized`]) and the requests it held are sent again.
+    pub auth: Option<AuthConfig>,
+    /// Which protocol era(s) to speak (default: probe for 2026-07-28, fall
+    /// back to the `initialize` handshake).
+    pub era: EraPolicy,
+    /// The era this server was found to speak before (remembered by the
+    /// application): with [`Era::Legacy`] and [`EraPolicy::Auto`] the
+    /// handshake comes first and the probe only if it fails.
+    pub era_hint: Option<Era>,
+    /// How long the `server/discover` probe may take before the server is
+    /// taken for a legacy one (default 3 s).
+    pub probe_timeout: Option<Duration>,
+    /// In the 2026-07-28 era, open `subscriptions/listen` for the list
+    /// changes the server announces (default true; `HttpConfig::listen`
+    /// false turns it off too).
+    pub no_subscriptions: bool,
+}
+
+/// Which wire a [`Connection`](super::Connection) speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportSpec {
+    /// A child process the driver has spawned with piped stdio.
+    Stdio,
+    /// Streamable HTTP at this endpoint (falls back to legacy SSE when the
+    /// server refuses the first POST with 400, 404 or 405).
+    StreamableHttp(HttpUrl),
+    /// Legacy HTTP+SSE with this event-stream URL.
+    LegacySse(HttpUrl),
+}
+
+impl TransportSpec {
+    /// The transport a [`ServerConfig`] selects.
+    pub fn from_server(server: &ServerConfig) -> Result<TransportSpec, SpecError> {
+        let url = || -> Result<HttpUrl, SpecError> {
+            Ok(HttpUrl::parse(server.url.as_deref().unwrap_or_default())?)
+        };
+        Ok(match server.transport()? {
+            TransportKind::Stdio => TransportSpec::Stdio,
+            TransportKind::StreamableHttp => TransportSpec::StreamableHttp(url()?),
+            TransportKind::LegacySse => TransportSpec::LegacySse(url()?),
+        })
+    }
+}
+
+/// A [`ServerConfig`] that cannot be connected to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The entry is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The URL is invalid.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+}
+
+/// What the driver feeds in.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// Bytes read from the child's stdout.
+    Stdout(&'a [u8]),
+    /// The child's stdout reached EOF.
+    StdoutEof,
+    /// Bytes read from the child's stderr.
+    Stderr(&'a [u8]),
+    /// The child's stderr reached EOF (report it at once if stderr is not
+    /// piped).
+    StderrEof,
+    /// Writing to the child's stdin failed (e.g. broken pipe).
+    WriteFailed(&'a str),
+    /// The child exited. Report it as soon as it is known: the connection
+    /// acts on it once stdout and stderr have ended (or
+    /// [`StdioConfig::exit_grace`] passed), so that an error can quote the
+    /// server's last words on stderr.
+    Exited(ExitStatus),
+    /// The response head of an exchange (1xx already skipped).
+    HttpHead {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// Status and headers.
+        head: &'a ResponseHead,
+    },
+    /// Body bytes of an exchange, as they arrive (decoded from chunked).
+    HttpBody {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// The bytes.
+        data: &'a [u8],
+    },
+    /// The body of an exchange ended.
+    HttpEnd {
+        /// The exchange.
+        exchange: ExchangeId,
+    },
+    /// An exchange failed before its end (connect error, reset, bad
+    /// framing). No further inputs follow for it.
+    HttpFailed {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// What happened.
+        error: &'a str,
+    },
+}
+
+impl Input<'_> {
+    /// The exchange an HTTP input reports on.
+    pub(super) fn exchange(&self) -> Option<ExchangeId> {
+        match *self {
+            Input::HttpHead { exchange, .. }
+            | Input::HttpBody { exchange, .. }
+            | Input::HttpEnd { exchange }
+            | Input::HttpFailed { exchange, .. } => Some(exchange),
+            _ => None,
+        }
+    }
+}
+
+/// What the driver must do, or report to the application.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Output {
+    /// Write all of these bytes to the child's stdin, in order, before any
+    /// later `Write` (await the write: that is the backpressure).
+    Write(Vec<u8>),
+    /// Close the child's stdin.
+    CloseStdin,
+    /// Send this signal to the child.
+    Signal(Signal),
+    /// Perform this HTTP exchange and report its response with
+    /// [`Input::HttpHead`], [`Input::HttpBody`], [`Input::HttpEnd`] or
+    /// [`Input::HttpFailed`].
+    Http(HttpRequest),
+    /// Stop this exchange (close its connection; don't report it further).
+    AbortHttp(ExchangeId),
+    /// The handshake is done:
+    /// [`Connection::server`](super::Connection::server) is available and
+    /// requests may be made.
+    Ready,
+    /// Request `id` has ended; its only completion.
+    Complete {
+        /// The id returned when the request was made.
+        id: u64,
+        /// The raw result or how it failed.
+        outcome: Result<Box<RawValue>, RequestError>,
+    },
+    /// Progress for request `id`.
+    Progress {
+        /// The request.
+        id: u64,
+        /// The values.
+        progress: Progress,
+    },
+    /// A notification from the server.
+    Notification(ServerNotification),
+    /// The server wants an OAuth authorization: send the user agent to
+    /// `url` (open a browser) and report where it was redirected with
+    /// [`Connection::authorization_response`](super::Connection::authorization_response)
+    /// (or give up with
+    /// [`Connection::authorization_failed`](super::Connection::authorization_failed)).
+    /// Requests wait meanwhile.
+    Authorize {
+        /// The authorization URL.
+        url: String,
+    },
+    /// An authorization succeeded: persist this state (a token store) to
+    /// reuse it next time ([`AuthConfig::state`]).
+    Authorized(AuthState),
+    /// A request from the server that the application declared it handles
+    /// (roots, sampling, elicitation). Answer it exactly once with
+    /// [`Connection::respond`](super::Connection::respond).
+    ServerRequest {
+        /// The server's id.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The raw params.
+        params: Option<Box<RawValue>>,
+    },
+    /// The server withdrew its request `id`.
+    ServerRequestCancelled {
+        /// The server's id.
+        id: RequestId,
+        /// Its reason.
+        reason: Option<String>,
+    },
+    /// One line the child wrote to stderr (log it at debug level).
+    Log(String),
+    /// Something was dropped or went wrong without ending the connection
+    /// (log it at warn level).
+    Diagnostic(Diagnostic),
+    /// The connection is over (the last output).
+    Closed(CloseReason),
+}
+
+/// Something worth a log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Diagnostic {
+    /// From the JSON-RPC engine (malformed/invalid message, unknown id…).
+    Rpc(rpc::Diagnostic),
+    /// A stdout framing problem (over-long line).
+    Framing(JsonlError),
+    /// From an HTTP transport.
+    Transport(String),
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Diagnostic::Rpc(d) => write!(f, "{d:?}"),
+            Diagnostic::Framing(e) => write!(f, "{e}"),
+            Diagnostic::Transport(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// [`Connection::close`](super::Connection::close) was called.
+    Client,
+    /// The server process exited or stopped talking; the message names the
+    /// status and quotes its stderr tail.
+    ServerGone(String),
+    /// The handshake failed (unsupported version, error answer…).
+    Handshake(String),
+    /// The transport cannot go on (HTTP protocol error, stream closed…).
+    Transport(String),
+}
+
+impl CloseReason {
+    /// The text requests still pending were completed with.
+    pub fn message(&self) -> &str {
+        match self {
+            CloseReason::Client => "connection closed by the client",
+            CloseReason::ServerGone(m) | CloseReason::Handshake(m) | CloseReason::Transport(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// An app call the connection refused; nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The handshake has not finished (only `ping` may be sent before).
+    #[error("not connected yet: the initialize handshake has not finished")]
+    NotReady,
+    /// The connection is closing or closed.
+    #[error("not connected: {0}")]
+    Closed(String),
+    /// The server did not declare the capability the method needs.
+    #[error("server does not support {method} (capability `{capability}` not declared)")]
+    NotSupported {
+        /// The method.
+        method: String,
+        /// The missing capability.
+        capability: &'static str,
+    },
+    /// The engine refused (limits, params, unknown server request).
+    #[error(transparent)]
+    Local(#[from] LocalError),
+}
