@@ -4,7 +4,8 @@
 //! The server is a binary of another workspace crate (`mcpwire-tests`, which
 //! depends on this one), so it cannot be a dependency: the test looks for it
 //! where cargo builds binaries (next to `deps/`, in the same target dir and
-//! profile) or at `$MCPWIRE_TEST_SERVER`, and fails saying how to build it.
+//! profile), building it there with cargo if it is missing, or at
+//! `$MCPWIRE_TEST_SERVER`.
 
 #[path = "../examples/std_child.rs"]
 mod example;
@@ -25,12 +26,31 @@ fn test_server() -> PathBuf {
         "mcpwire-test-server{}",
         std::env::consts::EXE_SUFFIX
     ));
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo build -p mcpwire-tests --bin mcpwire-test-server` \
-         (same CARGO_TARGET_DIR and profile as this test), or point MCPWIRE_TEST_SERVER at it",
-        path.display()
-    );
+    if !path.is_file() {
+        // `cargo test -p mcpwire` alone does not build other crates'
+        // binaries: build it, into the same target dir and profile.
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build.args([
+            "build",
+            "-q",
+            "-p",
+            "mcpwire-tests",
+            "--bin",
+            "mcpwire-test-server",
+        ]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let built = build.status().is_ok_and(|s| s.success());
+        assert!(
+            built && path.is_file(),
+            "{} is missing and could not be built: build it with `cargo build -p mcpwire-tests \
+             --bin mcpwire-test-server` (same CARGO_TARGET_DIR and profile as this test), or \
+             point MCPWIRE_TEST_SERVER at it",
+            path.display()
+        );
+    }
     path
 }
 
