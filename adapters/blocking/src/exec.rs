@@ -28,8 +28,8 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use mcpwire::connection::Input;
+use mcpwire::exchange::ExchangeId;
 use mcpwire::transport::stdio::ExitStatus;
-use mcpwire::transport::ExchangeId;
 use mcpwire_adapter::session::{Effect, Info, Outcome, Session};
 use mcpwire_adapter::wait::thread_waker;
 

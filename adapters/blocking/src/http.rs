@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use mcpwire::transport::{ExchangeId, HttpMethod, HttpRequest, ResponseHead};
+use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, ResponseHead};
 use ureq::http;
 
 use crate::exec::Shared;

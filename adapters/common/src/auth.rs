@@ -17,7 +17,7 @@ pub use mcpwire::auth::{
     AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials, Grant,
     TokenAuthMethod, Tokens,
 };
-use mcpwire::transport::HttpUrl;
+use mcpwire::exchange::HttpUrl;
 
 /// Sends the user agent to an authorization URL and brings back where the
 /// authorization server redirected it.

@@ -33,9 +33,9 @@ use std::time::Instant;
 
 use futures_io::{AsyncRead, AsyncWrite};
 use mcpwire::connection::Input;
+use mcpwire::exchange::ExchangeId;
 use mcpwire::rpc::RequestId;
 use mcpwire::transport::stdio::ExitStatus;
-use mcpwire::transport::ExchangeId;
 
 use crate::handlers::{BoxFuture, Handler};
 use crate::http::{HttpClient, HttpInput, Inbox};

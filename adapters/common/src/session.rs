@@ -29,11 +29,11 @@ use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
+use mcpwire::exchange::{ExchangeId, HttpRequest};
 use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, IdHasher, RequestError, RequestId, RequestOptions, Stats};
 use mcpwire::transport::stdio::Signal;
-use mcpwire::transport::{ExchangeId, HttpRequest};
 use mcpwire::ServerConfig;
 use serde_json::value::RawValue;
 use serde_json::Value;

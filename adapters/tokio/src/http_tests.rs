@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::Receiver;
-use mcpwire::transport::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
+use mcpwire::exchange::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
 use mcpwire_adapter::http::{HttpInput, HttpOptions as Options};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

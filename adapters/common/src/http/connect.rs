@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use mcpwire::transport::url::Scheme;
-use mcpwire::transport::HttpUrl;
+use mcpwire::exchange::url::Scheme;
+use mcpwire::exchange::HttpUrl;
 
 use super::io_message;
 use crate::runtime::{timeout, Runtime};

@@ -42,7 +42,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use mcpwire::codec::http1::{
     Http1Error, Http1Limits, Request, ResponseDecoder, ResponseEvent, ResponseHead,
 };
-use mcpwire::transport::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
+use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
 use tracing::debug;
 
 use crate::handlers::BoxFuture;

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use mcpwire::transport::url::Scheme;
-use mcpwire::transport::HttpUrl;
+use mcpwire::exchange::url::Scheme;
+use mcpwire::exchange::HttpUrl;
 
 /// Where a connection goes: connections are only shared within an origin.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
