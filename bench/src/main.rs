@@ -54,7 +54,7 @@ pub struct Row {
 
 const USAGE: &str =
     "usage: mcpwire-bench [profile] [all | seq | inflight | big | http | connect]... \
-[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N (profile)]";
+[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N] [--exe PATH] (the last two: profile)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -74,6 +74,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     let mut modes = vec![Mode::Pinned, Mode::Unpinned];
     let mut profiling = false;
     let mut profile_calls = 2_000;
+    let mut profile_exe: Option<std::path::PathBuf> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -85,6 +86,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
                     .filter(|n| *n > 0)
                     .ok_or(USAGE)?
             }
+            "--exe" => profile_exe = Some(it.next().ok_or(USAGE)?.into()),
             "--smoke" => smoke = true,
             "--clients" => {
                 let list = it.next().ok_or(USAGE)?;
@@ -136,6 +138,9 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
         ));
     }
     if profiling {
+        // `--exe`: the clients of another build of this bench (an older
+        // commit's, say), measured the same way.
+        let exe = profile_exe.unwrap_or(exe);
         return profile::run(&exe, &server, &scenarios, &clients, profile_calls);
     }
     if modes.contains(&Mode::Pinned) && !taskset_works() {

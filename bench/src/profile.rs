@@ -9,7 +9,7 @@
 //! else the machine does.
 //!
 //! ```text
-//! cargo run --release -p mcpwire-bench -- profile seq http [--clients a,b] [--calls N]
+//! cargo run --release -p mcpwire-bench -- profile seq http [--clients a,b] [--calls N] [--exe OTHER-BUILD]
 //! ```
 
 use std::collections::{HashMap, HashSet};
