@@ -26,6 +26,10 @@ const WORKER_IDLE: Duration = Duration::from_secs(30);
 /// calls in flight to keep theirs.
 const MAX_IDLE_CONNECTIONS: usize = 128;
 
+/// A connection's input buffer, and each thread's body buffer: one read's
+/// worth (a response head must fit in it).
+const BUFFER: usize = 32 * 1024;
+
 /// The agent of one connection: status codes are answers, not errors (the
 /// core reads 4xx/5xx heads and bodies); no automatic redirects (the core
 /// decides); no global timeout (SSE streams are long-lived; the core owns
@@ -37,6 +41,10 @@ fn agent() -> ureq::Agent {
         .max_redirects_will_error(false)
         .max_idle_connections(MAX_IDLE_CONNECTIONS)
         .max_idle_connections_per_host(MAX_IDLE_CONNECTIONS)
+        // Per connection (ureq's default is 128 KiB each): with 64 calls
+        // in flight that was 16 MiB of buffers.
+        .input_buffer_size(BUFFER)
+        .output_buffer_size(BUFFER / 2)
         .timeout_connect(Some(Duration::from_secs(30)))
         .user_agent(concat!("mcpwire-blocking/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -174,28 +182,38 @@ impl Exchange {
         if !go_on {
             return Drain::rest(body, length, 0);
         }
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut read = 0u64;
-        loop {
-            match body.read(&mut buf) {
-                Ok(0) => {
-                    report(HttpEvent::End);
-                    return None;
-                }
-                Ok(n) => {
-                    read += n as u64;
-                    if abort.load(Ordering::SeqCst) || !report(HttpEvent::Body(&buf[..n])) {
-                        return Drain::rest(body, length, read);
+        READ_BUFFER.with_borrow_mut(|buf| {
+            let buf = &mut buf[..];
+            let mut read = 0u64;
+            loop {
+                match body.read(buf) {
+                    Ok(0) => {
+                        report(HttpEvent::End);
+                        return None;
+                    }
+                    Ok(n) => {
+                        read += n as u64;
+                        if abort.load(Ordering::SeqCst) || !report(HttpEvent::Body(&buf[..n])) {
+                            return Drain::rest(body, length, read);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        report(HttpEvent::Failed(e.to_string()));
+                        return None;
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    report(HttpEvent::Failed(e.to_string()));
-                    return None;
-                }
             }
-        }
+        })
     }
+}
+
+thread_local! {
+    /// Each thread's body buffer, reused by every exchange it runs (one
+    /// exchange at a time per thread): zeroing 64 KiB per call cost more
+    /// than the whole rest of the call.
+    static READ_BUFFER: std::cell::RefCell<Box<[u8]>> =
+        std::cell::RefCell::new(vec![0u8; BUFFER].into_boxed_slice());
 }
 
 /// The rest of a body nobody wants, to read to its end so that its
