@@ -1,12 +1,14 @@
 //! The adapter suite against `mcpwire-test-server`, written once for every
 //! adapter: real child processes and real loopback sockets, misbehaving on
 //! demand. Each case is an `async fn` generic over the adapter's client
-//! ([`Adapter`]: the async clients of mcpwire-tokio and mcpwire-smol);
-//! [`adapter_suite!`](crate::adapter_suite) turns them all into
+//! ([`Adapter`]: the async clients of mcpwire-tokio and mcpwire-smol, and,
+//! with the `blocking` feature, mcpwire-blocking's client driven by
+//! threads); [`adapter_suite!`](crate::adapter_suite) turns them all into
 //! `#[test]`s for one client and one `block_on`:
 //!
 //! ```ignore
 //! mcpwire_tests::adapter_suite!(mcpwire_tokio::Client, run_on_tokio);
+//! mcpwire_tests::adapter_suite!(mcpwire_blocking::Client, mcpwire_tests::suite::block_on);
 //! ```
 //!
 //! The few behaviours that differ by nature are the adapter's flags
@@ -14,11 +16,15 @@
 //! every adapter.
 
 mod adapter;
+#[cfg(feature = "blocking")]
+mod blocking;
 mod http;
 mod stdio;
 pub mod support;
 
 pub use adapter::Adapter;
+#[cfg(feature = "blocking")]
+pub use blocking::block_on;
 pub use http::*;
 pub use stdio::*;
 

@@ -22,7 +22,10 @@ use serde_json::Value;
 /// and a timer, and the behaviours that differ by nature between
 /// adapters.
 ///
-/// The async clients are it directly.
+/// The async clients are it directly; `mcpwire_blocking::Client` runs
+/// each blocking call on a thread of its own and awaits its answer (with
+/// the `blocking` feature), so that one async case body drives every
+/// adapter.
 pub trait Adapter: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// The flavor of the adapter's [`ConnectOptions`] (`Async` or
     /// `Blocking`); the cases set handlers with the flavor-neutral
