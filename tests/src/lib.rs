@@ -2,8 +2,9 @@
 //!
 //! The main item is the `mcpwire-test-server` binary (see its `--help`). Tests
 //! of this crate use `env!("CARGO_BIN_EXE_mcpwire-test-server")`; tests of other
-//! crates can call [`test_server_binary`]. The async adapters run the same
-//! cases against it: [`suite`], through [`adapter_suite!`].
+//! crates can call [`test_server_binary`]. Every adapter runs the same
+//! cases against it: [`suite`], through [`adapter_suite!`] (mcpwire-blocking
+//! too, with the `blocking` feature).
 
 use std::path::PathBuf;
 

@@ -1,8 +1,9 @@
 //! The adapter suite against `mcpwire-test-server` (`mcpwire_tests::suite`,
-//! shared with mcpwire-tokio) on smol: once under `smol::block_on`, and once
-//! with every case spawned on an `async-executor` run by four threads.
+//! shared with mcpwire-tokio and mcpwire-blocking) on smol: once under
+//! `smol::block_on`, and once with every case spawned on an
+//! `async-executor` run by four threads.
 
-mcpwire_tests::adapter_suite!(mcpwire_smol::Smol, smol::block_on);
+mcpwire_tests::adapter_suite!(mcpwire_smol::Client, smol::block_on);
 
 mod async_executor {
     use std::future::Future;
@@ -30,5 +31,5 @@ mod async_executor {
         smol::block_on(executor().spawn(case));
     }
 
-    mcpwire_tests::adapter_suite!(mcpwire_smol::Smol, on_executor);
+    mcpwire_tests::adapter_suite!(mcpwire_smol::Client, on_executor);
 }

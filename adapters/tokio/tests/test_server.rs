@@ -1,6 +1,7 @@
 //! The adapter suite against `mcpwire-test-server` (`mcpwire_tests::suite`,
-//! shared with mcpwire-smol) on tokio: once on a current-thread runtime, as
-//! `#[tokio::test]` does, and once on a multi-thread runtime.
+//! shared with mcpwire-smol and mcpwire-blocking) on tokio: once on a
+//! current-thread runtime, as `#[tokio::test]` does, and once on a
+//! multi-thread runtime.
 
 use std::future::Future;
 
@@ -12,7 +13,7 @@ fn current_thread(case: impl Future<Output = ()>) {
         .block_on(case);
 }
 
-mcpwire_tests::adapter_suite!(mcpwire_tokio::Tokio, current_thread);
+mcpwire_tests::adapter_suite!(mcpwire_tokio::Client, current_thread);
 
 mod multi_thread {
     use std::future::Future;
@@ -26,5 +27,5 @@ mod multi_thread {
             .block_on(case);
     }
 
-    mcpwire_tests::adapter_suite!(mcpwire_tokio::Tokio, multi_thread);
+    mcpwire_tests::adapter_suite!(mcpwire_tokio::Client, multi_thread);
 }

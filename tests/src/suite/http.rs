@@ -1,0 +1,220 @@
+//! The cases over Streamable HTTP: the test server on a loopback port.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpwire_adapter::methods::{ListRootsResult, ServerRequestKind};
+use mcpwire_adapter::options::ConnectOptions;
+use mcpwire_adapter::{CallOptions, CancelToken, Handler, ServerConfig};
+use serde_json::json;
+
+use super::support::{cancelled_for, http_server, temp_log, wait_log};
+use super::Adapter;
+
+pub async fn http_sse_and_json_responses<A: Adapter>() {
+    for args in [&[][..], &["--json-responses"][..], &["--tiny-chunks"][..]] {
+        let server = http_server(args);
+        let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+        assert_eq!(client.transport(), "streamable-http");
+        assert_eq!(client.list_tools().await.unwrap().len(), 15);
+        let r = client
+            .call_tool("echo", json!({"message": "over http"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Echo: over http", "{args:?}");
+        client.close().await.unwrap();
+    }
+}
+
+/// The roots are answered by a blocking handler here (an `async` one in
+/// the stdio case).
+pub async fn http_progress_and_server_request_on_the_stream<A: Adapter>() {
+    let server = http_server(&[]);
+    let roots = Handler::Blocking(Arc::new(|_params| {
+        Ok(serde_json::to_value(ListRootsResult::new(Vec::new())).unwrap())
+    }));
+    let options = ConnectOptions::<A::Flavor>::new().handler(ServerRequestKind::ListRoots, roots);
+    let client = A::connect_with(ServerConfig::http(&server.url), options)
+        .await
+        .unwrap();
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 60, "steps": 3}),
+            CallOptions::new().on_progress(move |_| {
+                n2.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(n.load(Ordering::SeqCst), 3);
+    let r = client
+        .call_tool("ask", json!({"method": "roots/list"}))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{}", r.text());
+    let r = client
+        .call_tool("ask", json!({"method": "roots/list", "on_listener": true}))
+        .await
+        .unwrap();
+    assert!(
+        !r.is_error(),
+        "request on the GET listener answered: {}",
+        r.text()
+    );
+    client.close().await.unwrap();
+}
+
+/// A call that times out and one whose [`CancelToken`] is cancelled from
+/// another task (a thread, for the blocking client): the server is told
+/// each time, and the session goes on.
+pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>() {
+    let log = temp_log("http-cancel");
+    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().timeout(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    // Ids: 0 the server/discover probe, 1 initialize, then the calls.
+    wait_log::<A>(&log, cancelled_for(2)).await;
+    let token = CancelToken::new();
+    let t2 = token.clone();
+    let canceller = A::spawn(async move {
+        A::sleep(Duration::from_millis(150)).await;
+        t2.cancel();
+    });
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().cancel_token(token),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_cancelled(), "{e}");
+    wait_log::<A>(&log, cancelled_for(3)).await;
+    canceller.await;
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+}
+
+pub async fn http_expired_session_is_renewed_transparently<A: Adapter>() {
+    let log = temp_log("expire");
+    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    client.call_tool("expire_session", json!({})).await.unwrap();
+    let r = client
+        .call_tool("echo", json!({"message": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: again");
+    // The server may write its log line just after answering: wait for it.
+    let inits = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"method\":\"initialize\""))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while inits() < 2 && Instant::now() < deadline {
+        A::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(inits(), 2, "re-initialized once");
+    client.close().await.unwrap();
+}
+
+pub async fn http_dropped_stream_resumes_with_last_event_id<A: Adapter>() {
+    let log = temp_log("resume");
+    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let t = Instant::now();
+    let r = client
+        .call_tool("sse_drop", json!({"after_ms": 50, "retry_ms": 300}))
+        .await
+        .unwrap();
+    assert!(!r.is_error());
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "waited the retry delay"
+    );
+    wait_log::<A>(&log, |v| {
+        v["http"]["method"] == "GET" && v["http"]["headers"]["last-event-id"].is_string()
+    })
+    .await;
+    client.close().await.unwrap();
+}
+
+pub async fn http_errors_are_clear<A: Adapter>() {
+    let server = http_server(&["--require-auth", "sekrit"]);
+    let e = A::connect(ServerConfig::http(&server.url))
+        .await
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("HTTP 401"), "{msg}");
+    assert!(msg.contains("WWW-Authenticate"), "{msg}");
+    let client =
+        A::connect(ServerConfig::http(&server.url).header("Authorization", "Bearer sekrit"))
+            .await
+            .unwrap();
+    let e = client.call_tool("http_500", json!({})).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("HTTP 500: boom: internal failure"),
+        "{e}"
+    );
+    client.close().await.unwrap();
+}
+
+pub async fn http_connection_refused_is_a_connect_error<A: Adapter>() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = A::connect(ServerConfig::http(format!("http://127.0.0.1:{port}/mcp")))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("refused"), "{e}");
+}
+
+pub async fn http_dropping_the_last_client_ends_the_session<A: Adapter>() {
+    let log = temp_log("drop-http");
+    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    client.ping().await.unwrap();
+    drop(client);
+    // The client closes in the background: the session is DELETEd.
+    wait_log::<A>(&log, |v| v["event"] == "session_ended").await;
+}
+
+/// 8 tasks (threads, for the blocking client) share one client, 5 calls
+/// each.
+pub async fn http_8_tasks_share_one_client<A: Adapter>() {
+    let server = http_server(&[]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let c = client.clone();
+            A::spawn(async move {
+                for i in 0..5 {
+                    let m = format!("{t}-{i}");
+                    let r = c.call_tool("echo", json!({ "message": m })).await.unwrap();
+                    assert_eq!(r.text(), format!("Echo: {m}"));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await;
+    }
+    client.close().await.unwrap();
+}

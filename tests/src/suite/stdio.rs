@@ -1,0 +1,432 @@
+//! The cases over stdio: the test server as a child process.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire_adapter::methods::{ListRootsResult, ServerRequestKind};
+use mcpwire_adapter::options::ConnectOptions;
+use mcpwire_adapter::types::Root;
+use mcpwire_adapter::{CallOptions, CancelToken, Error, Handler, ServerConfig, ServerNotification};
+use serde_json::{json, Value};
+
+use super::support::{cancelled_for, log_lines, server_bin, stdio, temp_log, wait_log};
+use super::Adapter;
+
+/// The test server speaks only the handshake era: the first connection
+/// probes (`server/discover`, refused) and falls back; the era is then
+/// remembered, so the second connection starts with `initialize`.
+pub async fn stdio_a_legacy_server_is_probed_once_per_process<A: Adapter>() {
+    let log = temp_log("era");
+    let config = stdio(&["--log-file", log.to_str().unwrap()]);
+    let methods = || -> Vec<String> {
+        log_lines(&log)
+            .iter()
+            .filter_map(|v| v["message"]["method"].as_str().map(str::to_owned))
+            .filter(|m| m == "server/discover" || m == "initialize")
+            .collect()
+    };
+    for _ in 0..2 {
+        let client = A::connect(config.clone()).await.unwrap();
+        assert_eq!(client.protocol_version(), "2025-11-25");
+        client.close().await.unwrap();
+    }
+    assert_eq!(methods(), ["server/discover", "initialize", "initialize"]);
+    // Pinned, nothing is probed (and nothing remembered).
+    let pinned = config.clone().era("legacy");
+    let client = A::connect(pinned).await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(methods().len(), 4);
+    assert_eq!(methods()[3], "initialize");
+}
+
+pub async fn stdio_connect_list_call_close<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    assert_eq!(client.server().server_info.name, "mcpwire-test-server");
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    assert_eq!(client.transport(), "stdio");
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(
+        tools.len(),
+        15,
+        "both pages: {:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    let r = client
+        .call_tool("echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: hi");
+    assert_eq!(r.structured_content, Some(json!({"message": "hi"})));
+    let r = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 5})));
+    let r = client.read_resource("test://hello").await.unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("Hello, world!"));
+    let p = client
+        .get_prompt("greet", json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    assert_eq!(p.messages.len(), 1);
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(
+        client.closed_reason(),
+        Some("connection closed by the client")
+    );
+    let e = client.ping().await.unwrap_err();
+    assert!(e.is_closed(), "{e}");
+}
+
+pub async fn stdio_repeated_cursor_is_refused<A: Adapter>() {
+    let client = A::connect(stdio(&["--repeat-cursor"])).await.unwrap();
+    let e = client.list_tools().await.unwrap_err();
+    assert!(matches!(e, Error::Pagination(_)), "{e}");
+    client.close().await.unwrap();
+}
+
+pub async fn stdio_progress_is_reported<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let r = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 100, "steps": 4}),
+            CallOptions::new().on_progress(move |p| s.lock().unwrap().push(p.progress)),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error());
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    client.close().await.unwrap();
+}
+
+pub async fn stdio_server_exit_mid_request_fails_once_with_status_and_stderr<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let t = Instant::now();
+    let e = client
+        .call_tool(
+            "crash",
+            json!({"code": 7, "message": "fatal: missing API key"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(2), "promptly");
+    let msg = e.to_string();
+    assert!(msg.contains("server exited with status 7"), "{msg}");
+    assert!(msg.contains("fatal: missing API key"), "{msg}");
+    // Later calls fail fast and clearly.
+    let t = Instant::now();
+    let e = client.ping().await.unwrap_err();
+    assert!(t.elapsed() < Duration::from_millis(500));
+    assert!(e.is_closed(), "{e}");
+    assert!(e.to_string().contains("not connected"), "{e}");
+}
+
+pub async fn stdio_garbage_on_stdout_is_ignored<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let r = client.call_tool("garbage", json!({})).await.unwrap();
+    assert_eq!(r.text(), "garbage sent");
+    let r = client
+        .call_tool("long_line", json!({"bytes": 200_000}))
+        .await
+        .unwrap();
+    assert!(r.text().starts_with("long line sent"));
+    client.close().await.unwrap();
+}
+
+pub async fn stdio_timeout_tells_the_server<A: Adapter>() {
+    let log = temp_log("timeout");
+    let client = A::connect(stdio(&["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().timeout(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(e.is_timeout(), "{e}");
+    assert_eq!(e.to_string(), "Request timeout after 200ms");
+    // Ids: 0 the server/discover probe, 1 initialize, 2 the slow call.
+    wait_log::<A>(&log, cancelled_for(2)).await;
+    client.close().await.unwrap();
+}
+
+/// A call whose future is dropped (the adapters that cancel on drop), and
+/// calls holding a [`CancelToken`] cancelled from another task (a thread,
+/// for the blocking client) or cancelled before: each ends at once as
+/// cancelled, the server is told, and the connection goes on.
+pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<A: Adapter>() {
+    let log = temp_log("drop");
+    let client = A::connect(stdio(&["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    // Ids: 0 the server/discover probe, 1 initialize, then the calls.
+    let mut id = 2;
+    if A::CANCELS_ON_DROP {
+        let call = client.call_tool("slow", json!({"ms": 5000, "steps": 5}));
+        assert!(A::timeout(Duration::from_millis(200), call).await.is_none());
+        wait_log::<A>(&log, cancelled_for(id)).await;
+        id += 1;
+    }
+
+    let token = CancelToken::new();
+    let t2 = token.clone();
+    let canceller = A::spawn(async move {
+        A::sleep(Duration::from_millis(150)).await;
+        t2.cancel();
+    });
+    let t = Instant::now();
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().cancel_token(token.clone()),
+        )
+        .await
+        .unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(e.is_cancelled(), "{e}");
+    wait_log::<A>(&log, cancelled_for(id)).await;
+    canceller.await;
+    // An already-cancelled token cancels at once.
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().cancel_token(token),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_cancelled(), "{e}");
+    // The connection is still fine.
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+}
+
+pub async fn stdio_close_ends_a_server_that_ignores_eof_and_sigterm<A: Adapter>() {
+    let bin = server_bin();
+    let config = ServerConfig::stdio("sh")
+        .arg("-c")
+        .arg(format!("trap '' TERM; exec '{bin}' --ignore-stdin-eof"));
+    let options = ConnectOptions::<A::Flavor>::new().config(|c| {
+        c.stdio.stdin_grace = Duration::from_millis(300);
+        c.stdio.term_grace = Duration::from_millis(300);
+    });
+    let client = A::connect_with(config, options).await.unwrap();
+    client.ping().await.unwrap();
+    let t = Instant::now();
+    client.close().await.unwrap();
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(550),
+        "it had to escalate to SIGKILL: {took:?}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        client.closed_reason().is_some(),
+        "closed after the child was reaped"
+    );
+}
+
+/// 100 calls at once, one of them crashing the server.
+pub async fn stdio_100_concurrent_calls_with_a_crash_complete_exactly_once<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..100u32 {
+        let c = client.clone();
+        tasks.push(A::spawn(async move {
+            if i == 50 {
+                A::sleep(Duration::from_millis(30)).await;
+                c.call_tool("crash", json!({"code": 2, "message": "boom"}))
+                    .await
+            } else {
+                c.call_tool("slow", json!({"ms": 20 + (i % 7) * 30, "steps": 1}))
+                    .await
+            }
+        }));
+    }
+    let mut ok = 0;
+    let mut closed = 0;
+    for t in tasks {
+        match t.await {
+            Ok(_) => ok += 1,
+            Err(e) if e.is_closed() => closed += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!(ok + closed, 100, "every call completed exactly once");
+    assert!(closed >= 1);
+}
+
+/// 100 calls taken in turn by 8 tasks (threads, for the blocking client)
+/// sharing the client, the 51st crashing the server.
+pub async fn stdio_100_calls_from_8_tasks_with_a_crash_complete_exactly_once<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let ok = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let next = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (c, ok, closed, next) = (client.clone(), ok.clone(), closed.clone(), next.clone());
+            A::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= 100 {
+                        return;
+                    }
+                    let r = if i == 50 {
+                        c.call_tool("crash", json!({"code": 2, "message": "boom"}))
+                            .await
+                    } else {
+                        c.call_tool("slow", json!({"ms": 20 + (i % 7) * 30, "steps": 1}))
+                            .await
+                    };
+                    match r {
+                        Ok(_) => ok.fetch_add(1, Ordering::SeqCst),
+                        Err(e) if e.is_closed() => closed.fetch_add(1, Ordering::SeqCst),
+                        Err(e) => panic!("unexpected {e}"),
+                    };
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await;
+    }
+    let (ok, closed) = (ok.load(Ordering::SeqCst), closed.load(Ordering::SeqCst));
+    assert_eq!(ok + closed, 100, "every call completed exactly once");
+    assert!(closed >= 1);
+    assert!(ok >= 40, "the calls before the crash succeeded: {ok}");
+}
+
+/// The roots are answered by an `async` handler and elicitation by a
+/// blocking one: every adapter runs both flavors.
+pub async fn stdio_server_requests_use_the_handlers_and_undeclared_ones_get_method_not_found<
+    A: Adapter,
+>() {
+    let roots = Handler::Async(Arc::new(|_params| {
+        Box::pin(async {
+            let roots = vec![Root {
+                uri: "file:///work".into(),
+                name: Some("work".into()),
+                extra: Default::default(),
+            }];
+            Ok(serde_json::to_value(ListRootsResult::new(roots)).unwrap())
+        })
+    }));
+    let elicitation = Handler::Blocking(Arc::new(|params: Value| {
+        assert!(params.get("message").is_some() || params.get("requestedSchema").is_some());
+        Ok(json!({"action": "decline"}))
+    }));
+    let options = ConnectOptions::<A::Flavor>::new()
+        .handler(ServerRequestKind::ListRoots, roots)
+        .handler(ServerRequestKind::Elicit, elicitation);
+    let client = A::connect_with(stdio(&[]), options).await.unwrap();
+    let r = client
+        .call_tool("ask", json!({"method": "roots/list"}))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{}", r.text());
+    let roots: Value = serde_json::from_str(&r.text()).unwrap();
+    assert_eq!(roots["roots"][0]["uri"], "file:///work");
+    let r = client
+        .call_tool("ask", json!({"method": "elicitation/create"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.text()).unwrap()["action"],
+        "decline"
+    );
+    let r = client
+        .call_tool("ask", json!({"method": "ping"}))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "ping answered by the core: {}", r.text());
+    // Sampling was not declared: the core answers -32601 for us.
+    let r = client
+        .call_tool("ask", json!({"method": "sampling/createMessage"}))
+        .await
+        .unwrap();
+    assert!(r.is_error());
+    assert!(r.text().contains("-32601"), "{}", r.text());
+    client.close().await.unwrap();
+}
+
+/// Notifications reach the `on_notification` callback and the
+/// `notifications()` stream, which ends with the connection.
+pub async fn stdio_notifications_stream_and_callback<A: Adapter>() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    let options = ConnectOptions::<A::Flavor>::new().on_notification(move |_| {
+        s.fetch_add(1, Ordering::SeqCst);
+    });
+    let client = A::connect_with(stdio(&[]), options).await.unwrap();
+    let mut notes = client.notifications();
+    client
+        .call_tool("notify_first", json!({"count": 3}))
+        .await
+        .unwrap();
+    let mut logs = 0;
+    let mut changed = false;
+    while !changed {
+        match A::recv_timeout(&mut notes, Duration::from_secs(2)).await {
+            Ok(ServerNotification::LoggingMessage(_)) => logs += 1,
+            Ok(ServerNotification::ToolsListChanged) => changed = true,
+            Ok(_) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(logs, 2);
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+    let more = A::recv_timeout(&mut notes, Duration::from_millis(50)).await;
+    assert!(
+        matches!(more, Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
+        "{more:?}"
+    );
+    client.close().await.unwrap();
+    let end = A::recv_timeout(&mut notes, Duration::from_secs(2)).await;
+    assert!(
+        matches!(end, Err(std::sync::mpsc::RecvTimeoutError::Disconnected)),
+        "the stream ends with the connection: {end:?}"
+    );
+    // Ended, the iterator does not block.
+    assert!(
+        notes.next().is_none(),
+        "the iterator ends with the connection"
+    );
+}
+
+pub async fn stdio_missing_binary_is_a_spawn_error<A: Adapter>() {
+    let e = A::connect(ServerConfig::stdio("/nonexistent/mcp-server"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Spawn { .. }), "{e}");
+    assert!(e.to_string().contains("/nonexistent/mcp-server"));
+}
+
+pub async fn stdio_dropping_the_last_client_closes_gracefully_and_fast<A: Adapter>() {
+    let log = temp_log("drop-client");
+    let client = A::connect(stdio(&["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
+    let other = client.clone();
+    drop(client);
+    other.ping().await.unwrap();
+    let t = Instant::now();
+    drop(other);
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "drop does not block"
+    );
+    // The client closes in the background: stdin first.
+    wait_log::<A>(&log, |v| v["event"] == "stdin_eof").await;
+}

@@ -1,0 +1,106 @@
+//! What the cases share: the test server (stdio and HTTP), its logs, and
+//! waiting for a line in them. Public for the adapters' own tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcpwire_adapter::ServerConfig;
+use serde_json::Value;
+
+use super::Adapter;
+
+/// The test server binary, as a string.
+pub fn server_bin() -> String {
+    crate::test_server_binary().to_string_lossy().into_owned()
+}
+
+/// A fresh path for a server log (`--log-file`).
+pub fn temp_log(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "mcpwire-suite-{}-{}-{tag}.log",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ))
+}
+
+/// The log's lines, parsed.
+pub fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// Waits until the server's log has a line satisfying `pred` (at most 5 s).
+pub async fn wait_log<A: Adapter>(path: &Path, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(v) = log_lines(path).into_iter().find(|v| pred(v)) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "log line never appeared in {path:?}:\n{}",
+            std::fs::read_to_string(path).unwrap_or_default()
+        );
+        A::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A log line of the server taking in `notifications/cancelled` for `id`.
+pub fn cancelled_for(id: u64) -> impl Fn(&Value) -> bool {
+    move |v| {
+        v["message"]["method"] == "notifications/cancelled"
+            && v["message"]["params"]["requestId"] == id
+    }
+}
+
+/// The stdio test server with `args`.
+pub fn stdio(args: &[&str]) -> ServerConfig {
+    ServerConfig::stdio(server_bin()).args(args.iter().copied())
+}
+
+/// An HTTP test server on 127.0.0.1; it stops when this is dropped (its
+/// stdin closes, and it is killed).
+pub struct HttpServer {
+    child: std::process::Child,
+    /// Its MCP endpoint.
+    pub url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts an HTTP test server and reads the address it prints (a blocking
+/// read of one line: the server prints it at once).
+pub fn http_server(args: &[&str]) -> HttpServer {
+    let mut child = std::process::Command::new(server_bin())
+        .arg("--http")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn test server");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("server printed its address");
+    let url = first
+        .trim_end()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_string();
+    HttpServer { child, url }
+}
