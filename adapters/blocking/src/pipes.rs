@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,19 +19,10 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 /// from its own outcome).
 const MAX_READS: usize = 16;
 
-/// Starts the process of a stdio server (`command`, `args`, `env`, `cwd`)
-/// with piped stdin, stdout and stderr.
+/// Starts the process of a stdio server with piped stdin, stdout and
+/// stderr.
 pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-    let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
-    cmd.args(&server.args)
-        .envs(&server.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(cwd) = &server.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.spawn()
+    mcpwire_adapter::process::command(server).spawn()
 }
 
 fn nonblocking(file: &File) -> io::Result<()> {

@@ -2,7 +2,26 @@
 //! reading an exit status. Public so that `mcpwire-blocking`, which has no
 //! async driver, uses the same two functions.
 
+use std::process::{Command, Stdio};
+
 use mcpwire::transport::stdio::{ExitStatus, Signal};
+use mcpwire::ServerConfig;
+
+/// The command of a stdio server (`command`, `args`, `env`, `cwd`) with
+/// piped stdin, stdout and stderr, for every adapter to spawn its way
+/// (tokio and async-process convert a `std::process::Command`).
+pub fn command(server: &ServerConfig) -> Command {
+    let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
+    cmd.args(&server.args)
+        .envs(&server.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &server.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd
+}
 
 /// Sends `sig` to process `pid` (best effort: it may have exited).
 pub fn signal(pid: u32, sig: Signal) {

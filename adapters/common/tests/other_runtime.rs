@@ -57,13 +57,7 @@ impl Runtime for Threads {
     }
 
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-        let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
-        cmd.args(&server.args)
-            .envs(&server.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn()?;
+        let mut child = mcpwire_adapter::process::command(server).spawn()?;
         let stdin = Async::new(child.stdin.take().expect("piped"))?;
         let stdout = Async::new(child.stdout.take().expect("piped"))?;
         let stderr = Async::new(child.stderr.take().expect("piped"))?;

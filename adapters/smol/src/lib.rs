@@ -47,8 +47,6 @@ mod pipes;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-#[cfg(not(unix))]
-use std::process::Stdio;
 use std::time::Instant;
 
 use mcpwire_adapter::runtime::Child;
@@ -100,17 +98,8 @@ impl Runtime for Smol {
 
     #[cfg(not(unix))]
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-        let mut cmd = smol::process::Command::new(server.command.as_deref().unwrap_or_default());
-        cmd.args(&server.args)
-            .envs(&server.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(cwd) = &server.cwd {
-            cmd.current_dir(cwd);
-        }
-        let mut child = cmd.spawn()?;
+        let mut cmd = smol::process::Command::from(mcpwire_adapter::process::command(server));
+        let mut child = cmd.kill_on_drop(true).spawn()?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

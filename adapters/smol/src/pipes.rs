@@ -8,7 +8,6 @@
 
 use std::io::{self, Read};
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -82,16 +81,7 @@ impl Drop for KillOnDrop {
 
 /// Starts the process of a stdio server with piped stdio.
 pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-    let mut cmd = std::process::Command::new(server.command.as_deref().unwrap_or_default());
-    cmd.args(&server.args)
-        .envs(&server.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(cwd) = &server.cwd {
-        cmd.current_dir(cwd);
-    }
-    let mut child = cmd.spawn()?;
+    let mut child = mcpwire_adapter::process::command(server).spawn()?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
