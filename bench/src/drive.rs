@@ -10,6 +10,7 @@
 //! ```
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -146,11 +147,19 @@ pub fn run_blocking<C: BlockingClient>(job: &Job, target: &Target) -> Result<Mea
             let call = call.call();
             let client = C::connect(target)?;
             let mut rec = Recorder::new(calls * v.runs);
-            blocking_calls(&client, &call, v.warmup, inflight, None)?;
-            for run in 0..v.runs {
-                let start = Instant::now();
-                blocking_calls(&client, &call, calls, inflight, Some((&rec, run * calls)))?;
-                rec.run(calls, start.elapsed());
+            if inflight <= 1 {
+                sequential(&client, &call, v.warmup, None)?;
+                for run in 0..v.runs {
+                    let start = Instant::now();
+                    sequential(&client, &call, calls, Some((&rec, run * calls)))?;
+                    rec.run(calls, start.elapsed());
+                }
+            } else {
+                let threads = inflight.min(calls.max(v.warmup));
+                let elapsed = in_flight(&client, &call, threads, v.warmup, calls, v.runs, &rec)?;
+                for d in elapsed {
+                    rec.run(calls, d);
+                }
             }
             let m = rec.finish();
             client.close()?;
@@ -175,41 +184,85 @@ pub fn run_blocking<C: BlockingClient>(job: &Job, target: &Target) -> Result<Mea
     }
 }
 
-fn blocking_calls<C: BlockingClient>(
+/// One call, checked, its latency recorded under index `i` if timed.
+fn timed_call<C: BlockingClient>(
+    client: &C,
+    call: &Call,
+    i: usize,
+    rec: Option<(&Recorder, usize)>,
+) -> Result<(), Error> {
+    let t = Instant::now();
+    let got = client.call(call)?;
+    check(call, got)?;
+    if let Some((rec, base)) = rec {
+        rec.record(base + i, t.elapsed());
+    }
+    Ok(())
+}
+
+fn sequential<C: BlockingClient>(
     client: &C,
     call: &Call,
     n: usize,
-    inflight: usize,
     rec: Option<(&Recorder, usize)>,
 ) -> Result<(), Error> {
-    let timed = |i: usize| {
-        let t = Instant::now();
-        let got = client.call(call)?;
-        check(call, got)?;
-        if let Some((rec, base)) = rec {
-            rec.record(base + i, t.elapsed());
-        }
-        Ok::<(), Error>(())
-    };
-    if inflight <= 1 {
-        return (0..n).try_for_each(timed);
-    }
+    (0..n).try_for_each(|i| timed_call(client, call, i, rec))
+}
+
+/// `threads` threads, started once (their start-up is not the client's
+/// cost), make `warmup` calls, then `runs` runs of `calls` calls; returns
+/// each run's duration, from the moment the threads are let go to the
+/// moment the last call ended.
+fn in_flight<C: BlockingClient>(
+    client: &C,
+    call: &Call,
+    threads: usize,
+    warmup: usize,
+    calls: usize,
+    runs: usize,
+    rec: &Recorder,
+) -> Result<Vec<Duration>, Error> {
+    let gate = Barrier::new(threads + 1);
     let next = AtomicUsize::new(0);
+    // The calls of the round under way and where its latencies go.
+    let round = Mutex::new((0usize, None::<usize>));
+    let failed = Mutex::new(None::<String>);
     std::thread::scope(|s| {
-        let workers: Vec<_> = (0..inflight.min(n))
-            .map(|_| {
-                s.spawn(|| loop {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                gate.wait();
+                let (n, base) = *round.lock().unwrap();
+                if n == usize::MAX {
+                    return;
+                }
+                loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
-                        return Ok(());
+                        break;
                     }
-                    timed(i)?;
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .try_for_each(|w| w.join().expect("worker panicked"))
+                    if let Err(e) = timed_call(client, call, i, base.map(|b| (rec, b))) {
+                        failed.lock().unwrap().get_or_insert(e.to_string());
+                    }
+                }
+                gate.wait();
+            });
+        }
+        let go = |n: usize, base: Option<usize>| {
+            *round.lock().unwrap() = (n, base);
+            next.store(0, Ordering::Relaxed);
+            let start = Instant::now();
+            gate.wait();
+            gate.wait();
+            start.elapsed()
+        };
+        go(warmup, None);
+        let elapsed: Vec<Duration> = (0..runs).map(|run| go(calls, Some(run * calls))).collect();
+        *round.lock().unwrap() = (usize::MAX, None);
+        gate.wait();
+        match failed.lock().unwrap().take() {
+            Some(e) => Err(e.into()),
+            None => Ok(elapsed),
+        }
     })
 }
 

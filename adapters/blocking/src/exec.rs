@@ -23,6 +23,8 @@
 //! loop and an MCP client here.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use mcpwire_adapter::session::{Guard, HoldsSession};
 use std::task::Poll;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -119,8 +121,8 @@ impl Shared {
         Ok(shared)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+    pub(crate) fn lock(&self) -> Guard<'_, State> {
+        Guard::lock(&self.state)
     }
 
     /// Starts the background thread.
@@ -410,10 +412,10 @@ impl Shared {
     /// lead to another waiting call, if any.
     fn lead<'a>(
         self: &'a Arc<Self>,
-        mut state: MutexGuard<'a, State>,
+        mut state: Guard<'a, State>,
         me: Leader,
         deadline: Option<Instant>,
-    ) -> MutexGuard<'a, State> {
+    ) -> Guard<'a, State> {
         // The background stops leading once a call got its answer: that
         // caller leads its next call itself.
         let seen = state.session.completed();
@@ -524,6 +526,12 @@ impl Shared {
         }
         drop(state);
         *lock(&self.background) = None;
+    }
+}
+
+impl HoldsSession for State {
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 }
 

@@ -27,7 +27,7 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
@@ -40,7 +40,7 @@ use mcpwire::transport::stdio::ExitStatus;
 use crate::handlers::{BoxFuture, Handler};
 use crate::http::{HttpClient, HttpInput, Inbox};
 use crate::runtime::{Child, Runtime};
-use crate::session::{Effect, Info, Outcome, Session};
+use crate::session::{Effect, Guard, HoldsSession, Info, Outcome, Session};
 use crate::sync::{lock, spawn_abortable, AbortHandle};
 
 /// Source bits of the [`Router`].
@@ -274,8 +274,8 @@ impl<R: Runtime> Shared<R> {
         })
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<R>> {
-        lock(&self.state)
+    pub(crate) fn lock(&self) -> Guard<'_, State<R>> {
+        Guard::lock(&self.state)
     }
 
     /// Runs `f` on the session, then performs what it asked for: here if
@@ -377,6 +377,12 @@ impl<R: Runtime> Shared<R> {
             id,
             done: false,
         }
+    }
+}
+
+impl<R: Runtime> HoldsSession for State<R> {
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 }
 

@@ -24,7 +24,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
-use std::sync::{Arc, OnceLock};
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
@@ -125,6 +126,54 @@ pub struct Setup {
     pub auth: Option<(Arc<dyn RedirectHandler>, Arc<dyn TokenStore>)>,
 }
 
+/// An executor's state that holds a [`Session`].
+pub trait HoldsSession {
+    /// The session inside.
+    fn session_mut(&mut self) -> &mut Session;
+}
+
+/// The lock on an executor's state: when it is released, the calls that
+/// completed meanwhile are woken (after the unlock, see
+/// [`Session::take_wakers`]).
+pub struct Guard<'a, T: HoldsSession> {
+    inner: Option<MutexGuard<'a, T>>,
+}
+
+impl<'a, T: HoldsSession> Guard<'a, T> {
+    /// Locks `mutex` (a poisoned lock is taken over: nothing panics while
+    /// holding one).
+    pub fn lock(mutex: &'a Mutex<T>) -> Self {
+        Guard {
+            inner: Some(mutex.lock().unwrap_or_else(PoisonError::into_inner)),
+        }
+    }
+}
+
+impl<T: HoldsSession> Deref for Guard<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.inner.as_ref().expect("held until dropped")
+    }
+}
+
+impl<T: HoldsSession> DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.inner.as_mut().expect("held until dropped")
+    }
+}
+
+impl<T: HoldsSession> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        let Some(mut inner) = self.inner.take() else {
+            return;
+        };
+        let wakers = inner.session_mut().take_wakers();
+        drop(inner);
+        wakers.into_iter().for_each(Waker::wake);
+    }
+}
+
 /// One call in flight.
 struct Slot {
     outcome: Option<Outcome>,
@@ -150,6 +199,9 @@ pub struct Session {
     close_waiters: Vec<Waker>,
     /// Outcomes delivered so far.
     completed: u64,
+    /// Wakers of calls completed, to wake once the executor's lock is
+    /// released ([`Session::take_wakers`]).
+    wake: Vec<Waker>,
 }
 
 impl std::fmt::Debug for Session {
@@ -176,6 +228,7 @@ impl Session {
             ready: Handshake::Connecting(Vec::new()),
             close_waiters: Vec::new(),
             completed: 0,
+            wake: Vec::new(),
         };
         session.pump(Instant::now());
         session
@@ -396,6 +449,13 @@ impl Session {
         self.effects.pop_front()
     }
 
+    /// The wakers of the calls completed since the last time, to wake
+    /// after releasing the lock the session is kept behind (woken under
+    /// it, a thousand waiting threads would wake only to wait for it).
+    pub fn take_wakers(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.wake)
+    }
+
     /// Whether effects wait to be performed.
     pub fn has_effects(&self) -> bool {
         !self.effects.is_empty()
@@ -418,9 +478,7 @@ impl Session {
                     if let Some(slot) = self.calls.get_mut(&id) {
                         self.completed += 1;
                         slot.outcome = Some(outcome);
-                        if let Some(w) = slot.waker.take() {
-                            w.wake();
-                        }
+                        self.wake.extend(slot.waker.take());
                     }
                 }
                 Output::Progress { id, progress } => {
