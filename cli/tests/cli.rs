@@ -463,3 +463,16 @@ fn login_once_then_the_stored_token() {
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A JavaScript server's half emoji (a lone `\ud83d` escape, as
+/// `JSON.stringify` writes it) is shown as U+FFFD, not a lost result.
+#[test]
+fn call_reads_the_json_a_javascript_server_writes() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/node/sliced_emoji.mjs"
+    );
+    let o = run(&["call", "sliced", "--", "node", script]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("emoji: \u{fffd}!"), "{}", stdout(&o));
+}

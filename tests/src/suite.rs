@@ -50,6 +50,7 @@ macro_rules! adapter_suite {
             stdio_missing_binary_is_a_spawn_error,
             stdio_dropping_the_last_client_closes_gracefully_and_fast,
             stdio_a_legacy_server_is_probed_once_per_process,
+            stdio_javascript_json_with_half_an_emoji_is_read,
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,

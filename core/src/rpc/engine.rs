@@ -400,6 +400,18 @@ impl Engine {
         if self.closed {
             return;
         }
+        // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
+        // sliced emoji) is mended here, once, for every reader after.
+        let repaired = std::str::from_utf8(json)
+            .ok()
+            .and_then(message::repair_lone_surrogates);
+        let json = match &repaired {
+            Some(text) => {
+                self.stats.surrogates_repaired += 1;
+                text.as_bytes()
+            }
+            None => json,
+        };
         match message::frame(json, self.config.accept_batches) {
             Ok(Frame::Single(text)) => self.handle_one(now, text),
             Ok(Frame::Batch(items)) => {

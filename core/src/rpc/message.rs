@@ -341,6 +341,60 @@ pub(crate) fn parse_id(raw: &RawValue) -> Result<RequestId, InvalidReason> {
     }
 }
 
+/// A text where a JavaScript peer wrote half a surrogate pair
+/// (`JSON.stringify` of a sliced emoji gives `"\ud83d"`, which
+/// `JSON.parse` accepts and serde_json refuses), with each lone half
+/// replaced by `\ufffd` (U+FFFD, the replacement character); `None` when
+/// there is none (the text is used as it is). Only escapes are looked at:
+/// in valid JSON a backslash only stands inside strings. Cheap when there
+/// is nothing to repair: one search for `\u`, and a look at each escape.
+pub fn repair_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    memchr::memmem::find(bytes, b"\\u")?;
+    let hex = |at: usize| -> Option<u16> {
+        let digits = bytes.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    // `\uXXXX` at `at` (the backslash), if it is one.
+    let escape = |at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(found) = memchr::memchr(b'\\', &bytes[i..]) {
+        let at = i + found;
+        let Some(unit) = escape(at) else {
+            // Any other escape: skip it (it may be `\\` before a `u`).
+            i = at + 2;
+            continue;
+        };
+        let lone = match unit {
+            0xD800..=0xDBFF => match escape(at + 6) {
+                Some(0xDC00..=0xDFFF) => {
+                    i = at + 12; // a whole pair
+                    continue;
+                }
+                _ => true,
+            },
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            let repaired = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            repaired.push_str(&text[copied..at]);
+            repaired.push_str("\\ufffd");
+            copied = at + 6;
+        }
+        i = at + 6;
+    }
+    let mut repaired = out?;
+    repaired.push_str(&text[copied..]);
+    Some(repaired)
+}
+
 /// Reads a raw JSON value as a string, borrowing when it has no escapes.
 pub(crate) fn parse_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
@@ -442,6 +496,38 @@ fn classify<'a>(env: &Envelope<'a>) -> Result<Message<'a>, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let repair = |s: &str| repair_lone_surrogates(s);
+        // What JSON.stringify writes for "x" + "😀".slice(0, 1).
+        assert_eq!(
+            repair(r#"{"t":"x\ud83d"}"#).as_deref(),
+            Some(r#"{"t":"x\ufffd"}"#)
+        );
+        assert_eq!(
+            repair(r#"{"t":"\ude00y"}"#).as_deref(),
+            Some(r#"{"t":"\ufffdy"}"#)
+        );
+        // Two lone halves, reversed: both replaced.
+        assert_eq!(
+            repair(r#"["\ude00\ud83d"]"#).as_deref(),
+            Some(r#"["\ufffd\ufffd"]"#)
+        );
+        // Whole pairs, other escapes and an escaped backslash before `u` stay.
+        for fine in [
+            r#"{"t":"\ud83d\ude00"}"#,
+            r#"{"t":"\u00e9\n\"\\ud83d"}"#,
+            r#"{"t":"plain"}"#,
+            r#"{"t":"\u12"}"#,
+        ] {
+            assert_eq!(repair(fine), None, "{fine}");
+        }
+        // The repaired text parses, with U+FFFD in place.
+        let v: serde_json::Value =
+            serde_json::from_str(&repair(r#"{"t":"a\ud83db"}"#).unwrap()).unwrap();
+        assert_eq!(v["t"], "a\u{fffd}b");
+    }
 
     fn reason(text: &str) -> InvalidReason {
         match parse_message(text) {

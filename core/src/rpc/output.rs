@@ -181,6 +181,9 @@ pub struct Stats {
     pub unknown_responses: u64,
     /// Texts that were not UTF-8 or not JSON (also a diagnostic).
     pub malformed: u64,
+    /// Messages in which a lone UTF-16 surrogate escape (half an emoji,
+    /// as JavaScript writes it) was replaced by U+FFFD.
+    pub surrogates_repaired: u64,
     /// JSON values that were not valid JSON-RPC messages (also a diagnostic).
     pub invalid: u64,
     /// Batches received (when accepted).

@@ -97,6 +97,9 @@ pub trait Adapter: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// `closed_reason`.
     fn closed_reason(&self) -> Option<&str>;
 
+    /// `stats`.
+    fn stats(&self) -> mcpwire_adapter::Stats;
+
     /// `notifications`.
     fn notifications(&self) -> Notifications;
 
@@ -211,6 +214,10 @@ impl<R: Runtime> Adapter for Client<R> {
 
     fn closed_reason(&self) -> Option<&str> {
         Client::closed_reason(self)
+    }
+
+    fn stats(&self) -> mcpwire_adapter::Stats {
+        Client::stats(self)
     }
 
     fn notifications(&self) -> Notifications {

@@ -139,6 +139,10 @@ impl Adapter for Client {
         Client::closed_reason(self)
     }
 
+    fn stats(&self) -> mcpwire_adapter::Stats {
+        Client::stats(self)
+    }
+
     fn notifications(&self) -> Notifications {
         Client::notifications(self)
     }

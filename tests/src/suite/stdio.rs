@@ -430,3 +430,38 @@ pub async fn stdio_dropping_the_last_client_closes_gracefully_and_fast<A: Adapte
     // The client closes in the background: stdin first.
     wait_log::<A>(&log, |v| v["event"] == "stdin_eof").await;
 }
+
+/// A JavaScript server's JSON: `JSON.stringify` writes half an emoji as a
+/// lone `\ud83d` escape. It reaches the application as U+FFFD in every
+/// kind of message: the initialize result, a tool result, a log
+/// notification, an error, and a server request's params. The server is a
+/// real Node program (`tests/node/sliced_emoji.mjs`).
+pub async fn stdio_javascript_json_with_half_an_emoji_is_read<A: Adapter>() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/node/sliced_emoji.mjs");
+    let elicitation = Handler::Blocking(Arc::new(|params: Value| {
+        Ok(json!({"action": "accept", "content": {"said": params["message"]}}))
+    }));
+    let options =
+        ConnectOptions::<A::Flavor>::new().handler(ServerRequestKind::Elicit, elicitation);
+    let client = A::connect_with(ServerConfig::stdio("node").arg(script), options)
+        .await
+        .expect("node runs tests/node/sliced_emoji.mjs (Node.js must be on PATH)");
+    assert_eq!(client.server().server_info.name, "sliced-emoji\u{fffd}");
+    let mut notes = client.notifications();
+    let r = client.call_tool("sliced", json!({})).await.unwrap();
+    assert_eq!(r.text(), "emoji: \u{fffd}!");
+    match A::recv_timeout(&mut notes, Duration::from_secs(5)).await {
+        Ok(ServerNotification::LoggingMessage(m)) => assert_eq!(m.data, "log \u{fffd}"),
+        other => panic!("{other:?}"),
+    }
+    let e = client
+        .call_tool("sliced_error", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.remote().map(|e| e.message.as_str()), Some("bad \u{fffd}"));
+    let r = client.call_tool("ask", json!({})).await.unwrap();
+    assert_eq!(r.text(), "client said: say \u{fffd}");
+    // initialize, the log, the result, the error, the server request.
+    assert_eq!(client.stats().surrogates_repaired, 5);
+    client.close().await.unwrap();
+}
