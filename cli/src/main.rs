@@ -254,6 +254,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Colours only for a person: stderr is a terminal and `NO_COLOR` is
+/// unset or empty (<https://no-color.org>).
+fn colour_on_stderr() -> bool {
+    std::io::stderr().is_terminal() && no_color_unset()
+}
+
+fn no_color_unset() -> bool {
+    std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
+}
+
 fn init_logging(verbose: u8, quiet: bool) {
     let level = match (quiet, verbose) {
         (true, _) => tracing::Level::ERROR,
@@ -263,6 +273,7 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     tracing_subscriber::fmt()
         .with_max_level(level)
+        .with_ansi(colour_on_stderr())
         .with_writer(std::io::stderr)
         .with_target(verbose > 0)
         .without_time()
@@ -300,12 +311,8 @@ fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
         load_named(cli, name)?
     };
     for h in &cli.headers {
-        let (k, v) = h
-            .split_once(':')
-            .ok_or_else(|| Fail::usage(format!("--header needs 'Name: value', got {h:?}")))?;
-        config
-            .headers
-            .insert(k.trim().to_string(), v.trim().to_string());
+        let (k, v) = parse_header(h)?;
+        config.headers.insert(k, v);
     }
     if let Some(era) = &cli.era {
         config.protocol_era = Some(era.clone());
@@ -323,6 +330,28 @@ fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
         return Err(Fail::usage("--env is for stdio servers"));
     }
     Ok(config)
+}
+
+/// A `--header 'Name: value'`, checked before anything is started: the
+/// name a token (RFC 9110), the value free of control characters.
+fn parse_header(h: &str) -> Result<(String, String), Fail> {
+    let bad = |why: &str| {
+        Fail::usage(format!(
+            "invalid --header {h:?}: {why} (expected 'Name: value')"
+        ))
+    };
+    let (k, v) = h.split_once(':').ok_or_else(|| bad("no ':'"))?;
+    let (k, v) = (k.trim(), v.trim());
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if k.is_empty() || !k.chars().all(token) {
+        return Err(bad(
+            "the name must be a token (letters, digits, !#$%&'*+-.^_`|~)",
+        ));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(bad("the value has a control character"));
+    }
+    Ok((k.to_string(), v.to_string()))
 }
 
 /// The discovery `--server` and `servers` use: `--config F` alone, or the
@@ -865,7 +894,7 @@ async fn demo(cli: &Cli) -> Result<u8, Fail> {
         message: format!("cannot find this program: {e}"),
     })?;
     let config = ServerConfig::stdio(exe.to_string_lossy().into_owned()).args(["serve", "--demo"]);
-    let bold = std::io::stdout().is_terminal();
+    let bold = std::io::stdout().is_terminal() && no_color_unset();
     let say = |s: &str| {
         if bold {
             println!("\n\x1b[1m▸ {s}\x1b[0m");

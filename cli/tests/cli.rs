@@ -476,3 +476,61 @@ fn call_reads_the_json_a_javascript_server_writes() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("emoji: \u{fffd}!"), "{}", stdout(&o));
 }
+
+/// Without a terminal, no escape codes reach stderr (here a pipe), even for
+/// warnings; a GET stream answered 405 (allowed by the spec) is no warning.
+#[test]
+fn no_colour_in_pipes_and_no_warning_for_a_405_listener() {
+    // A warning: the server writes a line that is not JSON-RPC.
+    let ts = test_server();
+    let o = run(&["call", "garbage", "--", &ts]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(!stderr(&o).is_empty(), "expected a warning");
+    assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
+    // A server without a GET stream.
+    let mut server = Command::new(&ts)
+        .args(["--http", "--no-listener"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_owned();
+    let o = run(&["--url", &url, "ping"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(!stderr(&o).contains("405"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("WARN"), "{}", stderr(&o));
+}
+
+/// A malformed `--header` is a usage error, found before connecting.
+#[test]
+fn an_invalid_header_is_a_usage_error_before_connecting() {
+    for bad in ["Bad Name: x", "no-colon", ": empty", "X-Ok: bad\u{7}value"] {
+        let started = Instant::now();
+        // Port 9 on loopback: nothing listens; a connect would fail with 3.
+        let o = run(&["--url", "http://127.0.0.1:9/mcp", "--header", bad, "ping"]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("invalid --header"), "{}", stderr(&o));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+    let o = run(&[
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "X-Ok: fine",
+        "ping",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}

@@ -28,6 +28,10 @@ pub type BlockingHandler = Arc<dyn Fn(Value) -> Result<Value, ErrorObject> + Sen
 /// from it).
 pub type NotificationFn = Arc<dyn Fn(&ServerNotification) + Send + Sync + 'static>;
 
+/// A diagnostic observer (called under the session's lock, like
+/// [`NotificationFn`]).
+pub type DiagnosticFn = Arc<dyn Fn(&mcpwire::connection::Diagnostic) + Send + Sync + 'static>;
+
 /// A handler of either kind: every executor runs both (an `async` one on
 /// its runtime or, in the blocking adapter, with a local `block_on` on a
 /// thread; a synchronous one on a thread).

@@ -56,7 +56,10 @@ pub use auth::{
 };
 pub use client::Client;
 pub use error::Error;
-pub use handlers::{BlockingHandler, BoxFuture, Handler, NotificationFn, RequestHandler};
+pub use handlers::{
+    BlockingHandler, BoxFuture, DiagnosticFn, Handler, NotificationFn, RequestHandler,
+};
+pub use mcpwire::connection::Diagnostic;
 pub use notifications::Notifications;
 pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
 

@@ -18,7 +18,7 @@ use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
 use serde_json::Value;
 
-use crate::handlers::{Handler, Handlers, NotificationFn};
+use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
 use crate::sync::lock;
 
 /// A progress observer (called where the progress is taken in, under the
@@ -41,6 +41,7 @@ pub struct ConnectOptions<F> {
     pub(crate) config: ConnectionConfig,
     pub(crate) handlers: Handlers,
     pub(crate) on_notification: Option<NotificationFn>,
+    pub(crate) on_diagnostic: Option<DiagnosticFn>,
     pub(crate) connect_timeout: Option<Duration>,
     /// Whether `clientInfo` was chosen by the caller (else the adapter
     /// names itself).
@@ -59,6 +60,7 @@ impl<F> Clone for ConnectOptions<F> {
             config: self.config.clone(),
             handlers: self.handlers.clone(),
             on_notification: self.on_notification.clone(),
+            on_diagnostic: self.on_diagnostic.clone(),
             connect_timeout: self.connect_timeout,
             client_info_set: self.client_info_set,
             auth: self.auth.clone(),
@@ -74,6 +76,7 @@ impl<F> Default for ConnectOptions<F> {
             config: ConnectionConfig::default(),
             handlers: Handlers::default(),
             on_notification: None,
+            on_diagnostic: None,
             connect_timeout: None,
             client_info_set: false,
             auth: None,
@@ -166,6 +169,19 @@ impl<F> ConnectOptions<F> {
         f: impl Fn(&ServerNotification) + Send + Sync + 'static,
     ) -> Self {
         self.on_notification = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f` for every diagnostic: what the connection dropped or
+    /// noted without failing (malformed lines, unknown response ids, skipped
+    /// frames, a server without a GET stream…). They are logged with
+    /// `tracing` too (notes at debug level, the rest at warn); the counters
+    /// are the client's `stats()`.
+    pub fn on_diagnostic(
+        mut self,
+        f: impl Fn(&mcpwire::connection::Diagnostic) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_diagnostic = Some(Arc::new(f));
         self
     }
 

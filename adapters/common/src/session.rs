@@ -40,7 +40,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::auth::{RedirectHandler, TokenStore};
-use crate::handlers::{Handler, Handlers, NotificationFn};
+use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
 use crate::options::ProgressFn;
 use crate::sync::Broadcast;
 use crate::Notifications;
@@ -120,6 +120,9 @@ pub struct Setup {
     pub handlers: Handlers,
     /// Called for every server notification.
     pub on_notification: Option<NotificationFn>,
+    /// Called for every diagnostic (malformed input, unknown ids, skipped
+    /// frames, transport notes).
+    pub on_diagnostic: Option<DiagnosticFn>,
     /// The server whose era to remember once known ([`crate::era`]).
     pub remember: Option<ServerConfig>,
     /// Where authorized states are saved, and who sends the user agent.
@@ -501,7 +504,16 @@ impl Session {
                     self.effects.push_back(Effect::Withdraw(id));
                 }
                 Output::Log(line) => tracing::debug!(target: "mcpwire::server_stderr", "{line}"),
-                Output::Diagnostic(d) => tracing::warn!("{d}"),
+                Output::Diagnostic(d) => {
+                    if d.is_note() {
+                        tracing::debug!("{d}");
+                    } else {
+                        tracing::warn!("{d}");
+                    }
+                    if let Some(f) = &self.setup.on_diagnostic {
+                        f(&d);
+                    }
+                }
                 Output::Authorize { url } => match &self.setup.auth {
                     Some((handler, _)) => {
                         tracing::info!("authorization needed: sending the user agent to the authorization server");

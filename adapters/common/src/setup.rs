@@ -63,6 +63,7 @@ pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared
         setup: Setup {
             handlers: options.handlers,
             on_notification: options.on_notification,
+            on_diagnostic: options.on_diagnostic,
             remember: (remember_era && probing).then(|| server.clone()),
             auth: options
                 .auth

@@ -235,6 +235,16 @@ pub enum Diagnostic {
     Framing(JsonlError),
     /// From an HTTP transport.
     Transport(String),
+    /// Something the spec allows that was handled (e.g. a server without a
+    /// GET stream): worth a debug line, not a warning.
+    Note(String),
+}
+
+impl Diagnostic {
+    /// Whether it is only a note (log it at debug level).
+    pub fn is_note(&self) -> bool {
+        matches!(self, Diagnostic::Note(_))
+    }
 }
 
 impl fmt::Display for Diagnostic {
@@ -242,7 +252,7 @@ impl fmt::Display for Diagnostic {
         match self {
             Diagnostic::Rpc(d) => write!(f, "{d:?}"),
             Diagnostic::Framing(e) => write!(f, "{e}"),
-            Diagnostic::Transport(s) => f.write_str(s),
+            Diagnostic::Transport(s) | Diagnostic::Note(s) => f.write_str(s),
         }
     }
 }

@@ -489,6 +489,7 @@ fn http_output(event: HttpEvent) -> Option<WireOutput> {
         HttpEvent::Diagnostic(d) => {
             WireOutput::Output(Output::Diagnostic(Diagnostic::Transport(d)))
         }
+        HttpEvent::Note(d) => WireOutput::Output(Output::Diagnostic(Diagnostic::Note(d))),
         HttpEvent::Fatal(m) => WireOutput::Fatal(m),
         HttpEvent::SessionExpired => WireOutput::SessionExpired,
         HttpEvent::FallbackToLegacy { resend } => WireOutput::FallbackToLegacy { resend },

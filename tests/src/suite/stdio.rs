@@ -126,10 +126,18 @@ pub async fn stdio_server_exit_mid_request_fails_once_with_status_and_stderr<A: 
     assert!(e.to_string().contains("not connected"), "{e}");
 }
 
+/// Garbage is skipped, counted, and reported to the application's
+/// diagnostics callback (not only to `tracing`).
 pub async fn stdio_garbage_on_stdout_is_ignored<A: Adapter>() {
-    let client = A::connect(stdio(&[])).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    let options = ConnectOptions::<A::Flavor>::new()
+        .on_diagnostic(move |d| s.lock().unwrap().push(d.to_string()));
+    let client = A::connect_with(stdio(&[]), options).await.unwrap();
     let r = client.call_tool("garbage", json!({})).await.unwrap();
     assert_eq!(r.text(), "garbage sent");
+    assert!(client.stats().malformed > 0, "{:?}", client.stats());
+    assert!(!seen.lock().unwrap().is_empty());
     let r = client
         .call_tool("long_line", json!({"bytes": 200_000}))
         .await

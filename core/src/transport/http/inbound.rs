@@ -268,7 +268,8 @@ impl StreamableHttp {
         if head.status == 405 {
             self.abort_exchange(Some(ex));
             self.listener.state = ListenState::Disabled;
-            self.diag("the server offers no GET stream for its messages (HTTP 405)");
+            // Allowed by the spec: not a warning.
+            self.note("the server offers no GET stream for its messages (HTTP 405)");
         } else if head.is_success() && is_sse(head) {
             self.set_body(ex, Body::Sse);
         } else {

@@ -87,6 +87,9 @@ pub enum HttpEvent {
     },
     /// Log-worthy; no action.
     Diagnostic(String),
+    /// Worth a debug line: something the spec allows and the transport
+    /// handled (a server without a GET stream); no action.
+    Note(String),
     /// The connection is unusable (e.g. the server sent an invalid
     /// `Mcp-Session-Id`): the Connection closes everything with this
     /// message. The transport ignores further input (`begin_close` just
@@ -982,6 +985,10 @@ impl StreamableHttp {
     fn initialize_failed(&mut self) {
         self.phase = Phase::AwaitInit;
         self.session_id = None;
+    }
+
+    fn note(&mut self, message: impl Into<String>) {
+        self.events.push_back(HttpEvent::Note(message.into()));
     }
 
     fn diag(&mut self, message: impl Into<String>) {

@@ -206,7 +206,7 @@ fn headers_of(r: &HttpRequest) -> Vec<(&str, &str)> {
 }
 
 fn is_diag(e: &HttpEvent) -> bool {
-    matches!(e, HttpEvent::Diagnostic(_))
+    matches!(e, HttpEvent::Diagnostic(_) | HttpEvent::Note(_))
 }
 
 /// The events other than diagnostics.
