@@ -140,10 +140,25 @@ impl Router {
     /// Call `id` stops waiting: if it led, `next` (another waiting call)
     /// leads, or nobody.
     fn resign(&self, id: u64, next: Option<(u64, Waker)>) {
-        let mut t = lock(&self.target);
-        if t.leader.as_ref().is_some_and(|(lead, _)| *lead == id) {
+        let heir = {
+            let mut t = lock(&self.target);
+            if !t.leader.as_ref().is_some_and(|(lead, _)| *lead == id) {
+                return;
+            }
             t.leader = next;
             t.leader_owes = false;
+            // A source may have signalled the leader after it last looked
+            // at the bits: whoever drives now must not miss that.
+            if !self.pending_bits() {
+                return;
+            }
+            match &t.leader {
+                Some((_, w)) => Some(w.clone()),
+                None => t.driver.clone(),
+            }
+        };
+        if let Some(w) = heir {
+            w.wake();
         }
     }
 
