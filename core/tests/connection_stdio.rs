@@ -1109,3 +1109,66 @@ fn modern_logging_level_rides_on_the_envelope_and_the_subscription_reopens() {
     }
     assert_eq!(reopened, 5);
 }
+
+#[test]
+fn an_over_long_reply_fails_its_call_at_the_end_of_its_line_and_a_server_request_is_answered() {
+    let mut config = ConnectionConfig::default();
+    config.stdio.jsonl.max_line_len = 1024;
+    let mut sim = Sim::ready(config);
+    sim.chunk = Some(300);
+    let a = sim
+        .conn
+        .send(sim.now, &CallTool::new("big", json!({})), opts())
+        .unwrap();
+    let b = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    sim.take_written();
+    // TypeScript's member order: the id is in the line's last bytes.
+    let text = "x".repeat(5000);
+    let line = format!(
+        r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":{a}}}"#
+    );
+    let (start, end) = line.as_bytes().split_at(line.len() - 10);
+    sim.stdout(start);
+    assert!(sim.take_events().is_empty(), "nothing before the line ends");
+    sim.stdout(end);
+    sim.stdout(b"\n");
+    match sim.completion(a) {
+        Err(RequestError::TooLarge { what, limit, size }) => {
+            assert_eq!((what, limit, size), ("max_line_len", 1024, line.len()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(
+            sim.take_events().as_slice(),
+            [Output::Diagnostic(Diagnostic::Framing(_))]
+        ),
+        "the skipped line is reported too"
+    );
+    // The other call is untouched and the stream goes on.
+    sim.reply(b, "{}");
+    assert!(sim.completion(b).is_ok());
+
+    // A server request too large to read gets an error, not silence.
+    sim.server_says(
+        json!({"jsonrpc":"2.0","id":"s9","method":"sampling/createMessage",
+        "params":{"messages":[{"role":"user","content":{"type":"text","text":text}}]}}),
+    );
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["id"], "s9");
+    assert_eq!(w[0]["error"]["code"], -32600);
+    assert!(
+        w[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_line_len"),
+        "{w:?}"
+    );
+    // A line whose ends say nothing is only counted.
+    sim.stdout(format!("{text}\n").as_bytes());
+    assert!(sim.take_written().is_empty());
+    assert_eq!(sim.conn.stats().oversize, 3);
+    assert_eq!(sim.conn.stats().failed, 1);
+}

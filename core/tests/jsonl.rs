@@ -32,33 +32,17 @@ fn run_chunks(config: JsonlConfig, chunks: &[&[u8]]) -> Vec<Item> {
     out
 }
 
-/// `seen` in LineTooLong depends on where the chunks fell; everything else
-/// must be identical whatever the split.
-fn normalize(items: Vec<Item>) -> Vec<Item> {
-    items
-        .into_iter()
-        .map(|i| match i {
-            Item::Err(JsonlError::LineTooLong { limit, .. }) => {
-                Item::Err(JsonlError::LineTooLong { limit, seen: 0 })
-            }
-            other => other,
-        })
-        .collect()
-}
-
-/// Runs `input` whole, at every split point and byte by byte; all must agree.
+/// Runs `input` whole, at every split point and byte by byte; all must
+/// agree (an over-long line's report included: its length and glimpse do
+/// not depend on where the chunks fell).
 fn three_ways(config: JsonlConfig, input: &[u8]) -> Vec<Item> {
-    let whole = normalize(run_chunks(config, &[input]));
+    let whole = run_chunks(config, &[input]);
     for split in 0..=input.len() {
         let (a, b) = input.split_at(split);
-        assert_eq!(
-            normalize(run_chunks(config, &[a, b])),
-            whole,
-            "split at {split}"
-        );
+        assert_eq!(run_chunks(config, &[a, b]), whole, "split at {split}");
     }
     let bytes: Vec<&[u8]> = input.chunks(1).collect();
-    assert_eq!(normalize(run_chunks(config, &bytes)), whole, "byte by byte");
+    assert_eq!(run_chunks(config, &bytes), whole, "byte by byte");
     whole
 }
 
@@ -129,17 +113,51 @@ fn over_long_lines_are_skipped_and_decoding_recovers() {
     input.extend_from_slice(b"{}\n");
     input.extend_from_slice(&[b'y'; 30]); // over-long and unterminated
     let got = three_ways(cfg, &input);
-    let too_long = Item::Err(JsonlError::LineTooLong { limit: 10, seen: 0 });
+    let too_long = |seen| JsonlError::LineTooLong {
+        limit: 10,
+        seen,
+        glimpse: Default::default(),
+    };
     assert_eq!(
         got,
         vec![
             line("{\"ok\":1}"),
-            too_long.clone(),
+            Item::Err(too_long(50)),
             line("[1,2,3]"),
             line("0123456789"),
-            too_long.clone(),
+            Item::Err(too_long(11)),
             line("{}"),
-            too_long,
+            Item::Eof(too_long(30)),
+        ]
+    );
+}
+
+#[test]
+fn an_over_long_reply_names_its_id_whatever_the_split() {
+    let cfg = JsonlConfig { max_line_len: 40 };
+    let input = concat!(
+        r#"{"result":{"content":[{"type":"text","text":"0123456789"}]},"jsonrpc":"2.0","id":5}"#,
+        "\r\n",
+        r#"{"jsonrpc":"2.0","id":"p","method":"sampling/createMessage","params":{}}"#,
+        "\n{}\n"
+    );
+    let got = three_ways(cfg, input.as_bytes());
+    let ids: Vec<_> = got
+        .iter()
+        .map(|i| match i {
+            Item::Err(JsonlError::LineTooLong { glimpse, seen, .. }) => {
+                Some((glimpse.kind, glimpse.id.clone(), *seen))
+            }
+            _ => None,
+        })
+        .collect();
+    use mcpwire::codec::glimpse::Kind;
+    assert_eq!(
+        ids,
+        vec![
+            Some((Some(Kind::Response), Some("5".into()), 83)),
+            Some((Some(Kind::Request), Some("\"p\"".into()), 72)),
+            None
         ]
     );
 }
@@ -149,6 +167,7 @@ fn error_names_the_limit() {
     let e = JsonlError::LineTooLong {
         limit: 1024,
         seen: 2048,
+        glimpse: Default::default(),
     };
     assert!(e.to_string().contains("1024"), "{e}");
     assert!(e.to_string().contains("max_line_len"), "{e}");

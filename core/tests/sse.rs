@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use mcpwire::codec::glimpse::Glimpse;
 use mcpwire::codec::sse::{SseConfig, SseDecoder, SseEnd, SseError, SseEvent, SseItem};
 use proptest::prelude::*;
 
@@ -60,6 +61,15 @@ fn ev(event: &str, data: &str, id: &str) -> SseItem {
 
 fn msg(data: &str) -> SseItem {
     ev("message", data, "")
+}
+
+/// The end of an event skipped for its size, whose data ends said nothing
+/// (`size`: the bytes of its `data` values, joined by LF).
+fn skipped(size: usize) -> SseItem {
+    SseItem::Skipped {
+        size,
+        glimpse: Glimpse::default(),
+    }
 }
 
 fn too_large(limit: usize) -> SseItem {
@@ -335,7 +345,10 @@ fn oversize_line_then_recovery() {
     );
     // The skipped event's id (set before the overflow) is committed; lines
     // after the overflow are ignored.
-    assert_eq!(out.items, vec![too_large(limit), ev("message", "ok", "a")]);
+    assert_eq!(
+        out.items,
+        vec![too_large(limit), skipped(25), ev("message", "ok", "a")]
+    );
     assert_eq!(out.end, SseEnd::Clean);
 }
 
@@ -346,7 +359,10 @@ fn oversize_by_accumulation_then_recovery() {
         b"data: 12345\ndata: 12345\ndata: 12345\ndata: 12345\n\ndata: 1234567890\n\n",
         limit,
     );
-    assert_eq!(out.items, vec![too_large(limit), msg("1234567890")]);
+    assert_eq!(
+        out.items,
+        vec![too_large(limit), skipped(23), msg("1234567890")]
+    );
 }
 
 #[test]
@@ -358,7 +374,13 @@ fn oversize_event_type_and_comment() {
     );
     assert_eq!(
         out.items,
-        vec![too_large(limit), too_large(limit), msg("b")]
+        vec![
+            too_large(limit),
+            skipped(1),
+            too_large(limit),
+            skipped(0),
+            msg("b")
+        ]
     );
 }
 
@@ -374,7 +396,7 @@ fn oversize_is_reported_once_per_event() {
     let long = "x".repeat(100);
     let input = format!("data: {long}\ndata: {long}\n:{long}\n\ndata: y\n\n");
     let out = decode_all_ways(input.as_bytes(), 32);
-    assert_eq!(out.items, vec![too_large(32), msg("y")]);
+    assert_eq!(out.items, vec![too_large(32), skipped(201), msg("y")]);
 }
 
 #[test]
@@ -389,7 +411,28 @@ fn big_chunk_of_a_huge_event_is_not_buffered() {
     dec.feed(&vec![b'z'; 1 << 20], |i| items.push(i));
     dec.feed(&vec![b'z'; 1 << 20], |i| items.push(i));
     dec.feed(b"\n\ndata: fine\n\n", |i| items.push(i));
-    assert_eq!(items, vec![too_large(1024), msg("fine")]);
+    assert_eq!(items, vec![too_large(1024), skipped(2 << 20), msg("fine")]);
+}
+
+#[test]
+fn a_skipped_response_shows_its_id_whatever_the_split() {
+    // TypeScript's order (id last), CRLF line ends, an id line before the
+    // data, and a second data line: the glimpse reads the joined data.
+    let text = "t".repeat(64);
+    let input = format!(
+        "event: message\r\nid: 7\r\ndata: {{\"result\":{{\"text\":\"{text}\"}},\r\ndata:\"jsonrpc\":\"2.0\",\"id\":42}}\r\n\r\ndata: {{}}\n\n"
+    );
+    let out = decode_all_ways(input.as_bytes(), 48);
+    match &out.items[..] {
+        [e, SseItem::Skipped { size, glimpse }, last] => {
+            assert_eq!(*e, too_large(48));
+            assert_eq!(glimpse.response_id(), Some("42"));
+            assert_eq!(*size, 22 + text.len() + 1 + 24);
+            assert_eq!(*last, ev("message", "{}", "7"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(out.last_event_id, "7");
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! JSONL decoder: arbitrary bytes in arbitrary chunks. Invariants: no panic,
 //! no line longer than the limit or containing '\n', the buffer never over
-//! its bound, and the same lines whether fed whole or chunked.
+//! its bound, and the same lines and reports (an over-long line's size and
+//! glimpse included) whether fed whole or chunked.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mcpwire::codec::jsonl::{JsonlConfig, JsonlDecoder, JsonlError};
 
-fn run(cfg: JsonlConfig, chunks: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
+fn run(cfg: JsonlConfig, chunks: &[&[u8]]) -> Vec<Result<Vec<u8>, JsonlError>> {
     let mut dec = JsonlDecoder::with_config(cfg);
     let mut out = Vec::new();
     for c in chunks {
@@ -18,14 +19,17 @@ fn run(cfg: JsonlConfig, chunks: &[&[u8]]) -> Vec<Result<Vec<u8>, usize>> {
                 let _ = mcpwire::codec::jsonl::parse_raw(line);
                 out.push(Ok(line.to_vec()));
             }
-            Err(JsonlError::LineTooLong { limit, .. }) => out.push(Err(limit)),
+            Err(e @ JsonlError::LineTooLong { .. }) => out.push(Err(e)),
             Err(e) => panic!("unexpected mid-stream error {e:?}"),
         });
         assert!(dec.buffered() <= cfg.max_line_len + 1);
     }
     if let Some(e) = dec.finish() {
-        assert!(matches!(e, JsonlError::TruncatedAtEof { .. }));
-        out.push(Err(0));
+        assert!(matches!(
+            e,
+            JsonlError::TruncatedAtEof { .. } | JsonlError::LineTooLong { .. }
+        ));
+        out.push(Err(e));
     }
     out
 }

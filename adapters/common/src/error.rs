@@ -58,6 +58,12 @@ impl Error {
         matches!(self, Error::Request(RequestError::Cancelled { .. }))
     }
 
+    /// Whether the answer was over a size limit (`max_line_len`,
+    /// `max_event`, `max_body`) and was skipped unread.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Error::Request(RequestError::TooLarge { .. }))
+    }
+
     /// The server's JSON-RPC error, if that is what this is.
     pub fn remote(&self) -> Option<&ErrorObject> {
         match self {

@@ -8,8 +8,11 @@
 //!  chunk ──► memchr('\n') ──► whole line in the chunk? ──► borrowed, no copy
 //!                          └► line split across chunks ──► copied into `partial`
 //!                                                          (at most max_line_len)
-//!  line longer than max_line_len ──► LineTooLong, then every byte up to the
-//!                                    next '\n' is dropped unseen (never buffered)
+//!  line longer than max_line_len ──► every byte up to the next '\n' is dropped
+//!                                    (never buffered; its first 4 KiB and last
+//!                                    256 bytes are kept), then LineTooLong with
+//!                                    the line's size and what its ends show:
+//!                                    a response's or request's id (Glimpse)
 //! ```
 //!
 //! Each input byte is scanned once: a partial line is copied and remembered,
@@ -22,6 +25,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::glimpse::{Glimpse, Peek};
 use super::preview;
 
 /// Default bound on one line: 16 MiB.
@@ -54,14 +58,18 @@ impl Default for JsonlConfig {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum JsonlError {
-    /// A line exceeded the limit. Its bytes up to the next `\n` are skipped
-    /// without being buffered; `seen` is how many had arrived when it was cut.
-    #[error("line exceeds the limit of {limit} bytes (max_line_len); skipped to the next newline")]
+    /// A line exceeded the limit. Its bytes up to the next `\n` were
+    /// skipped without being buffered; reported when that `\n` (or the end
+    /// of the stream) came.
+    #[error("a line of {seen} bytes exceeds the limit of {limit} bytes (max_line_len); skipped")]
     LineTooLong {
         /// The configured `max_line_len`.
         limit: usize,
-        /// Bytes of the line seen when the limit was crossed.
+        /// The line's length (up to the end of the stream if it had no `\n`).
         seen: usize,
+        /// What the line's first and last bytes show: the id of the
+        /// response or request it was, when they show it.
+        glimpse: Glimpse,
     },
     /// The stream ended in the middle of a line (no final `\n`).
     #[error("stream ended inside a line of {len} bytes without a newline: {preview}")]
@@ -100,8 +108,8 @@ pub struct JsonlDecoder {
     partial: Vec<u8>,
     /// True while skipping the rest of an over-long line.
     discarding: bool,
-    /// Bytes of the over-long line seen so far (for the error report).
-    discarded: usize,
+    /// The ends and length of the over-long line being skipped.
+    peek: Peek,
 }
 
 impl JsonlDecoder {
@@ -139,13 +147,13 @@ impl JsonlDecoder {
             if self.discarding {
                 match newline {
                     None => {
-                        self.discarded = self.discarded.saturating_add(input.len());
+                        self.peek.push(input);
                         return;
                     }
                     Some(i) => {
-                        self.discarding = false;
-                        self.discarded = 0;
+                        self.peek.push(&input[..i]);
                         input = &input[i + 1..];
+                        on(Err(self.skipped()));
                         continue;
                     }
                 }
@@ -158,9 +166,11 @@ impl JsonlDecoder {
                         deliver(piece, limit, &mut on);
                     } else if self.partial.len() + piece.len() > limit + 1 {
                         // +1: a trailing '\r' is not part of the line.
-                        let seen = self.partial.len() + piece.len();
+                        self.peek.push(&self.partial);
+                        self.peek.push(piece);
                         self.partial.clear();
-                        on(Err(JsonlError::LineTooLong { limit, seen }));
+                        self.discarding = true;
+                        on(Err(self.skipped()));
                     } else {
                         let mut line = std::mem::take(&mut self.partial);
                         line.extend_from_slice(piece);
@@ -176,10 +186,10 @@ impl JsonlDecoder {
                 None => {
                     let total = self.partial.len() + input.len();
                     if total > limit + 1 {
-                        self.partial.clear();
+                        self.peek.push(&self.partial);
+                        self.peek.push(input);
+                        self.partial = Vec::new();
                         self.discarding = true;
-                        self.discarded = total;
-                        on(Err(JsonlError::LineTooLong { limit, seen: total }));
                     } else {
                         self.partial.extend_from_slice(input);
                     }
@@ -203,14 +213,19 @@ impl JsonlDecoder {
         });
     }
 
-    /// The stream ended. Reports an unterminated final line, if any, and
-    /// resets the decoder. (A line still being skipped for its length was
-    /// reported already.)
+    /// The end of the over-long line being skipped: the report.
+    fn skipped(&mut self) -> JsonlError {
+        self.discarding = false;
+        too_long(&mut self.peek, self.config.max_line_len)
+    }
+
+    /// The stream ended. Reports an unterminated final line, if any (or
+    /// the over-long line being skipped), and resets the decoder.
     pub fn finish(&mut self) -> Option<JsonlError> {
-        let discarding = std::mem::take(&mut self.discarding);
-        self.discarded = 0;
-        if discarding || self.partial.is_empty() {
-            self.partial.clear();
+        if self.discarding {
+            return Some(self.skipped());
+        }
+        if self.partial.is_empty() {
             return None;
         }
         let line = std::mem::take(&mut self.partial);
@@ -232,13 +247,25 @@ fn trim_cr(line: &[u8]) -> &[u8] {
     }
 }
 
-fn deliver(line: &[u8], limit: usize, on: &mut impl FnMut(Result<&[u8], JsonlError>)) {
-    let line = trim_cr(line);
+/// The report on an over-long line whose bytes went through `peek`.
+fn too_long(peek: &mut Peek, limit: usize) -> JsonlError {
+    // A '\r' before the '\n' is not part of the line.
+    let cr = usize::from(peek.last_byte() == Some(b'\r'));
+    let (glimpse, seen) = peek.take();
+    JsonlError::LineTooLong {
+        limit,
+        seen: seen - cr,
+        glimpse,
+    }
+}
+
+fn deliver(raw: &[u8], limit: usize, on: &mut impl FnMut(Result<&[u8], JsonlError>)) {
+    let line = trim_cr(raw);
     if line.len() > limit {
-        on(Err(JsonlError::LineTooLong {
-            limit,
-            seen: line.len(),
-        }));
+        // As if it had come in pieces: the same report whatever the split.
+        let mut peek = Peek::default();
+        peek.push(raw);
+        on(Err(too_long(&mut peek, limit)));
         return;
     }
     // Blank lines are skipped. The first byte of a real message is `{` or
@@ -339,16 +366,69 @@ mod tests {
         let mut got = lines(&mut dec, b"0123456");
         assert!(got.is_empty());
         got = lines(&mut dec, b"789abcdef");
-        assert_eq!(
-            got,
-            vec![Err(JsonlError::LineTooLong { limit: 8, seen: 16 })]
-        );
+        assert!(got.is_empty());
         assert_eq!(dec.buffered(), 0);
         got = lines(&mut dec, &[b'x'; 1000]);
         assert!(got.is_empty());
         assert_eq!(dec.buffered(), 0);
+        // Reported when the line ends, with its whole length.
         got = lines(&mut dec, b"zz\n{}\n");
-        assert_eq!(got, vec![Ok(b"{}".to_vec())]);
+        assert_eq!(
+            got,
+            vec![
+                Err(JsonlError::LineTooLong {
+                    limit: 8,
+                    seen: 1018,
+                    glimpse: Glimpse::default()
+                }),
+                Ok(b"{}".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_over_long_response_names_its_id() {
+        let mut dec = JsonlDecoder::with_config(JsonlConfig { max_line_len: 64 });
+        let ts = format!(
+            "{{\"result\":{{\"text\":\"{}\"}},\"jsonrpc\":\"2.0\",\"id\":3}}\r\n",
+            "a".repeat(20_000)
+        );
+        let py = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{{\"text\":\"{}\"}}}}",
+            "b".repeat(300)
+        );
+        let mut ids = Vec::new();
+        for (i, piece) in ts.as_bytes().chunks(1000).enumerate() {
+            for got in lines(&mut dec, piece) {
+                match got {
+                    Err(JsonlError::LineTooLong { seen, glimpse, .. }) => {
+                        assert_eq!(i, ts.len() / 1000, "reported at the line's end");
+                        assert_eq!(seen, ts.len() - 2, "without the CRLF");
+                        ids.push(glimpse.response_id().map(str::to_owned));
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // Whole in one chunk, then cut by the end of the stream.
+        for got in lines(&mut dec, format!("{py}\n{py}").as_bytes()) {
+            match got {
+                Err(JsonlError::LineTooLong { glimpse, .. }) => {
+                    ids.push(glimpse.response_id().map(str::to_owned))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        match dec.finish() {
+            Some(JsonlError::LineTooLong { seen, glimpse, .. }) => {
+                assert_eq!(seen, py.len());
+                ids.push(glimpse.response_id().map(str::to_owned));
+            }
+            other => panic!("{other:?}"),
+        }
+        let n = |n: &str| Some(n.to_owned());
+        assert_eq!(ids, vec![n("3"), n("4"), n("4")]);
+        assert_eq!(dec.finish(), None);
     }
 
     #[test]

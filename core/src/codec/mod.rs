@@ -8,7 +8,10 @@
 //! - [`jsonl`]: newline-delimited JSON, the stdio transport's framing.
 //! - [`sse`]: WHATWG `text/event-stream`, used by both HTTP transports.
 //! - [`http1`]: an HTTP/1.1 client codec (request heads out, responses in).
+//! - [`glimpse`]: what the first and last bytes of a frame too large to read
+//!   say about it (a response's or request's id).
 
+pub mod glimpse;
 pub mod http1;
 pub mod jsonl;
 pub mod sse;

@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use memchr::{memchr, memchr2};
 
+use super::glimpse::{Glimpse, Peek};
+
 /// The UTF-8 byte order mark, stripped once at stream start.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
@@ -97,6 +99,16 @@ pub enum SseItem {
     /// The peer misbehaved; the decoder has already recovered and keeps
     /// going.
     Error(SseError),
+    /// The blank line ending an event dropped for its size (after its
+    /// [`SseError::EventTooLarge`]): what the first and last bytes of its
+    /// data showed (the id of the response it was, when they show it).
+    Skipped {
+        /// Bytes of the event's data (and of the lines after the overflow)
+        /// that went by.
+        size: usize,
+        /// What its data's ends show.
+        glimpse: Glimpse,
+    },
 }
 
 /// A peer error detected while decoding an event stream.
@@ -148,6 +160,8 @@ pub struct SseDecoder {
     discarding: bool,
     /// While discarding: the current line has bytes (so it is not blank).
     discard_line_nonempty: bool,
+    /// While discarding: the ends of the skipped event's data.
+    skip: SkippedData,
     data: String,
     event: String,
     /// An `id` seen in the current event, committed at the blank line.
@@ -177,6 +191,7 @@ impl SseDecoder {
             line: Vec::new(),
             discarding: false,
             discard_line_nonempty: false,
+            skip: SkippedData::default(),
             data: String::new(),
             event: String::new(),
             pending_id: None,
@@ -262,6 +277,7 @@ impl SseDecoder {
         self.line.clear();
         self.discarding = false;
         self.discard_line_nonempty = false;
+        self.skip = SkippedData::default();
         self.data.clear();
         self.event.clear();
         self.pending_id = None;
@@ -284,11 +300,12 @@ impl SseDecoder {
         }
         if self.discarding {
             self.discard_line_nonempty = true;
+            self.skip.line_bytes(bytes);
             return;
         }
         let needed = self.line.len() + bytes.len();
         if needed + self.held() > self.limit {
-            self.overflow(true, on);
+            self.overflow(true, bytes, on);
             return;
         }
         if needed > self.line.capacity() {
@@ -312,13 +329,18 @@ impl SseDecoder {
                 if let Some(id) = self.pending_id.take() {
                     self.last_event_id = id;
                 }
+                let (glimpse, size) = self.skip.take();
+                on(SseItem::Skipped { size, glimpse });
+            } else {
+                self.skip.line_bytes(tail);
+                self.skip.end_line();
             }
             return;
         }
         if self.line.is_empty() {
             self.process_line(tail, on);
         } else if self.line.len() + tail.len() + self.held() > self.limit {
-            self.overflow(false, on);
+            self.overflow(false, tail, on);
         } else {
             let mut line = std::mem::take(&mut self.line);
             line.extend_from_slice(tail);
@@ -329,14 +351,23 @@ impl SseDecoder {
     }
 
     /// Reports an oversized event and starts skipping the rest of it.
-    /// `mid_line`: the current line is not yet terminated.
-    fn overflow(&mut self, mid_line: bool, on: &mut impl FnMut(SseItem)) {
+    /// `mid_line`: the current line is not yet terminated; the line so far
+    /// is `self.line` followed by `more`.
+    fn overflow(&mut self, mid_line: bool, more: &[u8], on: &mut impl FnMut(SseItem)) {
         on(SseItem::Error(SseError::EventTooLarge {
             limit: self.limit,
         }));
+        // Keep the ends of the data for the report at the event's end:
+        // what came before, then the value of the line that overflowed.
+        self.skip.peek.push(self.data.as_bytes());
+        let line = std::mem::take(&mut self.line);
+        self.skip.line_bytes(&line);
+        self.skip.line_bytes(more);
+        if !mid_line {
+            self.skip.end_line();
+        }
         self.discarding = true;
         self.discard_line_nonempty = mid_line;
-        self.line = Vec::new();
         self.data = String::new();
         self.event = String::new();
     }
@@ -348,7 +379,7 @@ impl SseDecoder {
             return;
         }
         if line.len() + self.held() > self.limit {
-            self.overflow(false, on);
+            self.overflow(false, line, on);
             return;
         }
         if line[0] == b':' {
@@ -365,7 +396,7 @@ impl SseDecoder {
             b"data" => {
                 let value = String::from_utf8_lossy(value);
                 if self.held() + value.len() + 1 > self.limit {
-                    self.overflow(false, on);
+                    self.overflow(false, line, on);
                     return;
                 }
                 let needed = self.data.len() + value.len() + 1;
@@ -379,7 +410,7 @@ impl SseDecoder {
             b"event" => {
                 let value = String::from_utf8_lossy(value);
                 if self.held() - self.event.len() + value.len() > self.limit {
-                    self.overflow(false, on);
+                    self.overflow(false, line, on);
                     return;
                 }
                 self.event.clear();
@@ -392,7 +423,7 @@ impl SseDecoder {
                 let value = String::from_utf8_lossy(value);
                 let pending = self.pending_id.as_ref().map_or(0, String::len);
                 if self.held() - pending + value.len() > self.limit {
-                    self.overflow(false, on);
+                    self.overflow(false, line, on);
                     return;
                 }
                 self.pending_id = Some(value.into_owned());
@@ -428,6 +459,71 @@ impl SseDecoder {
             data,
             id: self.last_event_id.clone(),
         }));
+    }
+}
+
+/// The data of an event being skipped for its size, as far as its ends go:
+/// every `data` line's value followed by LF, the same whatever the split.
+#[derive(Debug, Default, Clone)]
+struct SkippedData {
+    peek: Peek,
+    /// The current line's first bytes while undecided (at most 6).
+    start: Vec<u8>,
+    /// Whether the current line is a `data` line, once known.
+    is_data: Option<bool>,
+}
+
+impl SkippedData {
+    /// More bytes of the current line.
+    fn line_bytes(&mut self, bytes: &[u8]) {
+        match self.is_data {
+            Some(true) => self.peek.push(bytes),
+            Some(false) => {}
+            None => {
+                let take = (6 - self.start.len()).min(bytes.len());
+                self.start.extend_from_slice(&bytes[..take]);
+                if self.start.len() == 6 {
+                    self.decide();
+                    if self.is_data == Some(true) {
+                        self.peek.push(&bytes[take..]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decides on the start seen: six bytes, or the whole line.
+    fn decide(&mut self) {
+        let start = std::mem::take(&mut self.start);
+        let value = match start.strip_prefix(b"data:") {
+            Some(v) => Some(v.strip_prefix(b" ").unwrap_or(v)),
+            None => (start == b"data").then_some(&[][..]),
+        };
+        if let Some(v) = value {
+            self.peek.push(v);
+        }
+        self.is_data = Some(value.is_some());
+    }
+
+    /// The current line ended.
+    fn end_line(&mut self) {
+        if self.is_data.is_none() {
+            self.decide();
+        }
+        if self.is_data == Some(true) {
+            self.peek.push(b"\n");
+        }
+        self.is_data = None;
+    }
+
+    /// The report, and a reset for the next event.
+    fn take(&mut self) -> (Glimpse, usize) {
+        // The data's last LF is not part of it (as in a dispatch).
+        let lf = usize::from(self.peek.last_byte() == Some(b'\n'));
+        let (glimpse, size) = self.peek.take();
+        self.start.clear();
+        self.is_data = None;
+        (glimpse, size - lf)
     }
 }
 
@@ -484,7 +580,13 @@ mod tests {
         let (items, _, _) = decode(b"data: abcd\n\n", 9);
         assert_eq!(
             items,
-            vec![SseItem::Error(SseError::EventTooLarge { limit: 9 })]
+            vec![
+                SseItem::Error(SseError::EventTooLarge { limit: 9 }),
+                SseItem::Skipped {
+                    size: 4,
+                    glimpse: Glimpse::default()
+                }
+            ]
         );
     }
 
@@ -493,9 +595,10 @@ mod tests {
         // 4 invalid bytes become 4 × U+FFFD = 12 bytes (+1 LF) > 12.
         let (items, _, _) = decode(b"data:\xFF\xFF\xFF\xFF\n\n", 12);
         assert_eq!(
-            items,
-            vec![SseItem::Error(SseError::EventTooLarge { limit: 12 })]
+            items[0],
+            SseItem::Error(SseError::EventTooLarge { limit: 12 })
         );
+        assert!(matches!(items[1], SseItem::Skipped { .. }));
         let (items, _, _) = decode(b"data:\xFF\xFF\xFF\xFF\n\n", 13);
         assert_eq!(
             items,

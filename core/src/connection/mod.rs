@@ -606,6 +606,16 @@ impl Connection {
             WireOutput::Fail { id, error } => {
                 self.engine.fail(now, id, error);
             }
+            WireOutput::Oversize {
+                glimpse,
+                error,
+                diagnostic,
+            } => {
+                if let Some(d) = diagnostic {
+                    self.out.push_back(Output::Diagnostic(d));
+                }
+                self.engine.handle_oversize(now, &glimpse, error);
+            }
             WireOutput::Fatal(m) => self.shut_down(now, CloseReason::Transport(m)),
             WireOutput::SessionExpired => self.reinitialize(now),
             WireOutput::FallbackToLegacy { resend } => self.fall_back(now, resend),

@@ -19,6 +19,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::types::{Diagnostic, Input, Output, TransportSpec};
+use crate::codec::glimpse::Glimpse;
+use crate::codec::jsonl::JsonlError;
 use crate::exchange::{HttpRequest, HttpUrl};
 use crate::modern::headers::name_source;
 use crate::modern::{message_headers, ToolHeaders};
@@ -46,6 +48,17 @@ pub(super) enum WireOutput {
         id: u64,
         /// Why (from the transport's failure).
         error: RequestError,
+    },
+    /// A message was skipped unread for its size: report `diagnostic`,
+    /// and let the engine fail the request it answered (or answer the
+    /// request it was) by what `glimpse` shows.
+    Oversize {
+        /// What its first and last bytes showed.
+        glimpse: Glimpse,
+        /// A [`RequestError::TooLarge`].
+        error: RequestError,
+        /// The framing report, if not given already.
+        diagnostic: Option<Diagnostic>,
     },
     /// The wire cannot go on: close with this message.
     Fatal(String),
@@ -476,7 +489,24 @@ fn stdio_output(action: StdioAction) -> Option<WireOutput> {
         StdioAction::CloseStdin => Output::CloseStdin,
         StdioAction::Signal(s) => Output::Signal(s),
         StdioAction::Log(line) => Output::Log(line),
-        StdioAction::Malformed(e) => Output::Diagnostic(Diagnostic::Framing(e)),
+        StdioAction::Malformed(e) => match e {
+            JsonlError::LineTooLong {
+                limit,
+                seen,
+                ref glimpse,
+            } => {
+                return Some(WireOutput::Oversize {
+                    glimpse: glimpse.clone(),
+                    error: RequestError::TooLarge {
+                        what: "max_line_len",
+                        limit,
+                        size: seen,
+                    },
+                    diagnostic: Some(Diagnostic::Framing(e)),
+                })
+            }
+            e => Output::Diagnostic(Diagnostic::Framing(e)),
+        },
     }))
 }
 
@@ -486,6 +516,7 @@ fn http_output(event: HttpEvent) -> Option<WireOutput> {
         HttpEvent::Request(r) => WireOutput::Http(r),
         HttpEvent::Abort(x) => WireOutput::Output(Output::AbortHttp(x)),
         HttpEvent::Fail { id, failure } => fail(id, failure),
+        HttpEvent::Skipped { glimpse, failure } => skipped(glimpse, failure),
         HttpEvent::Diagnostic(d) => {
             WireOutput::Output(Output::Diagnostic(Diagnostic::Transport(d)))
         }
@@ -514,6 +545,7 @@ fn legacy_output(event: LegacyEvent) -> Option<WireOutput> {
         LegacyEvent::Request(r) => WireOutput::Http(r),
         LegacyEvent::Abort(x) => WireOutput::Output(Output::AbortHttp(x)),
         LegacyEvent::Fail { id, failure } => fail(id, failure),
+        LegacyEvent::Skipped { glimpse, failure } => skipped(glimpse, failure),
         LegacyEvent::Diagnostic(d) => {
             WireOutput::Output(Output::Diagnostic(Diagnostic::Transport(d)))
         }
@@ -522,15 +554,34 @@ fn legacy_output(event: LegacyEvent) -> Option<WireOutput> {
     })
 }
 
+/// A message was dropped for its size; the engine decides by `glimpse`.
+fn skipped(glimpse: Glimpse, failure: RequestFailure) -> WireOutput {
+    WireOutput::Oversize {
+        glimpse,
+        error: request_error(failure),
+        diagnostic: None,
+    }
+}
+
 /// Request `id` failed in the transport: the engine completes it with the
 /// matching error.
 fn fail(id: u64, failure: RequestFailure) -> WireOutput {
-    let error = match failure {
+    WireOutput::Fail {
+        id,
+        error: request_error(failure),
+    }
+}
+
+/// The caller's error for a transport's failure.
+fn request_error(failure: RequestFailure) -> RequestError {
+    match failure {
         RequestFailure::Http { status, message } => RequestError::Http { status, message },
         RequestFailure::Auth(message) => RequestError::Auth { message },
+        RequestFailure::TooLarge { what, limit, size } => {
+            RequestError::TooLarge { what, limit, size }
+        }
         other => RequestError::Transport {
             message: other.to_string(),
         },
-    };
-    WireOutput::Fail { id, error }
+    }
 }

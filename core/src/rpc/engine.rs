@@ -28,6 +28,7 @@ use super::message::{
     self, ErrorObject, Frame, InvalidReason, Message, ParseError, RequestId, INVALID_REQUEST,
 };
 use super::output::{Diagnostic, Output, Progress, SendKind, Stats};
+use crate::codec::glimpse::Glimpse;
 
 /// Bytes of the received text quoted in a diagnostic.
 const PREVIEW_BYTES: usize = 200;
@@ -314,6 +315,9 @@ impl Engine {
     /// (doing nothing) if `id` is not pending.
     pub fn fail(&mut self, now: Instant, id: u64, error: RequestError) -> bool {
         let _ = now;
+        if let RequestError::TooLarge { .. } = error {
+            self.stats.oversize += 1;
+        }
         if self.closed {
             return false;
         }
@@ -323,6 +327,39 @@ impl Engine {
         self.stats.failed += 1;
         self.complete(id, Err(error));
         true
+    }
+
+    /// A message was skipped unread for its size (`error`, a
+    /// [`RequestError::TooLarge`]); `glimpse` is what its ends showed.
+    ///
+    /// A response to a pending request fails it now with `error`. A server
+    /// request is answered with an error (-32600 and the same text) so the
+    /// server does not wait for an answer that cannot come. Anything else
+    /// is only counted. Returns whether a request of ours failed.
+    pub fn handle_oversize(
+        &mut self,
+        now: Instant,
+        glimpse: &Glimpse,
+        error: RequestError,
+    ) -> bool {
+        let id = |text: Option<&str>| serde_json::from_str::<RequestId>(text?).ok();
+        if let Some(id) = id(glimpse.response_id()) {
+            let key = our_key(&id);
+            if self.pending.contains_key(&key) {
+                return self.fail(now, key, error);
+            }
+        }
+        self.stats.oversize += 1;
+        if self.closed {
+            return false;
+        }
+        if let Some(id) = id(glimpse.request_id()) {
+            if !self.server_open.contains(&id) {
+                let answer = ErrorObject::new(INVALID_REQUEST, error.to_string());
+                self.send_response(id, Err(&answer));
+            }
+        }
+        false
     }
 
     /// Stops request `id`'s clock: its deadline no longer fires until
@@ -633,10 +670,7 @@ impl Engine {
     }
 
     fn on_response(&mut self, id: RequestId, outcome: Result<&RawValue, ErrorObject>) {
-        let key = match id {
-            RequestId::Number(n) if n >= 0 => n as u64,
-            _ => u64::MAX,
-        };
+        let key = our_key(&id);
         if self.pending.remove(&key).is_some() {
             let outcome = match outcome {
                 Ok(result) => {
@@ -788,4 +822,13 @@ fn empty_object() -> &'static RawValue {
     // A valid JSON text, so this never fails; `{}` is the ping result.
     const EMPTY: &str = "{}";
     serde_json::from_str::<&RawValue>(EMPTY).unwrap_or(RawValue::NULL)
+}
+
+/// The pending-map key of a response's id (`u64::MAX`, never used, for
+/// ids that cannot be ours).
+fn our_key(id: &RequestId) -> u64 {
+    match *id {
+        RequestId::Number(n) if n >= 0 => n as u64,
+        _ => u64::MAX,
+    }
 }

@@ -86,6 +86,21 @@ pub enum RequestError {
         /// `authorization failed: …` with the reason.
         message: String,
     },
+    /// The response was larger than a limit of ours and was skipped
+    /// without being read; the request failed as soon as that was known
+    /// (not at its timeout).
+    #[error("message too large: {size} bytes read, over the limit of {limit} bytes ({what})")]
+    TooLarge {
+        /// The limit that was crossed: `max_line_len` (stdio),
+        /// `max_event` (an SSE event) or `max_body` (an HTTP body).
+        what: &'static str,
+        /// Its value, in bytes.
+        limit: usize,
+        /// Its size: exact for a stdio line (skipped to its end); for an
+        /// HTTP body or SSE event a lower bound, the bytes read when the
+        /// limit was crossed (the rest was never fetched).
+        size: usize,
+    },
     /// The connection closed before a response came.
     #[error("Transport closed{}", Suffix(.reason))]
     Closed {

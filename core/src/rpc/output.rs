@@ -181,6 +181,10 @@ pub struct Stats {
     pub unknown_responses: u64,
     /// Texts that were not UTF-8 or not JSON (also a diagnostic).
     pub malformed: u64,
+    /// Messages skipped unread for exceeding a size limit (a stdio line,
+    /// an SSE event, an HTTP body); the request each answered, when known,
+    /// failed with `RequestError::TooLarge`.
+    pub oversize: u64,
     /// Messages in which a lone UTF-16 surrogate escape (half an emoji,
     /// as JavaScript writes it) was replaced by U+FFFD.
     pub surrogates_repaired: u64,

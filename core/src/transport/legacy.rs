@@ -38,6 +38,7 @@ use super::{
     ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
     ResponseHead,
 };
+use crate::codec::glimpse::Glimpse;
 use crate::codec::preview;
 use crate::codec::sse::{SseConfig, SseDecoder, SseEnd, SseEvent, SseItem};
 use crate::rpc::SendKind;
@@ -72,6 +73,15 @@ pub(crate) enum LegacyEvent {
     /// Something worth reporting that changes nothing (ignored event, failed
     /// notification POST, dropped oversized event…).
     Diagnostic(String),
+    /// An event was dropped for its size (after a `Diagnostic`): the
+    /// `Connection` fails the request it answered, or answers the request
+    /// it was, when `glimpse` shows which.
+    Skipped {
+        /// What the ends of the event's data showed.
+        glimpse: Glimpse,
+        /// A [`RequestFailure::TooLarge`].
+        failure: RequestFailure,
+    },
     /// The transport is unusable; every exchange has been aborted (the
     /// `Abort`s come first). The `Connection` closes everything with this
     /// message. Nothing but `Finished` follows.
@@ -631,6 +641,15 @@ impl LegacySse {
             SseItem::Error(e) => self
                 .events
                 .push_back(LegacyEvent::Diagnostic(format!("SSE stream: {e}"))),
+            SseItem::Skipped { size, glimpse } => {
+                let failure = RequestFailure::TooLarge {
+                    what: "max_event",
+                    limit: self.config.max_event,
+                    size,
+                };
+                self.events
+                    .push_back(LegacyEvent::Skipped { glimpse, failure });
+            }
         }
     }
 

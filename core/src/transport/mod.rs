@@ -103,6 +103,15 @@ pub enum RequestFailure {
     Other(String),
     /// Authorization was needed and failed (or was not possible).
     Auth(String),
+    /// The answer exceeded a size limit and was not read.
+    TooLarge {
+        /// The limit's name (`max_body`, `max_event`).
+        what: &'static str,
+        /// Its value, in bytes.
+        limit: usize,
+        /// Bytes read when it was crossed.
+        size: usize,
+    },
 }
 
 impl fmt::Display for RequestFailure {
@@ -115,6 +124,10 @@ impl fmt::Display for RequestFailure {
             }
             RequestFailure::Other(m) => f.write_str(m),
             RequestFailure::Auth(m) => write!(f, "authorization failed: {m}"),
+            RequestFailure::TooLarge { what, limit, size } => write!(
+                f,
+                "message too large: {size} bytes read, over the limit of {limit} bytes ({what})"
+            ),
         }
     }
 }

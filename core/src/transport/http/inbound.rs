@@ -107,13 +107,15 @@ impl StreamableHttp {
         let body = std::mem::replace(&mut x.body, Body::Discard);
         self.abort_exchange(Some(ex));
         match body {
-            Body::Json(_) => {
+            Body::Json(buf) => {
                 if let Owner::Request(id) = owner {
                     self.fail_pending(
                         id,
-                        RequestFailure::Other(format!(
-                            "response body exceeds {max_body} bytes (max_body)"
-                        )),
+                        RequestFailure::TooLarge {
+                            what: "max_body",
+                            limit: max_body,
+                            size: buf.len().saturating_add(data.len()),
+                        },
                     );
                 }
             }
@@ -382,6 +384,18 @@ impl StreamableHttp {
             match item {
                 SseItem::Event(event) => self.sse_event(owner, event, deliver),
                 SseItem::Error(error) => self.sse_error(ex, owner, &error),
+                // A request's own stream was aborted at the overflow.
+                SseItem::Skipped { size, glimpse } => {
+                    if let Owner::Listen = owner {
+                        let failure = RequestFailure::TooLarge {
+                            what: "max_event",
+                            limit: self.config.max_event,
+                            size,
+                        };
+                        self.events
+                            .push_back(HttpEvent::Skipped { glimpse, failure });
+                    }
+                }
             }
         }
     }
@@ -417,7 +431,13 @@ impl StreamableHttp {
             // for the deadline would only hide the cause.
             Owner::Request(id) | Owner::Resume(id) => {
                 self.abort_exchange(Some(ex));
-                self.fail_pending(*id, RequestFailure::Other(error.to_string()));
+                let SseError::EventTooLarge { limit } = *error;
+                let failure = RequestFailure::TooLarge {
+                    what: "max_event",
+                    limit,
+                    size: limit.saturating_add(1),
+                };
+                self.fail_pending(*id, failure);
             }
             _ => self.diag(format!("GET stream: {error}")),
         }

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use super::{
     ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
 };
+use crate::codec::glimpse::Glimpse;
 use crate::codec::sse::{SseConfig, SseDecoder};
 use crate::rpc::{parse_message, Message, SendKind};
 
@@ -83,6 +84,16 @@ pub enum HttpEvent {
         /// The request id.
         id: u64,
         /// Why it failed.
+        failure: RequestFailure,
+    },
+    /// An event of the GET stream was dropped for its size (after a
+    /// `Diagnostic` saying so): the Connection fails the request it
+    /// answered with `failure`, or answers the request it was, when
+    /// `glimpse` shows which.
+    Skipped {
+        /// What the ends of the event's data showed.
+        glimpse: Glimpse,
+        /// A [`RequestFailure::TooLarge`].
         failure: RequestFailure,
     },
     /// Log-worthy; no action.

@@ -615,7 +615,11 @@ fn json_body_over_max_body_fails_and_aborts() {
             HttpEvent::Abort(r.exchange),
             HttpEvent::Fail {
                 id: 1,
-                failure: RequestFailure::Other("response body exceeds 40 bytes (max_body)".into())
+                failure: RequestFailure::TooLarge {
+                    what: "max_body",
+                    limit: 40,
+                    size: 41
+                }
             }
         ]
     );
@@ -634,7 +638,34 @@ fn sse_event_over_max_event_fails_the_request_but_not_the_listener() {
     h.head(listener.exchange, 200, &[SSE]);
     let big = format!("data: {}\n\n", "x".repeat(100));
     h.body(listener.exchange, &big);
-    assert!(matches!(&h.events()[..], [HttpEvent::Diagnostic(m)] if m.contains("exceeds")));
+    assert!(matches!(
+        &h.events()[..],
+        [HttpEvent::Diagnostic(m), HttpEvent::Skipped { glimpse, .. }]
+            if m.contains("exceeds") && glimpse.id.is_none()
+    ));
+    // A response on the GET stream: its id is in the data's first bytes.
+    let reply = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"result":{{"text":"{}"}}}}"#,
+        "r".repeat(80)
+    );
+    h.body(listener.exchange, ev(None, &reply));
+    match &h.events()[..] {
+        [HttpEvent::Diagnostic(_), HttpEvent::Skipped { glimpse, failure }] => {
+            assert_eq!(glimpse.response_id(), Some("9"));
+            assert!(
+                matches!(
+                    failure,
+                    RequestFailure::TooLarge {
+                        what: "max_event",
+                        limit: 64,
+                        ..
+                    }
+                ),
+                "{failure:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     h.body(listener.exchange, ev(None, &note("n")));
     assert_eq!(h.delivered.last(), Some(&note("n")));
 
@@ -645,10 +676,14 @@ fn sse_event_over_max_event_fails_the_request_but_not_the_listener() {
     match &h.events()[..] {
         [HttpEvent::Abort(ex), HttpEvent::Fail {
             id: 1,
-            failure: RequestFailure::Other(m),
+            failure:
+                RequestFailure::TooLarge {
+                    what: "max_event",
+                    limit: 64,
+                    size: 65,
+                },
         }] => {
             assert_eq!(*ex, r.exchange);
-            assert!(m.contains("exceeds the limit of 64 bytes"), "{m}");
         }
         other => panic!("{other:?}"),
     }

@@ -5,6 +5,7 @@ use std::time::Instant;
 use proptest::prelude::*;
 
 use super::*;
+use crate::codec::glimpse::Glimpse;
 use crate::rpc::RequestId;
 
 const SSE_URL: &str = "http://127.0.0.1:3001/sse";
@@ -450,7 +451,7 @@ fn legacy_second_endpoint_event_is_ignored() {
 }
 
 #[test]
-fn legacy_oversized_event_is_a_diagnostic() {
+fn legacy_oversized_event_is_a_diagnostic_then_a_glimpse() {
     let config = HttpConfig {
         max_event: 64,
         ..HttpConfig::default()
@@ -461,10 +462,36 @@ fn legacy_oversized_event_is_a_diagnostic() {
     sim.body(GET, big.as_bytes());
     assert_eq!(sim.delivered, vec!["{}"]);
     let events = sim.events();
-    assert!(
-        matches!(&events[..], [LegacyEvent::Diagnostic(d)] if d.contains("64 bytes")),
-        "{events:?}"
+    match &events[..] {
+        [LegacyEvent::Diagnostic(d), LegacyEvent::Skipped { glimpse, failure }] => {
+            assert!(d.contains("64 bytes"), "{d}");
+            assert_eq!(*glimpse, Glimpse::default());
+            assert_eq!(
+                *failure,
+                RequestFailure::TooLarge {
+                    what: "max_event",
+                    limit: 64,
+                    size: 100
+                }
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // A response: its id is in the last bytes of its data (TypeScript's
+    // member order), and the event is cut in small pieces.
+    let big = format!(
+        "event: message\ndata: {{\"result\":{{\"text\":\"{}\"}},\"jsonrpc\":\"2.0\",\"id\":3}}\n\n",
+        "y".repeat(500)
     );
+    for piece in big.as_bytes().chunks(7) {
+        sim.body(GET, piece);
+    }
+    match &sim.events()[..] {
+        [LegacyEvent::Diagnostic(_), LegacyEvent::Skipped { glimpse, .. }] => {
+            assert_eq!(glimpse.response_id(), Some("3"))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
