@@ -477,6 +477,32 @@ fn call_reads_the_json_a_javascript_server_writes() {
     assert!(stdout(&o).contains("emoji: \u{fffd}!"), "{}", stdout(&o));
 }
 
+/// A reply over the 16 MiB line limit fails the call with exit code 3 and
+/// a message naming the limit, as soon as the line has gone by: the
+/// per-request timeout (10 minutes here) is not what ends it.
+#[test]
+fn an_oversize_reply_exits_3_naming_the_limit() {
+    let ts = test_server();
+    let started = std::time::Instant::now();
+    let o = run(&[
+        "call",
+        "--timeout",
+        "600000",
+        "big",
+        "bytes=17000000",
+        "--",
+        &ts,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("max_line_len"), "{err}");
+    assert!(err.contains("16777216"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(300),
+        "ended by the limit, not by the timeout"
+    );
+}
+
 /// Without a terminal, no escape codes reach stderr (here a pipe), even for
 /// warnings; a GET stream answered 405 (allowed by the spec) is no warning.
 #[test]

@@ -51,6 +51,7 @@ macro_rules! adapter_suite {
             stdio_dropping_the_last_client_closes_gracefully_and_fast,
             stdio_a_legacy_server_is_probed_once_per_process,
             stdio_javascript_json_with_half_an_emoji_is_read,
+            stdio_an_oversize_reply_fails_its_call_at_once,
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,
@@ -60,6 +61,7 @@ macro_rules! adapter_suite {
             http_connection_refused_is_a_connect_error,
             http_dropping_the_last_client_ends_the_session,
             http_8_tasks_share_one_client,
+            http_an_oversize_reply_fails_its_call_at_once,
         );
     };
     (@cases $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {

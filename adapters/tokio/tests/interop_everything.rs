@@ -684,3 +684,39 @@ async fn everything_stdio_sampling_refused() {
     })
     .await;
 }
+
+/// server-everything (the TypeScript SDK) writes `{"result":…,"jsonrpc":
+/// "2.0","id":N}`: the id of a reply over `max_line_len` is in the line's
+/// last bytes. The call fails at once with a typed error; the next goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_stdio_oversize_reply_fails_its_call_at_once() {
+    within(
+        TEST_LIMIT,
+        "everything over stdio, an oversize reply",
+        async {
+            let options = mcpwire_tokio::ConnectOptions::new()
+                .config(|c| c.stdio.jsonl.max_line_len = 64 * 1024)
+                .timeout(Duration::from_secs(300));
+            let client = Client::connect_with(stdio_config(), options)
+                .await
+                .expect("connect");
+            let message = "m".repeat(200_000);
+            let e = client
+                .call_tool("echo", json!({ "message": message }))
+                .await
+                .expect_err("over the limit");
+            assert!(e.is_too_large(), "{e:?}");
+            assert!(e.to_string().contains("max_line_len"), "{e}");
+            let r = client
+                .call_tool("echo", json!({ "message": "small" }))
+                .await
+                .expect("echo");
+            assert_eq!(ok_text("echo", &r), "Echo: small");
+            assert_eq!(client.stats().oversize, 1);
+            within(Duration::from_secs(10), "close", client.close())
+                .await
+                .expect("close");
+        },
+    )
+    .await;
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire_adapter::methods::{ListRootsResult, ServerRequestKind};
 use mcpwire_adapter::options::ConnectOptions;
-use mcpwire_adapter::{CallOptions, CancelToken, Handler, ServerConfig};
+use mcpwire_adapter::{CallOptions, CancelToken, Error, Handler, RequestError, ServerConfig};
 use serde_json::json;
 
 use super::support::{cancelled_for, http_server, temp_log, wait_log};
@@ -217,4 +217,43 @@ pub async fn http_8_tasks_share_one_client<A: Adapter>() {
         t.await;
     }
     client.close().await.unwrap();
+}
+
+/// A response over `max_event` (an SSE answer) or `max_body` (a JSON
+/// answer) fails its call at once, typed, and the session goes on.
+pub async fn http_an_oversize_reply_fails_its_call_at_once<A: Adapter>() {
+    for (args, what) in [
+        (&[][..], "max_event"),
+        (&["--json-responses"][..], "max_body"),
+    ] {
+        let server = http_server(args);
+        let options = ConnectOptions::<A::Flavor>::new()
+            .config(|c| {
+                c.http.max_event = 64 * 1024;
+                c.http.max_body = 64 * 1024;
+            })
+            .timeout(Duration::from_secs(120));
+        let client = A::connect_with(ServerConfig::http(&server.url), options)
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let e = client
+            .call_tool("big", json!({"bytes": 300_000}))
+            .await
+            .unwrap_err();
+        match &e {
+            Error::Request(RequestError::TooLarge { what: w, limit, .. }) => {
+                assert_eq!((*w, *limit), (what, 64 * 1024), "{args:?}");
+            }
+            other => panic!("{args:?}: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{args:?}");
+        let r = client
+            .call_tool("echo", json!({"message": "still here"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Echo: still here");
+        assert_eq!(client.stats().oversize, 1, "{args:?}");
+        client.close().await.unwrap();
+    }
 }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use mcpwire_adapter::methods::{ListRootsResult, ServerRequestKind};
 use mcpwire_adapter::options::ConnectOptions;
 use mcpwire_adapter::types::Root;
-use mcpwire_adapter::{CallOptions, CancelToken, Error, Handler, ServerConfig, ServerNotification};
+use mcpwire_adapter::{
+    CallOptions, CancelToken, Error, Handler, RequestError, ServerConfig, ServerNotification,
+};
 use serde_json::{json, Value};
 
 use super::support::{cancelled_for, log_lines, server_bin, stdio, temp_log, wait_log};
@@ -471,5 +473,41 @@ pub async fn stdio_javascript_json_with_half_an_emoji_is_read<A: Adapter>() {
     assert_eq!(r.text(), "client said: say \u{fffd}");
     // initialize, the log, the result, the error, the server request.
     assert_eq!(client.stats().surrogates_repaired, 5);
+    client.close().await.unwrap();
+}
+
+/// A reply longer than `max_line_len` fails its call as soon as its line
+/// has gone by (not at the call's timeout), with a typed error naming the
+/// limit and the size; the connection goes on. The test server writes
+/// `{"id":…,"jsonrpc":"2.0","result":…}`: the id is in the line's head (the
+/// tail case is the interop test against server-everything).
+pub async fn stdio_an_oversize_reply_fails_its_call_at_once<A: Adapter>() {
+    let options = ConnectOptions::<A::Flavor>::new()
+        .config(|c| c.stdio.jsonl.max_line_len = 64 * 1024)
+        .timeout(Duration::from_secs(120));
+    let client = A::connect_with(stdio(&[]), options).await.unwrap();
+    let started = Instant::now();
+    let e = client
+        .call_tool("big", json!({"bytes": 300_000}))
+        .await
+        .unwrap_err();
+    match &e {
+        Error::Request(RequestError::TooLarge { what, limit, size }) => {
+            assert_eq!((*what, *limit), ("max_line_len", 64 * 1024));
+            assert!(*size > 300_000, "{size}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("max_line_len"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "failed at once, not at the 120 s timeout"
+    );
+    let r = client
+        .call_tool("echo", json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: still here");
+    assert_eq!(client.stats().oversize, 1);
     client.close().await.unwrap();
 }
