@@ -20,7 +20,7 @@
 //!   mcp/         the MCP surface: methods, types, handshake            imports nothing
 //!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec
 //!   exchange/    HTTP exchanges: request, head, URL, WWW-Authenticate  imports codec
-//!   codec/       jsonl | sse | http1 (bytes <-> frames, bounded)       imports nothing
+//!   codec/       jsonl | sse | http1 | glimpse (bytes <-> frames)      imports nothing
 //! ```
 //!
 //! The adapters (`mcpwire-tokio`, `mcpwire-smol`, `mcpwire-blocking`) own a
