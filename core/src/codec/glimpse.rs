@@ -118,24 +118,13 @@ impl Peek {
 
     /// Reads what was kept and resets for the next frame.
     pub fn take(&mut self) -> (Glimpse, usize) {
-        let glimpse = Glimpse::read(&self.head, trim_end(&self.tail));
+        let glimpse = Glimpse::read(&self.head, &self.tail);
         let seen = self.seen;
         self.head.clear();
         self.tail.clear();
         self.seen = 0;
         (glimpse, seen)
     }
-}
-
-fn trim_end(mut b: &[u8]) -> &[u8] {
-    while let Some((last, rest)) = b.split_last() {
-        if last.is_ascii_whitespace() {
-            b = rest;
-        } else {
-            break;
-        }
-    }
-    b
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -249,10 +238,10 @@ fn scan_head(b: &[u8]) -> (Option<Kind>, Option<String>) {
 /// The id when it is the last member of the object `tail` ends, or the
 /// last but `"jsonrpc":"2.0"`.
 fn tail_id(b: &[u8]) -> Option<String> {
-    let b = trim_end(b);
+    let b = b.trim_ascii_end();
     let at = memchr::memmem::rfind(b, b"\"id\"")?;
     // A member: preceded by `,` or `{`, not by an escaping backslash.
-    let before = trim_end(&b[..at]);
+    let before = b[..at].trim_ascii_end();
     if !matches!(before.last(), Some(b',' | b'{')) {
         return None;
     }
