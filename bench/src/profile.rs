@@ -122,23 +122,29 @@ fn per_call(
     }
 }
 
-/// The client process's instructions (every thread, not the server).
-fn callgrind(exe: &Path, dir: &Path, client: &str, job: &str) -> Option<u64> {
-    let out = dir.join("callgrind.out");
-    let _ = std::fs::remove_file(&out);
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .args(["--trace-children=no", "-q"])
+/// Runs `exe __client <client> <job>` under `tool` (its command and
+/// options so far); `None` if it could not run or failed.
+fn run_client_under(mut tool: Command, exe: &Path, client: &str, job: &str) -> Option<()> {
+    let status = tool
         .arg(exe)
         .args(["__client", client, job])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .ok()?;
-    if !status.success() {
-        return None;
-    }
+    status.success().then_some(())
+}
+
+/// The client process's instructions (every thread, not the server).
+fn callgrind(exe: &Path, dir: &Path, client: &str, job: &str) -> Option<u64> {
+    let out = dir.join("callgrind.out");
+    let _ = std::fs::remove_file(&out);
+    let mut valgrind = Command::new("valgrind");
+    valgrind
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .args(["--trace-children=no", "-q"]);
+    run_client_under(valgrind, exe, client, job)?;
     let text = std::fs::read_to_string(&out).ok()?;
     text.lines()
         .find_map(|l| {
@@ -154,18 +160,9 @@ fn strace(exe: &Path, dir: &Path, client: &str, job: &str) -> Option<HashMap<Str
     let _ = std::fs::remove_dir_all(&sub);
     std::fs::create_dir_all(&sub).ok()?;
     let prefix = sub.join("t");
-    let status = Command::new("strace")
-        .args(["-f", "-ff", "-qq", "-o"])
-        .arg(&prefix)
-        .arg(exe)
-        .args(["__client", client, job])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .ok()?;
-    if !status.success() {
-        return None;
-    }
+    let mut strace = Command::new("strace");
+    strace.args(["-f", "-ff", "-qq", "-o"]).arg(&prefix);
+    run_client_under(strace, exe, client, job)?;
     // One file per thread: t.<tid>.
     let mut files: HashMap<u32, PathBuf> = HashMap::new();
     for entry in std::fs::read_dir(&sub).ok()?.flatten() {

@@ -5,15 +5,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use mcpwire_tests::suite::support::{http_server, server_bin as test_server};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
-
-fn test_server() -> String {
-    mcpwire_tests::test_server_binary()
-        .to_string_lossy()
-        .into_owned()
-}
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -291,24 +286,8 @@ fn sigint_cancels_the_call_and_exits_130() {
 
 #[test]
 fn http_target_and_headers() {
-    let ts = test_server();
-    let mut server = Command::new(&ts)
-        .args(["--http", "--require-auth", "tok"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    use std::io::BufRead;
-    std::io::BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = http_server(&["--require-auth", "tok"]);
+    let url = server.url.clone();
     let o = run(&["tools", "--url", &url]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("HTTP 401"), "{}", stderr(&o));
@@ -331,8 +310,7 @@ fn http_target_and_headers() {
     ]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("HTTP 500: boom"), "{}", stderr(&o));
-    drop(server.stdin.take());
-    let _ = server.wait();
+    drop(server);
 }
 
 #[test]
@@ -372,22 +350,8 @@ fn server_from_a_config_file() {
 #[test]
 fn login_once_then_the_stored_token() {
     use std::io::{BufRead, BufReader};
-    let mut server = Command::new(test_server())
-        .args(["--http", "--oauth"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = http_server(&["--oauth"]);
+    let url = server.url.clone();
     let dir = std::env::temp_dir().join(format!("mcpwire-cli-login-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let store = dir.join("tokens.json");
@@ -458,9 +422,7 @@ fn login_once_then_the_stored_token() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("again"), "{}", stdout(&o));
 
-    drop(server.stdin.take());
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -514,27 +476,9 @@ fn no_colour_in_pipes_and_no_warning_for_a_405_listener() {
     assert!(!stderr(&o).is_empty(), "expected a warning");
     assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
     // A server without a GET stream.
-    let mut server = Command::new(&ts)
-        .args(["--http", "--no-listener"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
-    let o = run(&["--url", &url, "ping"]);
-    let _ = server.kill();
-    let _ = server.wait();
+    let server = http_server(&["--no-listener"]);
+    let o = run(&["--url", &server.url, "ping"]);
+    drop(server);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(!stderr(&o).contains("405"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("WARN"), "{}", stderr(&o));

@@ -3,6 +3,8 @@
 //! async driver, uses the same two functions.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use mcpwire::transport::stdio::{ExitStatus, Signal};
 use mcpwire::ServerConfig;
@@ -46,6 +48,36 @@ pub fn signal(pid: u32, sig: Signal) {
             .args(["/F", "/PID", &pid.to_string()])
             .status();
         let _ = sig;
+    }
+}
+
+/// The `Child::wait` contract for a `std::process::Child` reaped
+/// elsewhere (a thread, a blocking pool): held by the wait future, it
+/// kills the process when that future is dropped before the exit.
+#[derive(Debug)]
+pub struct KillOnDrop {
+    pid: u32,
+    exited: Arc<AtomicBool>,
+}
+
+impl KillOnDrop {
+    /// A guard for process `pid`, and the flag its reaper sets to `true`
+    /// once `wait` has returned.
+    pub fn new(pid: u32) -> (KillOnDrop, Arc<AtomicBool>) {
+        let exited = Arc::new(AtomicBool::new(false));
+        let guard = KillOnDrop {
+            pid,
+            exited: exited.clone(),
+        };
+        (guard, exited)
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.exited.load(Ordering::SeqCst) {
+            signal(self.pid, Signal::Kill);
+        }
     }
 }
 

@@ -5,35 +5,21 @@
 //! against a real server process and a real loopback HTTP server.
 
 use std::future::Future;
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
+use mcpwire_adapter::process::KillOnDrop;
 use mcpwire_adapter::runtime::Child;
 use mcpwire_adapter::{BoxFuture, CallOptions, Client, Runtime, ServerConfig};
+use mcpwire_tests::suite::support::{http_server, server_bin};
 use serde_json::json;
 
 /// Tasks are threads; I/O and timers are async-io's.
 struct Threads;
-
-/// The child's exit, waited for on a thread; dropping the wait before the
-/// exit kills the child (the `Child::wait` contract).
-struct KillOnDrop {
-    pid: u32,
-    exited: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if !self.exited.load(Ordering::SeqCst) {
-            mcpwire_adapter::process::signal(self.pid, mcpwire::transport::stdio::Signal::Kill);
-        }
-    }
-}
 
 impl Runtime for Threads {
     const NAME: &'static str = "threads-runtime";
@@ -62,11 +48,9 @@ impl Runtime for Threads {
         let stdout = Async::new(child.stdout.take().expect("piped"))?;
         let stderr = Async::new(child.stderr.take().expect("piped"))?;
         let pid = child.id();
-        let exited = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let guard = KillOnDrop {
-            pid,
-            exited: exited.clone(),
-        };
+        // The exit is waited for on a thread; dropping the wait before
+        // the exit kills the child (the `Child::wait` contract).
+        let (guard, exited) = KillOnDrop::new(pid);
         let (tx, rx) = async_channel::bounded(1);
         std::thread::spawn(move || {
             let status = child.wait();
@@ -118,12 +102,6 @@ impl Runtime for Threads {
     }
 }
 
-fn server() -> String {
-    mcpwire_tests::test_server_binary()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Runs `f` as a task of the runtime and waits for it on this thread.
 fn run<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -138,7 +116,7 @@ fn run<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> T {
 #[test]
 fn stdio_calls_progress_notifications_and_close() {
     run(async {
-        let client = Client::<Threads>::connect(ServerConfig::stdio(server()))
+        let client = Client::<Threads>::connect(ServerConfig::stdio(server_bin()))
             .await
             .unwrap();
         assert_eq!(client.server().server_info.name, "mcpwire-test-server");
@@ -182,7 +160,7 @@ fn stdio_calls_progress_notifications_and_close() {
 #[test]
 fn a_timeout_and_a_dropped_call_end_on_time() {
     run(async {
-        let client = Client::<Threads>::connect(ServerConfig::stdio(server()))
+        let client = Client::<Threads>::connect(ServerConfig::stdio(server_bin()))
             .await
             .unwrap();
         let started = Instant::now();
@@ -217,22 +195,8 @@ fn a_timeout_and_a_dropped_call_end_on_time() {
 
 #[test]
 fn streamable_http_on_a_loopback_socket() {
-    let mut child = Command::new(server())
-        .args(["--http"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
+    let server = http_server(&[]);
+    let url = server.url.clone();
     run(async move {
         let client = Client::<Threads>::connect(ServerConfig::http(url))
             .await
@@ -245,7 +209,4 @@ fn streamable_http_on_a_loopback_socket() {
         assert_eq!(r.text(), "Echo: over http");
         client.close().await.unwrap();
     });
-    drop(child.stdin.take());
-    let _ = child.kill();
-    let _ = child.wait();
 }

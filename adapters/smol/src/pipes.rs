@@ -8,10 +8,10 @@
 
 use std::io::{self, Read};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{ready, Context, Poll};
 
+use mcpwire_adapter::process::KillOnDrop;
 use mcpwire_adapter::runtime::Child;
 use mcpwire_adapter::ServerConfig;
 use smol::io::AsyncRead;
@@ -64,21 +64,6 @@ where
     }
 }
 
-/// Kills the child if its exit is no longer awaited (the `Child::wait`
-/// contract) and it has not exited.
-struct KillOnDrop {
-    pid: u32,
-    exited: Arc<AtomicBool>,
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if !self.exited.load(Ordering::SeqCst) {
-            mcpwire_adapter::process::signal(self.pid, mcpwire::transport::stdio::Signal::Kill);
-        }
-    }
-}
-
 /// Starts the process of a stdio server with piped stdio.
 pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
     let mut child = mcpwire_adapter::process::command(server).spawn()?;
@@ -88,11 +73,7 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         return Err(io::Error::other("child pipes missing"));
     };
     let pid = child.id();
-    let exited = Arc::new(AtomicBool::new(false));
-    let guard = KillOnDrop {
-        pid,
-        exited: exited.clone(),
-    };
+    let (guard, exited) = KillOnDrop::new(pid);
     let stdin = Async::new(stdin)?;
     let file = |fd: std::os::fd::OwnedFd| std::fs::File::from(fd);
     let stdout = Pipe::new(file(stdout.into()))?;

@@ -12,15 +12,8 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcpwire-test-server");
 pub const T: Duration = Duration::from_secs(5);
 
-pub fn temp_path(tag: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    std::env::temp_dir().join(format!(
-        "mcpwire-test-server-{}-{}-{tag}.log",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ))
-}
+/// A fresh path for a server log (`--log-file`).
+pub use mcpwire_tests::suite::support::temp_log as temp_path;
 
 /// Reads the `--log-file` lines as JSON values.
 pub fn read_log(path: &PathBuf) -> Vec<Value> {
