@@ -87,6 +87,8 @@ enum Op {
         error: bool,
     },
     Close,
+    /// stdio: nothing of the child's process group is left.
+    GroupEmpty,
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -516,6 +518,11 @@ fuzz_target!(|input: FuzzInput| {
                     });
                 }
             }
+            Op::GroupEmpty => {
+                if stdio {
+                    h.input(Input::GroupEmpty);
+                }
+            }
             Op::Exited(code) => {
                 if stdio {
                     h.input(Input::Exited(ExitStatus {
@@ -615,6 +622,7 @@ fuzz_target!(|input: FuzzInput| {
                 code: Some(0),
                 signal: None,
             }));
+            h.input(Input::GroupEmpty);
         } else {
             h.advance(5_000);
         }

@@ -182,8 +182,16 @@ impl Shared {
                     }
                 }
                 Effect::Signal(sig) => {
-                    if let Some(p) = &state.pipes {
-                        p.signal(sig);
+                    if let Some(p) = &mut state.pipes {
+                        if !p.signal(sig) {
+                            state.session.input(now, Input::GroupEmpty);
+                        }
+                    }
+                }
+                Effect::CheckGroup => {
+                    let alive = state.pipes.as_mut().is_some_and(|p| p.check_group());
+                    if !alive {
+                        state.session.input(now, Input::GroupEmpty);
                     }
                 }
                 Effect::Http(req) => {

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use mcpwire::config::ServerConfig;
 use mcpwire::transport::stdio::{ExitStatus, Signal};
+use mcpwire_adapter::process::Group;
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 /// Reads of one pipe per service round (a flood must not keep a leader
@@ -33,6 +34,8 @@ fn nonblocking(file: &File) -> io::Result<()> {
 pub(crate) struct Pipes {
     pid: u32,
     reaped: Arc<AtomicBool>,
+    /// The child's process group (killed if dropped before found empty).
+    group: Group,
     stdin: Option<Arc<File>>,
     /// Bytes for stdin not written yet (from `written` on).
     backlog: Vec<u8>,
@@ -113,6 +116,7 @@ impl Pipes {
         Ok(Pipes {
             pid,
             reaped,
+            group: Group::new(mcpwire_adapter::process::group_of(Some(pid))),
             stdin,
             backlog: Vec::new(),
             written: 0,
@@ -127,12 +131,22 @@ impl Pipes {
         })
     }
 
-    /// Sends `sig` to the child, unless it was reaped (its pid may be
-    /// reused by then).
-    pub(crate) fn signal(&self, sig: Signal) {
+    /// Sends `sig` to the child's group, or to the child unless it was
+    /// reaped (its pid may be reused by then). Returns `false` when the
+    /// group turned out empty.
+    pub(crate) fn signal(&mut self, sig: Signal) -> bool {
+        if self.group.is_known() {
+            return self.group.signal(sig);
+        }
         if !self.reaped.load(Ordering::SeqCst) {
             mcpwire_adapter::process::signal(self.pid, sig);
         }
+        true
+    }
+
+    /// Whether anything of the child's group is left.
+    pub(crate) fn check_group(&mut self) -> bool {
+        self.group.check()
     }
 
     /// Queues bytes for stdin and writes what the pipe takes now.

@@ -218,6 +218,8 @@ fn source_waker(router: &Arc<Router>, bit: u32) -> Waker {
 /// The child's side of a stdio connection.
 struct ChildIo {
     pid: Option<u32>,
+    /// Its process group (killed if dropped before found empty).
+    group: crate::process::Group,
     stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
     /// Bytes for stdin not written yet (from `written` on).
     backlog: Vec<u8>,
@@ -264,6 +266,7 @@ impl<R: Runtime> Shared<R> {
         let wakers = [STDIN, STDOUT, STDERR, EXIT, TIMER].map(|bit| source_waker(&router, bit));
         let child = child.map(|c| ChildIo {
             pid: c.pid,
+            group: crate::process::Group::new(c.group),
             stdin: Some(c.stdin),
             backlog: Vec::new(),
             written: 0,
@@ -524,8 +527,20 @@ impl<R: Runtime> State<R> {
                     }
                 }
                 Effect::Signal(sig) => {
-                    if let Some(pid) = self.child.as_ref().and_then(|c| c.pid) {
-                        crate::process::signal(pid, sig);
+                    if let Some(c) = &mut self.child {
+                        if c.group.is_known() {
+                            if !c.group.signal(sig) {
+                                self.session.input(Instant::now(), Input::GroupEmpty);
+                            }
+                        } else if let Some(pid) = c.pid {
+                            crate::process::signal(pid, sig);
+                        }
+                    }
+                }
+                Effect::CheckGroup => {
+                    let alive = self.child.as_mut().is_some_and(|c| c.group.check());
+                    if !alive {
+                        self.session.input(Instant::now(), Input::GroupEmpty);
                     }
                 }
                 Effect::Http(req) => {

@@ -1,6 +1,8 @@
-//! The two OS facts the stdio transport needs: sending a signal and
-//! reading an exit status. Public so that `mcpwire-blocking`, which has no
-//! async driver, uses the same two functions.
+//! The OS facts the stdio transport needs: starting the server in a
+//! process group of its own, signalling that group (or the child), telling
+//! whether anything of the group is left, and reading an exit status.
+//! Public so that `mcpwire-blocking`, which has no async driver, uses the
+//! same functions.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +14,11 @@ use mcpwire::ServerConfig;
 /// The command of a stdio server (`command`, `args`, `env`, `cwd`) with
 /// piped stdin, stdout and stderr, for every adapter to spawn its way
 /// (tokio and async-process convert a `std::process::Command`).
+///
+/// On Unix the child leads a process group of its own, so that what a
+/// wrapper (`npx`, `uvx`, `sh -c`, `docker run`) starts is stopped with
+/// it: see [`Group`]. (It also means a terminal's Ctrl-C reaches the
+/// client, not the server: the client stops the server.)
 pub fn command(server: &ServerConfig) -> Command {
     let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
     cmd.args(&server.args)
@@ -22,7 +29,136 @@ pub fn command(server: &ServerConfig) -> Command {
     if let Some(cwd) = &server.cwd {
         cmd.current_dir(cwd);
     }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd
+}
+
+/// The process group a child started from [`command`] leads (Unix; `None`
+/// elsewhere, and for a child started some other way).
+pub fn group_of(pid: Option<u32>) -> Option<u32> {
+    if cfg!(unix) {
+        pid
+    } else {
+        None
+    }
+}
+
+/// The process group of a stdio server, for the driver's `Signal` and
+/// `CheckGroup` outputs. Forgotten once found empty (its id may then be
+/// reused); dropped while not known empty, it kills the group.
+#[derive(Debug)]
+pub struct Group {
+    pgid: Option<u32>,
+}
+
+impl Group {
+    /// The group `pgid` (from [`group_of`]), or none.
+    pub fn new(pgid: Option<u32>) -> Group {
+        Group { pgid }
+    }
+
+    /// Whether there is a group that is not known empty.
+    pub fn is_known(&self) -> bool {
+        self.pgid.is_some()
+    }
+
+    /// Sends `sig` to every process of the group. Returns `false` when
+    /// none was left (the group is then forgotten).
+    pub fn signal(&mut self, sig: Signal) -> bool {
+        let Some(pgid) = self.pgid else { return false };
+        if !signal_group(pgid, Some(sig)) {
+            self.pgid = None;
+        }
+        self.pgid.is_some()
+    }
+
+    /// Whether any process of the group is left that is not a zombie (an
+    /// orphan's zombie stays in the group until init reaps it, and some
+    /// container inits never do). Returns `false` once none is (the group
+    /// is then forgotten).
+    pub fn check(&mut self) -> bool {
+        let Some(pgid) = self.pgid else { return false };
+        if !signal_group(pgid, None) || live_member(pgid) == Some(false) {
+            self.pgid = None;
+        }
+        self.pgid.is_some()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            signal_group(pgid, Some(Signal::Kill));
+        }
+    }
+}
+
+/// `kill(-pgid, sig)` (`None`: signal 0, a check). Returns `false` when no
+/// process of the group was found (ESRCH).
+fn signal_group(pgid: u32, sig: Option<Signal>) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal as S};
+        let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+            return false;
+        };
+        let r = match sig {
+            None => test_kill_process_group(pid),
+            Some(Signal::Terminate) => kill_process_group(pid, S::TERM),
+            Some(Signal::Kill) => kill_process_group(pid, S::KILL),
+        };
+        match r {
+            Ok(()) => true,
+            Err(rustix::io::Errno::SRCH) => false,
+            Err(e) => {
+                // EPERM: a member changed user; it is still there.
+                tracing::debug!("signal {sig:?} to group {pgid}: {e}");
+                true
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pgid, sig);
+        false
+    }
+}
+
+/// Whether `/proc` shows a process of group `pgid` that is not a zombie;
+/// `None` when it cannot tell (no procfs).
+fn live_member(pgid: u32) -> Option<bool> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let pgid = pgid.to_string();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        let mut path = entry.path();
+        path.push("stat");
+        let Ok(stat) = std::fs::read(&path) else {
+            continue; // gone meanwhile
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold anything but
+        // ends at the last `)`.
+        let Some(end) = stat.iter().rposition(|&b| b == b')') else {
+            continue;
+        };
+        let mut fields = stat[end + 1..]
+            .split(|&b| b == b' ')
+            .filter(|f| !f.is_empty());
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if pgrp == pgid.as_bytes() && !matches!(state, b"Z" | b"X") {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// Sends `sig` to process `pid` (best effort: it may have exited).

@@ -98,6 +98,10 @@ pub trait Runtime: Send + Sync + 'static {
 pub struct Child {
     /// The process id (for SIGTERM and SIGKILL).
     pub pid: Option<u32>,
+    /// The process group it leads, if it was started in one of its own
+    /// ([`crate::process::command`] does that on Unix:
+    /// [`crate::process::group_of`]).
+    pub group: Option<u32>,
     /// Its stdin.
     pub stdin: Box<dyn AsyncWrite + Send + Unpin>,
     /// Its stdout.

@@ -55,8 +55,13 @@ pub enum Effect {
     Write(Vec<u8>),
     /// Close the child's stdin (after what was written before).
     CloseStdin,
-    /// Send this signal to the child.
+    /// Send this signal to the child's process group (the child alone
+    /// when it has none).
     Signal(Signal),
+    /// Check whether anything of the child's process group is left; report
+    /// [`Input::GroupEmpty`](mcpwire::Input::GroupEmpty) when nothing is
+    /// (at once when the child has no group).
+    CheckGroup,
     /// Perform this HTTP exchange; report it with [`Session::input`].
     Http(HttpRequest),
     /// Stop this exchange and report nothing more of it.
@@ -91,6 +96,7 @@ impl std::fmt::Debug for Effect {
             Effect::Write(b) => write!(f, "Write({} bytes)", b.len()),
             Effect::CloseStdin => f.write_str("CloseStdin"),
             Effect::Signal(s) => write!(f, "Signal({s:?})"),
+            Effect::CheckGroup => f.write_str("CheckGroup"),
             Effect::Http(r) => write!(f, "Http({r:?})"),
             Effect::AbortHttp(x) => write!(f, "AbortHttp({x})"),
             Effect::Handle { id, .. } => write!(f, "Handle({id})"),
@@ -474,6 +480,7 @@ impl Session {
                 Output::Write(bytes) => self.effects.push_back(Effect::Write(bytes)),
                 Output::CloseStdin => self.effects.push_back(Effect::CloseStdin),
                 Output::Signal(s) => self.effects.push_back(Effect::Signal(s)),
+                Output::CheckGroup => self.effects.push_back(Effect::CheckGroup),
                 Output::Http(req) => self.effects.push_back(Effect::Http(req)),
                 Output::AbortHttp(x) => self.effects.push_back(Effect::AbortHttp(x)),
                 Output::Ready => self.on_ready(),

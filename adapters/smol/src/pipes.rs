@@ -86,6 +86,7 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
     });
     Ok(Child {
         pid: Some(pid),
+        group: mcpwire_adapter::process::group_of(Some(pid)),
         stdin: Box::new(stdin),
         stdout: Box::new(stdout),
         stderr: Box::new(stderr),

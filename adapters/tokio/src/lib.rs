@@ -106,6 +106,7 @@ impl Runtime for Tokio {
         };
         Ok(Child {
             pid: child.id(),
+            group: mcpwire_adapter::process::group_of(child.id()),
             stdin: Box::new(Io(stdin)),
             stdout: Box::new(Io(stdout)),
             stderr: Box::new(Io(stderr)),

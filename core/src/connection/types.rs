@@ -106,6 +106,12 @@ pub enum Input<'a> {
     /// [`StdioConfig::exit_grace`] passed), so that an error can quote the
     /// server's last words on stderr.
     Exited(ExitStatus),
+    /// No process of the child's process group is left (the answer to
+    /// [`Output::CheckGroup`], or a [`Output::Signal`] that found none).
+    /// The server counts as stopped once its exit and this are known; a
+    /// driver that starts the child without a group of its own reports
+    /// this at once when asked.
+    GroupEmpty,
     /// The response head of an exchange (1xx already skipped).
     HttpHead {
         /// The exchange.
@@ -157,8 +163,15 @@ pub enum Output {
     Write(Vec<u8>),
     /// Close the child's stdin.
     CloseStdin,
-    /// Send this signal to the child.
+    /// Send this signal to the child's process group (to the child alone
+    /// when it has no group of its own: then never after its exit was
+    /// reported, as its pid may be reused).
     Signal(Signal),
+    /// The child has exited: check whether any process of its process
+    /// group is left (a zombie counts as gone) and report
+    /// [`Input::GroupEmpty`] if none is. Asked again on a timer until
+    /// then.
+    CheckGroup,
     /// Perform this HTTP exchange and report its response with
     /// [`Input::HttpHead`], [`Input::HttpBody`], [`Input::HttpEnd`] or
     /// [`Input::HttpFailed`].

@@ -180,7 +180,8 @@ impl Wire {
             (Transport::Stdio(s), Input::Stdout(bytes)) => s.handle_stdout(bytes, deliver),
             (Transport::Stdio(s), Input::StdoutEof) => death = s.handle_stdout_eof(now),
             (Transport::Stdio(s), Input::Stderr(bytes)) => s.handle_stderr(bytes),
-            (Transport::Stdio(s), Input::StderrEof) => death = s.handle_stderr_eof(),
+            (Transport::Stdio(s), Input::StderrEof) => death = s.handle_stderr_eof(now),
+            (Transport::Stdio(s), Input::GroupEmpty) => s.handle_group_empty(),
             (Transport::Stdio(s), Input::WriteFailed(_)) => s.handle_write_failed(now),
             (Transport::Stdio(s), Input::Exited(status)) => death = s.handle_exit(now, status),
             (Transport::Http(h), Input::HttpHead { exchange, head }) => {
@@ -488,6 +489,7 @@ fn stdio_output(action: StdioAction) -> Option<WireOutput> {
         StdioAction::Write(bytes) => Output::Write(bytes),
         StdioAction::CloseStdin => Output::CloseStdin,
         StdioAction::Signal(s) => Output::Signal(s),
+        StdioAction::CheckGroup => Output::CheckGroup,
         StdioAction::Log(line) => Output::Log(line),
         StdioAction::Malformed(e) => match e {
             JsonlError::LineTooLong {

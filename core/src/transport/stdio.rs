@@ -6,7 +6,13 @@
 //!   child stderr ──► bounded tail + one Log per line
 //!
 //!   close():  CloseStdin ─(stdin_grace)─► Signal(Terminate) ─(term_grace)─► Signal(Kill)
-//!             any step ends as soon as the driver reports Exited
+//!             any step ends as soon as the child has exited and its
+//!             process group is empty
+//!   group:    signals go to the child's process group (wrappers such as
+//!             `npx`, `uvx`, `sh -c` leave the server a grandchild); after
+//!             the child's exit the steps go on for what is left of the
+//!             group, with CheckGroup every 10..200 ms, until the driver
+//!             reports GroupEmpty (SIGKILL unanswered for term_grace: given up)
 //!   crash:    stdout EOF / Exited while running ─► every pending request fails with
 //!             "server exited with status N: <stderr tail>"
 //!   exit:     Exited is held until stdout and stderr reached EOF, or exit_grace
@@ -89,7 +95,8 @@ impl fmt::Display for ExitStatus {
     }
 }
 
-/// A signal the driver must send to the child.
+/// A signal the driver must send to the child's process group (to the
+/// child alone when it has no group of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
     /// SIGTERM (on Windows: terminate the process).
@@ -98,12 +105,19 @@ pub enum Signal {
     Kill,
 }
 
+/// The first wait between two `CheckGroup`s; it doubles up to
+/// [`GROUP_CHECK_MAX`].
+const GROUP_CHECK_FIRST: Duration = Duration::from_millis(10);
+const GROUP_CHECK_MAX: Duration = Duration::from_millis(200);
+
 /// What the stdio transport asks of the driver, from `Stdio::poll_output`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StdioAction {
     Write(Vec<u8>),
     CloseStdin,
     Signal(Signal),
+    /// Is any process of the child's group left? (answer: `handle_group_empty`)
+    CheckGroup,
     Log(String),
     Malformed(JsonlError),
 }
@@ -123,8 +137,13 @@ enum Phase {
     Terminating {
         until: Instant,
     },
-    /// SIGKILL sent, waiting for the exit (no timer: the kernel delivers).
-    Killed,
+    /// SIGKILL sent, waiting for the exit (no timer: the kernel delivers)
+    /// and, once the child has exited, for its group to empty (until
+    /// then; a process that survives SIGKILL is given up on).
+    Killed {
+        until: Option<Instant>,
+    },
+    /// The child exited and its group is empty (or given up on).
     Exited,
 }
 
@@ -153,6 +172,11 @@ pub(crate) struct Stdio {
     held_exit: Option<(ExitStatus, Instant)>,
     stdout_eof: bool,
     stderr_eof: bool,
+    /// The driver reported that no process of the child's group is left.
+    group_empty: bool,
+    /// After the child's exit, while its group is not known empty: when
+    /// to check next, and the wait after that.
+    next_check: Option<(Instant, Duration)>,
     actions: VecDeque<StdioAction>,
 }
 
@@ -170,6 +194,8 @@ impl Stdio {
             held_exit: None,
             stdout_eof: false,
             stderr_eof: false,
+            group_empty: false,
+            next_check: None,
             actions: VecDeque::new(),
         }
     }
@@ -203,24 +229,24 @@ impl Stdio {
                 until: now + self.config.exit_wait,
             };
         }
-        self.release_exit()
+        self.release_exit(now)
     }
 
     /// stderr reached EOF (a driver that does not pipe stderr reports it
     /// at once). Returns a death when an exit held for it ends a running
     /// child.
-    pub fn handle_stderr_eof(&mut self) -> Option<Death> {
+    pub fn handle_stderr_eof(&mut self, now: Instant) -> Option<Death> {
         self.stderr_eof = true;
-        self.release_exit()
+        self.release_exit(now)
     }
 
     /// Acts on a held exit once both pipes have ended.
-    fn release_exit(&mut self) -> Option<Death> {
+    fn release_exit(&mut self, now: Instant) -> Option<Death> {
         if !(self.stdout_eof && self.stderr_eof) {
             return None;
         }
         let (status, _) = self.held_exit.take()?;
-        self.exit_now(status)
+        self.exit_now(now, status)
     }
 
     /// Writing to stdin failed (broken pipe): the child is going away.
@@ -315,23 +341,54 @@ impl Stdio {
             return None; // reported twice: the first report stands
         }
         self.held_exit = Some((status, now + self.config.exit_grace));
-        self.release_exit()
+        self.release_exit(now)
     }
 
-    fn exit_now(&mut self, status: ExitStatus) -> Option<Death> {
+    fn exit_now(&mut self, now: Instant, status: ExitStatus) -> Option<Death> {
         self.exit = Some(status);
         if !self.stderr_partial.is_empty() {
             let cut = self.stderr_partial_cut;
             self.finish_stderr_line(cut);
         }
         let was = self.phase;
-        self.phase = Phase::Exited;
+        self.phase = if self.group_empty {
+            Phase::Exited
+        } else {
+            // What is left of the group goes the same way: a crash or an
+            // exit of its own starts the polite steps, a close goes on
+            // where it was.
+            self.actions.push_back(StdioAction::CheckGroup);
+            self.next_check = Some((now + GROUP_CHECK_FIRST, GROUP_CHECK_FIRST * 2));
+            match was {
+                Phase::Running | Phase::Dying { .. } => {
+                    self.actions.push_back(StdioAction::CloseStdin);
+                    Phase::ClosingStdin {
+                        until: now + self.config.stdin_grace,
+                    }
+                }
+                Phase::Killed { .. } => Phase::Killed {
+                    until: Some(now + self.config.term_grace),
+                },
+                other => other,
+            }
+        };
         match was {
             Phase::Running | Phase::Dying { .. } => Some(Death {
                 status: Some(status),
                 what: "exited",
             }),
             _ => None,
+        }
+    }
+
+    /// The driver found no process of the child's group left (or the
+    /// child has no group of its own). Once the child's exit is known too,
+    /// the server is stopped.
+    pub fn handle_group_empty(&mut self) {
+        self.group_empty = true;
+        self.next_check = None;
+        if self.exit.is_some() {
+            self.phase = Phase::Exited;
         }
     }
 
@@ -360,7 +417,13 @@ impl Stdio {
         if let Some((status, until)) = self.held_exit {
             if now >= until {
                 self.held_exit = None;
-                return self.exit_now(status);
+                return self.exit_now(now, status);
+            }
+        }
+        if let Some((at, wait)) = self.next_check {
+            if now >= at {
+                self.actions.push_back(StdioAction::CheckGroup);
+                self.next_check = Some((now + wait, (wait * 2).min(GROUP_CHECK_MAX)));
             }
         }
         match self.phase {
@@ -390,7 +453,20 @@ impl Stdio {
             }
             Phase::Terminating { until } if now >= until => {
                 self.actions.push_back(StdioAction::Signal(Signal::Kill));
-                self.phase = Phase::Killed;
+                self.phase = Phase::Killed {
+                    until: self.exit.map(|_| now + self.config.term_grace),
+                };
+                None
+            }
+            Phase::Killed { until: Some(until) } if now >= until => {
+                // Alive after SIGKILL (uninterruptible sleep, or another
+                // user's process): nothing more can be done about it.
+                self.actions.push_back(StdioAction::Log(
+                    "mcpwire: processes of the server's group outlived SIGKILL; giving up on them"
+                        .to_owned(),
+                ));
+                self.phase = Phase::Exited;
+                self.next_check = None;
                 None
             }
             _ => None,
@@ -401,11 +477,13 @@ impl Stdio {
         let phase = match self.phase {
             Phase::Dying { until }
             | Phase::ClosingStdin { until }
-            | Phase::Terminating { until } => Some(until),
+            | Phase::Terminating { until }
+            | Phase::Killed { until: Some(until) } => Some(until),
             _ => None,
         };
         let held = self.held_exit.map(|(_, until)| until);
-        phase.into_iter().chain(held).min()
+        let check = self.next_check.map(|(at, _)| at);
+        phase.into_iter().chain(held).chain(check).min()
     }
 
     /// The next action, if any.
@@ -457,7 +535,7 @@ mod tests {
         assert_eq!(s.stderr_tail(), "two\nthree is a…\nfour");
         let t0 = Instant::now();
         assert_eq!(s.handle_stdout_eof(t0), None);
-        assert_eq!(s.handle_stderr_eof(), None);
+        assert_eq!(s.handle_stderr_eof(t0), None);
         let death = s.handle_exit(
             t0,
             ExitStatus {
@@ -496,7 +574,129 @@ mod tests {
         assert!(s.awaiting_exit());
         assert_eq!(s.poll_timeout(), Some(t5 + Duration::from_millis(500)));
         assert_eq!(s.handle_timeout(t5 + Duration::from_millis(500)), None);
+        // Then the group: stopped once nothing of it is left.
+        assert_eq!(drain(&mut s), [StdioAction::CheckGroup]);
+        assert!(s.awaiting_exit());
+        s.handle_group_empty();
         assert!(!s.awaiting_exit());
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    fn status(code: i32) -> ExitStatus {
+        ExitStatus {
+            code: Some(code),
+            signal: None,
+        }
+    }
+
+    /// Ends both pipes and reports the exit, returning the death.
+    fn exit_with_pipes_closed(s: &mut Stdio, now: Instant, code: i32) -> Option<Death> {
+        assert_eq!(s.handle_stdout_eof(now), None);
+        assert_eq!(s.handle_stderr_eof(now), None);
+        s.handle_exit(now, status(code))
+    }
+
+    #[test]
+    fn a_close_is_over_when_the_child_exited_and_its_group_is_empty() {
+        let t0 = Instant::now();
+        let mut s = Stdio::new(StdioConfig::default());
+        s.begin_close(t0);
+        assert_eq!(drain(&mut s), [StdioAction::CloseStdin]);
+        assert_eq!(exit_with_pipes_closed(&mut s, t0, 0), None);
+        assert_eq!(drain(&mut s), [StdioAction::CheckGroup]);
+        assert!(s.awaiting_exit(), "not before the group is known empty");
+        s.handle_group_empty();
+        assert!(!s.awaiting_exit());
+        assert_eq!(s.poll_timeout(), None);
+        assert!(drain(&mut s).is_empty());
+    }
+
+    #[test]
+    fn what_a_crash_leaves_of_the_group_is_stopped_step_by_step() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Stdio::new(StdioConfig::default());
+        // The wrapper exits; the server it started is still running.
+        let d = exit_with_pipes_closed(&mut s, t0, 1).unwrap();
+        assert_eq!(s.death_message(&d), "server exited with status 1");
+        assert_eq!(
+            drain(&mut s),
+            [StdioAction::CheckGroup, StdioAction::CloseStdin]
+        );
+        // Checked again at 10, 30, 70 ms ... then every 200 ms.
+        let mut checks = Vec::new();
+        let mut now = t0;
+        while now < t0 + ms(1000) {
+            now = s.poll_timeout().unwrap();
+            assert_eq!(s.handle_timeout(now), None);
+            assert_eq!(drain(&mut s), [StdioAction::CheckGroup]);
+            checks.push(now - t0);
+        }
+        assert_eq!(checks[..5], [ms(10), ms(30), ms(70), ms(150), ms(310)]);
+        assert!(checks.windows(2).all(|w| w[1] - w[0] <= ms(200)));
+        // Then SIGTERM to the group, then SIGKILL.
+        let after = |s: &mut Stdio, at: Instant| {
+            s.handle_timeout(at);
+            drain(s)
+                .into_iter()
+                .filter(|a| *a != StdioAction::CheckGroup)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            after(&mut s, t0 + ms(2000)),
+            [StdioAction::Signal(Signal::Terminate)]
+        );
+        assert_eq!(
+            after(&mut s, t0 + ms(4000)),
+            [StdioAction::Signal(Signal::Kill)]
+        );
+        assert!(s.awaiting_exit());
+        s.handle_group_empty();
+        assert!(!s.awaiting_exit());
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_group_that_outlives_sigkill_is_given_up_on() {
+        let t0 = Instant::now();
+        let config = StdioConfig::default();
+        let mut s = Stdio::new(config);
+        s.begin_close(t0);
+        s.handle_timeout(t0 + config.stdin_grace);
+        let t1 = t0 + config.stdin_grace + config.term_grace;
+        s.handle_timeout(t1);
+        drain(&mut s);
+        assert_eq!(s.poll_timeout(), None, "until the exit, nothing to time");
+        assert_eq!(exit_with_pipes_closed(&mut s, t1, 0), None);
+        let deadline = t1 + config.term_grace;
+        let mut now = t1;
+        while s.awaiting_exit() {
+            now = s.poll_timeout().unwrap();
+            s.handle_timeout(now);
+        }
+        assert_eq!(now, deadline);
+        let logs: Vec<_> = drain(&mut s)
+            .into_iter()
+            .filter_map(|a| match a {
+                StdioAction::Log(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(logs.len(), 1);
+        assert!(logs[0].contains("outlived SIGKILL"), "{logs:?}");
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_group_known_empty_before_the_exit_ends_with_it() {
+        let t0 = Instant::now();
+        let mut s = Stdio::new(StdioConfig::default());
+        s.begin_close(t0);
+        s.handle_group_empty();
+        assert!(s.awaiting_exit());
+        assert_eq!(exit_with_pipes_closed(&mut s, t0, 0), None);
+        assert!(!s.awaiting_exit());
+        assert_eq!(drain(&mut s), [StdioAction::CloseStdin]);
     }
 
     #[test]
@@ -512,7 +712,7 @@ mod tests {
         assert_eq!(s.handle_exit(t0, status), None);
         s.handle_stderr(b"boom");
         assert_eq!(s.handle_stdout_eof(t0), None);
-        let d = s.handle_stderr_eof().unwrap();
+        let d = s.handle_stderr_eof(t0).unwrap();
         assert_eq!(s.death_message(&d), "server exited with status 3: boom");
         assert_eq!(
             s.handle_exit(t0, status),
@@ -537,7 +737,7 @@ mod tests {
         s.handle_stderr(b"fatal: missing API key\n");
         drain(&mut s);
         assert_eq!(s.handle_stdout_eof(t0), None);
-        assert_eq!(s.handle_stderr_eof(), None);
+        assert_eq!(s.handle_stderr_eof(t0), None);
         let d = s
             .handle_exit(
                 t0,
