@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use mcpwire_tests::suite::support::{http_server, server_bin as test_server};
+use mcpwire_tests::suite::support::{
+    http_server, process_alive, server_bin as test_server, stdio_behind_a_wrapper,
+};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
@@ -282,6 +284,23 @@ fn sigint_cancels_the_call_and_exits_130() {
             .any(|l| l.contains("notifications/cancelled") && l.contains("\"requestId\":2")),
         "the server was told:\n{text}"
     );
+}
+
+/// A server behind `sh -c '…; true'` that ignores stdin EOF and SIGTERM
+/// (and so does the shell): when `mcpwire` exits, nothing of it is left.
+#[test]
+fn the_whole_process_tree_is_stopped_on_exit() {
+    let wrapper = stdio_behind_a_wrapper();
+    let mut args = vec!["call", "pid", "--", "sh"];
+    args.extend(wrapper.args.iter().map(String::as_str));
+    let t = Instant::now();
+    let o = run(&args);
+    let took = t.elapsed();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pid: u32 = stdout(&o).trim().parse().expect("the server's pid");
+    assert!(!process_alive(pid), "server {pid} outlived mcpwire");
+    // stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL to the group.
+    assert!(took >= Duration::from_secs(4), "{took:?}");
 }
 
 #[test]

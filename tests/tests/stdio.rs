@@ -103,6 +103,7 @@ fn tools_list_is_paginated() {
         "expire_session",
         "sse_drop",
         "http_500",
+        "pid",
     ] {
         assert!(names.iter().any(|n| n == t), "{t} not listed in {names:?}");
     }

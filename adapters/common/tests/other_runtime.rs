@@ -59,6 +59,7 @@ impl Runtime for Threads {
         });
         Ok(Child {
             pid: Some(pid),
+            group: mcpwire_adapter::process::group_of(Some(pid)),
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
             stderr: Box::new(stderr),
@@ -120,7 +121,7 @@ fn stdio_calls_progress_notifications_and_close() {
             .await
             .unwrap();
         assert_eq!(client.server().server_info.name, "mcpwire-test-server");
-        assert_eq!(client.list_tools().await.unwrap().len(), 15);
+        assert_eq!(client.list_tools().await.unwrap().len(), 16);
         let r = client
             .call_tool("echo", json!({"message": "hi"}))
             .await

@@ -12,7 +12,10 @@ use mcpwire_adapter::{
 };
 use serde_json::{json, Value};
 
-use super::support::{cancelled_for, log_lines, server_bin, stdio, temp_log, wait_log};
+use super::support::{
+    cancelled_for, log_lines, parent_of, process_alive, server_bin, stdio, stdio_behind_a_wrapper,
+    temp_log, wait_log,
+};
 use super::Adapter;
 
 /// The test server speaks only the handshake era: the first connection
@@ -50,7 +53,7 @@ pub async fn stdio_connect_list_call_close<A: Adapter>() {
     let tools = client.list_tools().await.unwrap();
     assert_eq!(
         tools.len(),
-        15,
+        16,
         "both pages: {:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -245,6 +248,96 @@ pub async fn stdio_close_ends_a_server_that_ignores_eof_and_sigterm<A: Adapter>(
         client.closed_reason().is_some(),
         "closed after the child was reaped"
     );
+}
+
+/// The server's pid, from its `pid` tool.
+async fn server_pid<A: Adapter>(client: &A) -> u32 {
+    let r = client.call_tool("pid", json!({})).await.unwrap();
+    r.text().parse().unwrap()
+}
+
+fn short_graces<A: Adapter>() -> ConnectOptions<A::Flavor> {
+    ConnectOptions::<A::Flavor>::new().config(|c| {
+        c.stdio.stdin_grace = Duration::from_millis(300);
+        c.stdio.term_grace = Duration::from_millis(300);
+    })
+}
+
+/// A server that a wrapper started (`sh -c '…; true'`) is a grandchild:
+/// a close signals the whole process group, and returns only once nothing
+/// of it is left.
+pub async fn stdio_close_stops_the_whole_process_group<A: Adapter>() {
+    let client = A::connect_with(stdio_behind_a_wrapper(), short_graces::<A>())
+        .await
+        .unwrap();
+    let server = server_pid(&client).await;
+    let wrapper = parent_of(server).unwrap();
+    assert_ne!(wrapper, std::process::id(), "the server is a grandchild");
+    assert!(process_alive(server) && process_alive(wrapper));
+    let t = Instant::now();
+    client.close().await.unwrap();
+    let took = t.elapsed();
+    assert!(
+        !process_alive(server),
+        "the grandchild is gone when close returns ({took:?})"
+    );
+    assert!(!process_alive(wrapper));
+    assert!(
+        took >= Duration::from_millis(550),
+        "SIGKILL was needed: {took:?}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+/// The wrapper dies (killed from outside) and leaves the server running
+/// with the pipes: the call in flight fails with the wrapper's exit, and
+/// what is left of the group is stopped (stdin closed, SIGTERM, SIGKILL)
+/// without a close, before the client reports itself closed.
+pub async fn stdio_a_dead_wrappers_server_is_stopped<A: Adapter>() {
+    let client = A::connect_with(stdio_behind_a_wrapper(), short_graces::<A>())
+        .await
+        .unwrap();
+    let server = server_pid(&client).await;
+    let wrapper = parent_of(server).unwrap();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        kill_9(wrapper);
+    });
+    let r = client.call_tool("slow", json!({"ms": 60_000})).await;
+    killer.join().unwrap();
+    let e = r.unwrap_err();
+    assert!(e.to_string().contains("signal 9"), "{e}");
+    // Stopped by the client on its own: 2 × 300 ms of grace, then SIGKILL.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while process_alive(server) {
+        assert!(Instant::now() < deadline, "the server outlived its wrapper");
+        A::sleep(Duration::from_millis(20)).await;
+    }
+    client.close().await.unwrap();
+    assert!(client.closed_reason().is_some());
+}
+
+/// Dropping the last client stops the whole group too (in the
+/// background).
+pub async fn stdio_dropping_the_client_stops_the_whole_process_group<A: Adapter>() {
+    let client = A::connect_with(stdio_behind_a_wrapper(), short_graces::<A>())
+        .await
+        .unwrap();
+    let server = server_pid(&client).await;
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while process_alive(server) {
+        assert!(Instant::now() < deadline, "the server outlived the client");
+        A::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn kill_9(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 /// 100 calls at once, one of them crashing the server.

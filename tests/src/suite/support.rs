@@ -60,6 +60,36 @@ pub fn cancelled_for(id: u64) -> impl Fn(&Value) -> bool {
     }
 }
 
+/// Whether process `pid` is running: it exists and is not a zombie (an
+/// orphan's zombie lingers where init does not reap, as in containers).
+/// Linux (`/proc`).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
+}
+
+/// The parent of process `pid` (Linux, `/proc`).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The test server behind `sh -c '…; true'`, as a wrapper starts a
+/// server: `sh` stays its parent, and both ignore SIGTERM (and the server
+/// stdin EOF), so only SIGKILL to the whole group stops them.
+pub fn stdio_behind_a_wrapper() -> ServerConfig {
+    ServerConfig::stdio("sh").arg("-c").arg(format!(
+        "trap '' TERM; '{}' --ignore-stdin-eof; true",
+        server_bin()
+    ))
+}
+
 /// The stdio test server with `args`.
 pub fn stdio(args: &[&str]) -> ServerConfig {
     ServerConfig::stdio(server_bin()).args(args.iter().copied())

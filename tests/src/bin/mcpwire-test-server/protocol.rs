@@ -532,6 +532,11 @@ fn tool_definitions() -> Vec<Value> {
             "HTTP: answers the POST with status 500",
             schema(json!({}), &[]),
         ),
+        tool(
+            "pid",
+            "Returns this server's process id (text)",
+            schema(json!({}), &[]),
+        ),
     ]
 }
 
@@ -712,6 +717,7 @@ fn call_tool(
             reply: response(id, text_result("resumed after sse_drop")),
         },
         "http_500" => Outcome::Http500,
+        "pid" => reply(Ok(text_result(std::process::id().to_string()))),
         _ => reply(Err(RpcError::invalid_params(format!(
             "Unknown tool: {name}"
         )))),
