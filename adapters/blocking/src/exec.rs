@@ -172,6 +172,8 @@ impl Shared {
             match effect {
                 Effect::Write(bytes) => {
                     let failed = state.pipes.as_mut().and_then(|p| p.write(&bytes));
+                    let unwritten = state.pipes.as_ref().map_or(0, |p| p.backlog());
+                    state.session.set_unwritten(unwritten);
                     if let Some(e) = failed {
                         state.session.input(now, Input::WriteFailed(&e));
                     }
@@ -473,6 +475,7 @@ impl Shared {
                 };
                 session.input(now, input);
             });
+            session.set_unwritten(pipes.backlog());
             if wake_at.is_some_and(|d| d <= now) {
                 session.timeout(now);
             }

@@ -114,7 +114,6 @@ impl<R: Runtime> Client<R> {
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let shared = self.shared();
-        shared.room().await;
         let (rpc, progress, cancel) = options.into_parts();
         let id = shared
             .with(|s| s.request(Instant::now(), method, params.as_deref(), rpc, progress))

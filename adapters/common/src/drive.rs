@@ -59,8 +59,6 @@ const ALL: u32 = (1 << 7) - 1;
 const MAX_ROUNDS: usize = 64;
 /// Reads of one pipe per round.
 const MAX_READS: usize = 16;
-/// Bytes buffered for stdin beyond which new calls wait for room.
-const MAX_STDIN_BACKLOG: usize = 8 * 1024 * 1024;
 
 /// Where source wake-ups go.
 pub(crate) struct Router {
@@ -229,8 +227,6 @@ struct ChildIo {
     stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
     stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
     exit: Option<BoxFuture<io::Result<std::process::ExitStatus>>>,
-    /// Waiting for room in the backlog.
-    room_waiters: Vec<Waker>,
 }
 
 struct Exchange {
@@ -274,7 +270,6 @@ impl<R: Runtime> Shared<R> {
             stdout: Some(c.stdout),
             stderr: Some(c.stderr),
             exit: Some(c.wait),
-            room_waiters: Vec::new(),
         });
         Arc::new(Shared {
             state: Mutex::new(State {
@@ -350,21 +345,6 @@ impl<R: Runtime> Shared<R> {
             let mut state = self.lock();
             self.drive_or_poke(&mut state);
             state.session.poll_closed(cx.waker())
-        })
-        .await
-    }
-
-    /// Waits until stdin has room for another call's bytes.
-    pub(crate) async fn room(self: &Arc<Self>) {
-        poll_fn(|cx| {
-            let mut state = self.lock();
-            match &mut state.child {
-                Some(c) if c.backlog.len() - c.written > MAX_STDIN_BACKLOG => {
-                    c.room_waiters.push(cx.waker().clone());
-                    Poll::Pending
-                }
-                _ => Poll::Ready(()),
-            }
         })
         .await
     }
@@ -518,6 +498,8 @@ impl<R: Runtime> State<R> {
                             c.backlog.extend_from_slice(&bytes);
                             shared.router.bits.fetch_or(STDIN, Ordering::AcqRel);
                         }
+                        let unwritten = c.backlog.len() - c.written;
+                        self.session.set_unwritten(unwritten);
                     }
                 }
                 Effect::CloseStdin => {
@@ -665,14 +647,12 @@ impl<R: Runtime> State<R> {
                 c.written = 0;
             }
         }
-        if c.backlog.len() - c.written <= MAX_STDIN_BACKLOG {
-            c.room_waiters.drain(..).for_each(Waker::wake);
-        }
         if failed.is_some() {
             c.stdin = None;
             c.backlog.clear();
             c.written = 0;
         }
+        let unwritten = c.backlog.len() - c.written;
         let drained = c.backlog.is_empty();
         if c.close_stdin && drained {
             if let Some(mut stdin) = c.stdin.take() {
@@ -681,6 +661,7 @@ impl<R: Runtime> State<R> {
                 let _ = Pin::new(&mut *stdin).poll_close(&mut cx);
             }
         }
+        self.session.set_unwritten(unwritten);
         if let Some(e) = failed {
             self.session.input(now, Input::WriteFailed(&e));
         }
@@ -836,7 +817,6 @@ impl<R: Runtime> State<R> {
         self.exchanges.clear();
         self.timer = None;
         if let Some(c) = &mut self.child {
-            c.room_waiters.drain(..).for_each(Waker::wake);
             c.stdin = None;
             c.stdout = None;
             c.stderr = None;

@@ -64,6 +64,16 @@ impl Error {
         matches!(self, Error::Request(RequestError::TooLarge { .. }))
     }
 
+    /// Whether the call was refused because too many bytes wait to be
+    /// written to the server (it stopped reading):
+    /// [`max_queued_bytes`](mcpwire::rpc::EngineConfig::max_queued_bytes).
+    pub fn is_queue_full(&self) -> bool {
+        matches!(
+            self,
+            Error::Call(CallError::Local(mcpwire::rpc::LocalError::QueueFull { .. }))
+        )
+    }
+
     /// The server's JSON-RPC error, if that is what this is.
     pub fn remote(&self) -> Option<&ErrorObject> {
         match self {

@@ -202,6 +202,11 @@ pub struct Session {
     info: Arc<Info>,
     calls: HashMap<u64, Slot, BuildHasherDefault<IdHasher>>,
     effects: VecDeque<Effect>,
+    /// Bytes of the `Write` effects not yet taken by the executor, and
+    /// what the executor holds unwritten: both count against the
+    /// connection's queued-bytes limit.
+    effect_bytes: usize,
+    executor_unwritten: usize,
     setup: Setup,
     notifications: Broadcast<ServerNotification>,
     ready: Handshake,
@@ -232,6 +237,8 @@ impl Session {
             info: Arc::new(Info::default()),
             calls: HashMap::default(),
             effects: VecDeque::new(),
+            effect_bytes: 0,
+            executor_unwritten: 0,
             setup,
             notifications: Broadcast::new(),
             ready: Handshake::Connecting(Vec::new()),
@@ -396,6 +403,14 @@ impl Session {
         self.conn.stats()
     }
 
+    /// The executor's stdin backlog: bytes taken with [`Effect::Write`]
+    /// and not written yet ([`Connection::set_unwritten`]).
+    pub fn set_unwritten(&mut self, bytes: usize) {
+        self.executor_unwritten = bytes;
+        self.conn
+            .set_unwritten(self.effect_bytes.saturating_add(bytes));
+    }
+
     /// Calls waiting for their outcome.
     pub fn waiting(&self) -> usize {
         self.calls.values().filter(|s| s.outcome.is_none()).count()
@@ -455,7 +470,12 @@ impl Session {
 
     /// The next thing the executor must do.
     pub fn next_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        let effect = self.effects.pop_front();
+        if let Some(Effect::Write(bytes)) = &effect {
+            self.effect_bytes -= bytes.len();
+            // The executor reports its backlog once it has taken these.
+        }
+        effect
     }
 
     /// The wakers of the calls completed since the last time, to wake
@@ -477,7 +497,12 @@ impl Session {
     fn pump(&mut self, now: Instant) {
         while let Some(out) = self.conn.poll_output() {
             match out {
-                Output::Write(bytes) => self.effects.push_back(Effect::Write(bytes)),
+                Output::Write(bytes) => {
+                    self.effect_bytes += bytes.len();
+                    self.conn
+                        .set_unwritten(self.effect_bytes.saturating_add(self.executor_unwritten));
+                    self.effects.push_back(Effect::Write(bytes));
+                }
                 Output::CloseStdin => self.effects.push_back(Effect::CloseStdin),
                 Output::Signal(s) => self.effects.push_back(Effect::Signal(s)),
                 Output::CheckGroup => self.effects.push_back(Effect::CheckGroup),

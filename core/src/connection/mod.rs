@@ -494,6 +494,16 @@ impl Connection {
         self.engine.pending_len()
     }
 
+    /// Bytes the driver took with [`Output::Write`] and has not written
+    /// yet (stdin that the server does not read): they count against
+    /// [`EngineConfig::max_queued_bytes`](crate::rpc::EngineConfig::max_queued_bytes),
+    /// so that requests fail with `QueueFull` and the connection's own
+    /// answers stay bounded instead of piling up in the driver. Report it
+    /// whenever it changes much (after each write or flush).
+    pub fn set_unwritten(&mut self, bytes: usize) {
+        self.engine.set_unwritten(bytes);
+    }
+
     // ----- routing ------------------------------------------------------
 
     /// Moves outputs between engine, wire, authorization and the app until

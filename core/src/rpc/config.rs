@@ -16,12 +16,17 @@ pub struct EngineConfig {
     /// [`LocalError::TooManyPending`](super::LocalError::TooManyPending)
     /// beyond it. Default: 1024.
     pub max_pending: usize,
-    /// Most bytes of `Send` outputs queued but not yet polled; `request()`
-    /// and `notify()` return
+    /// Most bytes not yet written to the peer: `Send` outputs queued but
+    /// not yet polled, plus what the driver took and has not written yet
+    /// ([`Engine::set_unwritten`](super::Engine::set_unwritten), a child's
+    /// stdin). `request()` and `notify()` return
     /// [`LocalError::QueueFull`](super::LocalError::QueueFull) when a message
     /// would go beyond it (a message is always accepted into an empty queue).
-    /// Replies the engine makes itself, `respond()` and cancellations are
-    /// always queued. Default: 16 MiB.
+    /// Replies the engine makes itself, `respond()` and cancellations go on
+    /// up to twice this; beyond that the peer has not read for so long that
+    /// they are dropped and counted ([`Stats::sends_dropped`](super::Stats::sends_dropped)),
+    /// so memory stays bounded under a peer that stopped reading.
+    /// Default: 16 MiB.
     pub max_queued_bytes: usize,
     /// Most server requests surfaced and not yet answered; beyond it a server
     /// request is answered at once with [`INTERNAL_ERROR`](super::INTERNAL_ERROR)

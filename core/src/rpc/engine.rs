@@ -134,6 +134,10 @@ pub struct Engine {
     withdrawn: VecDeque<RequestId>,
     out: VecDeque<Output>,
     queued_bytes: usize,
+    /// Bytes the driver took and has not written yet.
+    unwritten: usize,
+    /// Own messages are being dropped (the peer stopped reading).
+    dropping: bool,
     stats: Stats,
     closed: bool,
 }
@@ -169,6 +173,8 @@ impl Engine {
             withdrawn: VecDeque::new(),
             out: VecDeque::new(),
             queued_bytes: 0,
+            unwritten: 0,
+            dropping: false,
             stats: Stats::default(),
             closed: false,
         }
@@ -260,7 +266,9 @@ impl Engine {
 
     /// Answers the server's request `id` (from an `Output::ServerRequest`).
     ///
-    /// Always queued (the server waits for it), whatever the queue size.
+    /// Queued whatever the queue size (the server waits for it), up to
+    /// twice [`EngineConfig::max_queued_bytes`] (then it is dropped and
+    /// counted: the server has stopped reading).
     /// A request the server has withdrawn meanwhile gives
     /// `Ok(RespondStatus::Withdrawn)`; an id that is not open gives
     /// [`LocalError::UnknownServerRequest`].
@@ -528,7 +536,10 @@ impl Engine {
 
     /// Counters since creation.
     pub fn stats(&self) -> Stats {
-        self.stats
+        Stats {
+            waiting_bytes: self.waiting_bytes(),
+            ..self.stats
+        }
     }
 
     /// Requests waiting for their completion.
@@ -544,6 +555,18 @@ impl Engine {
     /// Bytes of `Output::Send` queued and not yet polled.
     pub fn queued_bytes(&self) -> usize {
         self.queued_bytes
+    }
+
+    /// The driver reports how many bytes it took with `Send` outputs and
+    /// has not written yet (a child's stdin that is not being read): they
+    /// count against [`EngineConfig::max_queued_bytes`] with the queue.
+    pub fn set_unwritten(&mut self, bytes: usize) {
+        self.unwritten = bytes;
+    }
+
+    /// Bytes not yet written to the peer: queued, and held by the driver.
+    fn waiting_bytes(&self) -> usize {
+        self.queued_bytes.saturating_add(self.unwritten)
     }
 
     /// Whether `close` was called.
@@ -599,11 +622,10 @@ impl Engine {
     }
 
     fn admit(&self, len: usize) -> Result<(), LocalError> {
-        if self.queued_bytes > 0
-            && self.queued_bytes.saturating_add(len) > self.config.max_queued_bytes
-        {
+        let waiting = self.waiting_bytes();
+        if waiting > 0 && waiting.saturating_add(len) > self.config.max_queued_bytes {
             return Err(LocalError::QueueFull {
-                queued: self.queued_bytes,
+                queued: waiting,
                 limit: self.config.max_queued_bytes,
             });
         }
@@ -611,6 +633,26 @@ impl Engine {
     }
 
     fn queue_send(&mut self, bytes: Vec<u8>, kind: SendKind) {
+        if !matches!(kind, SendKind::Request { .. }) {
+            // Our own replies are not refused like requests, but bounded:
+            // a peer that left twice the limit unread will not read them.
+            // (Only once the driver holds bytes the peer did not take: a
+            // queue not yet polled says nothing about the peer.)
+            let waiting = self.waiting_bytes();
+            let limit = self.config.max_queued_bytes.saturating_mul(2);
+            if self.unwritten > 0 && waiting.saturating_add(bytes.len()) > limit {
+                self.stats.sends_dropped += 1;
+                if !self.dropping {
+                    self.dropping = true;
+                    self.diagnostic(Diagnostic::SendsDropped {
+                        unwritten: waiting,
+                        limit,
+                    });
+                }
+                return;
+            }
+            self.dropping = false;
+        }
         self.queued_bytes += bytes.len();
         self.out.push_back(Output::Send { bytes, kind });
     }

@@ -20,11 +20,12 @@ pub enum LocalError {
         /// The configured limit.
         limit: usize,
     },
-    /// The outputs queued but not yet polled already hold
+    /// The bytes not yet written to the peer (queued, or held by the
+    /// driver because the peer does not read) already hold
     /// [`EngineConfig::max_queued_bytes`](super::EngineConfig::max_queued_bytes).
-    #[error("outbound queue full ({queued} bytes queued, limit {limit})")]
+    #[error("outbound queue full: {queued} bytes not yet written to the server (limit {limit}); is it reading?")]
     QueueFull {
-        /// Bytes currently queued.
+        /// Bytes waiting to be written.
         queued: usize,
         /// The configured limit.
         limit: usize,

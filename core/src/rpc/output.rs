@@ -152,6 +152,16 @@ pub enum Diagnostic {
         /// Its method.
         method: String,
     },
+    /// The peer stopped reading: twice
+    /// [`max_queued_bytes`](super::EngineConfig::max_queued_bytes) wait to be
+    /// written, and the engine's own replies, answers and cancellations are
+    /// dropped until it reads again (once per run of drops).
+    SendsDropped {
+        /// Bytes waiting.
+        unwritten: usize,
+        /// The limit they exceed (twice `max_queued_bytes`).
+        limit: usize,
+    },
 }
 
 /// Counters since the engine was created (a snapshot: `Copy`).
@@ -213,4 +223,14 @@ pub struct Stats {
     pub cancellations_ignored: u64,
     /// `respond()` calls for withdrawn server requests, dropped.
     pub responds_dropped: u64,
+    /// Replies, answers and cancellations dropped because twice
+    /// [`max_queued_bytes`](super::EngineConfig::max_queued_bytes) were
+    /// waiting to be written (the peer stopped reading); also a
+    /// [`Diagnostic::SendsDropped`] at the first of a run.
+    pub sends_dropped: u64,
+    /// Not a counter but the level at the snapshot: bytes not yet written
+    /// to the peer (queued, and held by the driver). While the peer does
+    /// not read it stays under twice
+    /// [`max_queued_bytes`](super::EngineConfig::max_queued_bytes).
+    pub waiting_bytes: usize,
 }
