@@ -303,6 +303,19 @@ fn the_whole_process_tree_is_stopped_on_exit() {
     assert!(took >= Duration::from_secs(4), "{took:?}");
 }
 
+/// A server that stops reading stdin and floods the client with pings:
+/// `mcpwire` still ends it (stdin cannot drain, so the close goes on to
+/// SIGTERM) and exits 0.
+#[test]
+fn a_server_that_stops_reading_does_not_hang_the_cli() {
+    let ts = test_server();
+    let t = Instant::now();
+    let o = run(&["call", "stop_reading", "every_ms=1", "--", &ts]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("not reading stdin any more"));
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+}
+
 #[test]
 fn http_target_and_headers() {
     let server = http_server(&["--require-auth", "tok"]);

@@ -55,6 +55,7 @@ macro_rules! adapter_suite {
             stdio_close_stops_the_whole_process_group,
             stdio_a_dead_wrappers_server_is_stopped,
             stdio_dropping_the_client_stops_the_whole_process_group,
+            stdio_a_server_that_stops_reading_keeps_the_client_bounded,
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,

@@ -104,6 +104,7 @@ fn tools_list_is_paginated() {
         "sse_drop",
         "http_500",
         "pid",
+        "stop_reading",
     ] {
         assert!(names.iter().any(|n| n == t), "{t} not listed in {names:?}");
     }

@@ -17,7 +17,7 @@ pub async fn http_sse_and_json_responses<A: Adapter>() {
         let server = http_server(args);
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
         assert_eq!(client.transport(), "streamable-http");
-        assert_eq!(client.list_tools().await.unwrap().len(), 16);
+        assert_eq!(client.list_tools().await.unwrap().len(), 17);
         let r = client
             .call_tool("echo", json!({"message": "over http"}))
             .await

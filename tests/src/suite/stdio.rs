@@ -53,7 +53,7 @@ pub async fn stdio_connect_list_call_close<A: Adapter>() {
     let tools = client.list_tools().await.unwrap();
     assert_eq!(
         tools.len(),
-        16,
+        17,
         "both pages: {:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -330,6 +330,81 @@ pub async fn stdio_dropping_the_client_stops_the_whole_process_group<A: Adapter>
         assert!(Instant::now() < deadline, "the server outlived the client");
         A::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A server that stops reading stdin while it keeps asking the client for
+/// its roots (every ms, ~13 KB per answer) and the client keeps calling:
+/// what waits to be written stays under twice `max_queued_bytes` (the
+/// client's own answers are dropped beyond, counted), calls fail typed
+/// with `QueueFull` at once or time out on time, and the close still ends
+/// the server.
+pub async fn stdio_a_server_that_stops_reading_keeps_the_client_bounded<A: Adapter>() {
+    const LIMIT: usize = 256 * 1024;
+    let roots = Handler::Blocking(Arc::new(|_params| {
+        let roots = (0..100)
+            .map(|i| Root {
+                uri: format!("file:///{}/{i}", "r".repeat(100)),
+                name: None,
+                extra: Default::default(),
+            })
+            .collect();
+        Ok(serde_json::to_value(ListRootsResult::new(roots)).unwrap())
+    }));
+    let options = short_graces::<A>()
+        .config(|c| c.engine.max_queued_bytes = LIMIT)
+        .handler(ServerRequestKind::ListRoots, roots);
+    let client = A::connect_with(stdio(&[]), options).await.unwrap();
+    client
+        .call_tool(
+            "stop_reading",
+            json!({"every_ms": 1, "method": "roots/list"}),
+        )
+        .await
+        .unwrap();
+    let payload = "y".repeat(16 * 1024);
+    let timeout = Duration::from_millis(200);
+    let (mut full, mut timed_out) = (0, 0);
+    for _ in 0..200 {
+        let t = Instant::now();
+        let r = client
+            .call_tool_with(
+                "echo",
+                json!({"message": payload}),
+                CallOptions::new().timeout(timeout),
+            )
+            .await;
+        let took = t.elapsed();
+        match r {
+            Err(e) if e.is_queue_full() => {
+                assert!(e.to_string().contains("is it reading?"), "{e}");
+                full += 1;
+            }
+            Err(e) if e.is_timeout() => timed_out += 1,
+            other => panic!("{other:?}"),
+        }
+        // Nothing waits past its timeout (a refusal is at once, but the
+        // flood keeps the driver busy on 2 cores).
+        assert!(took < timeout * 3, "{took:?}");
+        let waiting = client.stats().waiting_bytes;
+        assert!(
+            waiting <= 2 * LIMIT,
+            "{waiting} bytes wait, over twice {LIMIT}"
+        );
+        if full >= 20 && client.stats().sends_dropped > 0 {
+            break;
+        }
+    }
+    let stats = client.stats();
+    assert!(full >= 20, "QueueFull {full} times, timeouts {timed_out}");
+    assert!(stats.sends_dropped > 0, "own answers dropped: {stats:?}");
+    assert!(
+        stats.waiting_bytes <= 2 * LIMIT,
+        "{} bytes wait, over twice {LIMIT}",
+        stats.waiting_bytes
+    );
+    let t = Instant::now();
+    client.close().await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
 
 fn kill_9(pid: u32) {

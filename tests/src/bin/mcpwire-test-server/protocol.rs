@@ -537,6 +537,16 @@ fn tool_definitions() -> Vec<Value> {
             "Returns this server's process id (text)",
             schema(json!({}), &[]),
         ),
+        tool(
+            "stop_reading",
+            "stdio: answers, then never reads stdin again, and sends the request `method` \
+             (default ping) to the client every `every_ms` (0: never) until it exits",
+            schema(
+                json!({"every_ms": int("interval of the requests (default 0)"),
+                       "method": {"type": "string"}}),
+                &[],
+            ),
+        ),
     ]
 }
 
@@ -718,6 +728,10 @@ fn call_tool(
         },
         "http_500" => Outcome::Http500,
         "pid" => reply(Ok(text_result(std::process::id().to_string()))),
+        // Handled by the stdio loop; over HTTP there is no stdin to stop.
+        "stop_reading" => reply(Ok(tool_error_result(
+            "stop_reading only has an effect over stdio",
+        ))),
         _ => reply(Err(RpcError::invalid_params(format!(
             "Unknown tool: {name}"
         )))),

@@ -62,6 +62,29 @@ fn finish(sink: &StdoutSink, id: &Value, outcome: Outcome) {
     }
 }
 
+/// `stop_reading`: answers, then never reads stdin again (the pipe fills
+/// up on the client's side), sending `method` requests every `every_ms`
+/// until the process ends (`--max-lifetime`, a signal).
+fn stop_reading(sink: &StdoutSink, id: &Value, args: &Value) -> ! {
+    sink.send(&response(
+        id,
+        crate::protocol::text_result("not reading stdin any more"),
+    ));
+    let every = args["every_ms"].as_u64().unwrap_or(0);
+    let method = args["method"].as_str().unwrap_or("ping");
+    eprintln!("mcpwire-test-server: not reading stdin any more");
+    let mut n = 0u64;
+    loop {
+        if every == 0 {
+            std::thread::park();
+            continue;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(every));
+        sink.send(&json!({"jsonrpc": "2.0", "id": format!("flood-{n}"), "method": method}));
+        n += 1;
+    }
+}
+
 pub fn run(ctx: Arc<Ctx>) -> ! {
     let sink = Arc::new(StdoutSink {
         out: Mutex::new(std::io::stdout()),
@@ -97,6 +120,11 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
         };
         ctx.log.message("stdio", &msg);
         match classify(&msg) {
+            Incoming::Request { id, method, params }
+                if method == "tools/call" && params["name"] == "stop_reading" =>
+            {
+                stop_reading(&sink, &id, &params["arguments"]);
+            }
             Incoming::Request { id, method, params } => {
                 let cancel = peer.begin(&id);
                 if method == "tools/call" {
