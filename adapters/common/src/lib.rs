@@ -28,7 +28,8 @@
 //! streams. `Client<YourRuntime>` then has the whole client. The tests of
 //! this crate implement it for a thread-per-task executor over `async-io`
 //! that is neither tokio nor smol (`tests/other_runtime.rs`).
-#![forbid(unsafe_code)]
+// No unsafe code but the Windows Job Object calls (`process::job`).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod auth;

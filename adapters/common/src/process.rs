@@ -34,10 +34,11 @@ pub fn command(server: &ServerConfig) -> Command {
     cmd
 }
 
-/// The process group a child started from [`command`] leads (Unix; `None`
-/// elsewhere, and for a child started some other way).
+/// The process group of a child started from [`command`]: on Unix the
+/// group it leads, on Windows the id of the process that [`Group::new`]
+/// puts in a Job Object of its own.
 pub fn group_of(pid: Option<u32>) -> Option<u32> {
-    if cfg!(unix) {
+    if cfg!(any(unix, windows)) {
         pid
     } else {
         None
@@ -47,15 +48,39 @@ pub fn group_of(pid: Option<u32>) -> Option<u32> {
 /// The process group of a stdio server, for the driver's `Signal` and
 /// `CheckGroup` outputs. Forgotten once found empty (its id may then be
 /// reused); dropped while not known empty, it kills the group.
+///
+/// On Windows (untested here: these machines run Linux) the group is a Job
+/// Object the child is put in right after it started (a process it started
+/// before that is not in it): both signals terminate the job, it is empty
+/// when it has no active process, and closing it kills what is left.
 #[derive(Debug)]
 pub struct Group {
     pgid: Option<u32>,
+    #[cfg(windows)]
+    job: Option<job::Job>,
 }
 
 impl Group {
     /// The group `pgid` (from [`group_of`]), or none.
     pub fn new(pgid: Option<u32>) -> Group {
+        #[cfg(windows)]
+        {
+            let job = pgid.and_then(job::Job::for_process);
+            Group {
+                pgid: pgid.filter(|_| job.is_some()),
+                job,
+            }
+        }
+        #[cfg(not(windows))]
         Group { pgid }
+    }
+
+    fn forget(&mut self) {
+        self.pgid = None;
+        #[cfg(windows)]
+        {
+            self.job = None;
+        }
     }
 
     /// Whether there is a group that is not known empty.
@@ -67,8 +92,18 @@ impl Group {
     /// none was left (the group is then forgotten).
     pub fn signal(&mut self, sig: Signal) -> bool {
         let Some(pgid) = self.pgid else { return false };
-        if !signal_group(pgid, Some(sig)) {
-            self.pgid = None;
+        #[cfg(windows)]
+        let alive = {
+            let _ = (pgid, sig);
+            self.job.as_ref().is_some_and(|j| {
+                j.terminate();
+                j.active()
+            })
+        };
+        #[cfg(not(windows))]
+        let alive = signal_group(pgid, Some(sig));
+        if !alive {
+            self.forget();
         }
         self.pgid.is_some()
     }
@@ -79,8 +114,15 @@ impl Group {
     /// is then forgotten).
     pub fn check(&mut self) -> bool {
         let Some(pgid) = self.pgid else { return false };
-        if !signal_group(pgid, None) || live_member(pgid) == Some(false) {
-            self.pgid = None;
+        #[cfg(windows)]
+        let alive = {
+            let _ = pgid;
+            self.job.as_ref().is_some_and(job::Job::active)
+        };
+        #[cfg(not(windows))]
+        let alive = signal_group(pgid, None) && live_member(pgid) != Some(false);
+        if !alive {
+            self.forget();
         }
         self.pgid.is_some()
     }
@@ -88,14 +130,115 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
+        // Windows: closing the job (its own Drop) kills what is left.
+        #[cfg(not(windows))]
         if let Some(pgid) = self.pgid {
             signal_group(pgid, Some(Signal::Kill));
         }
     }
 }
 
+/// The Job Object of a stdio server on Windows.
+#[cfg(windows)]
+#[allow(unsafe_code)]
+mod job {
+    use std::ffi::c_void;
+    use std::mem::{size_of, zeroed};
+    use std::ptr::{null, null_mut};
+
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JobObjectBasicAccountingInformation,
+        JobObjectExtendedLimitInformation, QueryInformationJobObject, SetInformationJobObject,
+        TerminateJobObject, JOBOBJECT_BASIC_ACCOUNTING_INFORMATION,
+        JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    };
+    use windows_sys::Win32::System::Threading::{
+        OpenProcess, PROCESS_SET_QUOTA, PROCESS_TERMINATE,
+    };
+
+    /// An owned job handle; closing it kills the processes in it.
+    #[derive(Debug)]
+    pub(super) struct Job(HANDLE);
+
+    // SAFETY: a job handle may be used and closed from any thread.
+    unsafe impl Send for Job {}
+    unsafe impl Sync for Job {}
+
+    impl Job {
+        /// A new job that kills its processes when closed, with process
+        /// `pid` in it; `None` if any step fails (the child is then
+        /// signalled alone).
+        pub(super) fn for_process(pid: u32) -> Option<Job> {
+            // SAFETY: plain Win32 calls on handles owned here; the info
+            // structs are plain data, zeroed then filled.
+            unsafe {
+                let handle = CreateJobObjectW(null(), null());
+                if handle.is_null() {
+                    return None;
+                }
+                let job = Job(handle);
+                let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = zeroed();
+                info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+                let set = SetInformationJobObject(
+                    job.0,
+                    JobObjectExtendedLimitInformation,
+                    (&raw const info).cast::<c_void>(),
+                    size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                );
+                if set == 0 {
+                    return None;
+                }
+                let process = OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE, 0, pid);
+                if process.is_null() {
+                    return None;
+                }
+                let assigned = AssignProcessToJobObject(job.0, process);
+                CloseHandle(process);
+                (assigned != 0).then_some(job)
+            }
+        }
+
+        /// Terminates every process of the job.
+        pub(super) fn terminate(&self) {
+            // SAFETY: a valid job handle.
+            unsafe {
+                TerminateJobObject(self.0, 1);
+            }
+        }
+
+        /// Whether a process of the job is still active (or it cannot
+        /// tell).
+        pub(super) fn active(&self) -> bool {
+            // SAFETY: a valid job handle and a plain-data out struct of
+            // the size given.
+            unsafe {
+                let mut info: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = zeroed();
+                let ok = QueryInformationJobObject(
+                    self.0,
+                    JobObjectBasicAccountingInformation,
+                    (&raw mut info).cast::<c_void>(),
+                    size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
+                    null_mut(),
+                );
+                ok == 0 || info.ActiveProcesses > 0
+            }
+        }
+    }
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: the handle is owned and closed once.
+            unsafe {
+                CloseHandle(self.0);
+            }
+        }
+    }
+}
+
 /// `kill(-pgid, sig)` (`None`: signal 0, a check). Returns `false` when no
 /// process of the group was found (ESRCH).
+#[cfg(not(windows))]
 fn signal_group(pgid: u32, sig: Option<Signal>) -> bool {
     #[cfg(unix)]
     {
@@ -127,6 +270,7 @@ fn signal_group(pgid: u32, sig: Option<Signal>) -> bool {
 
 /// Whether `/proc` shows a process of group `pgid` that is not a zombie;
 /// `None` when it cannot tell (no procfs).
+#[cfg(not(windows))]
 fn live_member(pgid: u32) -> Option<bool> {
     if !cfg!(target_os = "linux") {
         return None;
