@@ -79,6 +79,11 @@ struct Cli {
     /// Per-request timeout in milliseconds.
     #[arg(long, global = true, value_name = "MS")]
     timeout: Option<u64>,
+    /// Follow an HTTP redirect to another origin (scheme, host or port);
+    /// Authorization, Cookie and Mcp-Session-Id are not sent there.
+    /// Without it such a redirect is an error.
+    #[arg(long, global = true)]
+    allow_cross_origin_redirect: bool,
     /// Extra HTTP header 'Name: value' (repeatable; HTTP only).
     #[arg(long = "header", global = true, value_name = "K: V")]
     headers: Vec<String>,
@@ -463,7 +468,9 @@ fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
 }
 
 async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, Fail> {
-    let mut options = ConnectOptions::new().client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"));
+    let mut options = ConnectOptions::new()
+        .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
+        .allow_cross_origin_redirects(cli.allow_cross_origin_redirect);
     if let Some(ms) = cli.timeout {
         options = options.timeout(Duration::from_millis(ms));
     }
@@ -811,7 +818,9 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
     let wait = Duration::from_millis(cli.timeout.unwrap_or(30_000));
     let options = ManagerOptions::new()
         .connect_options(
-            ConnectOptions::new().client_info("mcpwire-cli", env!("CARGO_PKG_VERSION")),
+            ConnectOptions::new()
+                .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
+                .allow_cross_origin_redirects(cli.allow_cross_origin_redirect),
         )
         .connect_timeout(wait);
     let manager = Manager::start(found.servers.clone(), options).await;

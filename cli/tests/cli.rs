@@ -536,3 +536,41 @@ fn an_invalid_header_is_a_usage_error_before_connecting() {
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
 }
+
+/// A server behind redirects: 307 is followed; 302 on the POST exits 3
+/// naming the Location; another origin needs --allow-cross-origin-redirect.
+#[test]
+fn redirects_are_followed_or_refused_clearly() {
+    let server = http_server(&["--redirect-status", "307"]);
+    let o = run(&["tools", "--url", &server.url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("echo"), "{}", stdout(&o));
+    drop(server);
+
+    let server = http_server(&["--redirect-status", "302"]);
+    let o = run(&["tools", "--url", &server.url]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("HTTP 302"), "{e}");
+    assert!(
+        e.contains(&format!("redirects the POST to {}/", server.url)),
+        "{e}"
+    );
+    drop(server);
+
+    let server = http_server(&["--redirect-cross-origin"]);
+    let o = run(&["ping", "--url", &server.url]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("another origin") && e.contains(&server.url),
+        "{e}"
+    );
+    let o = run(&[
+        "ping",
+        "--url",
+        &server.url,
+        "--allow-cross-origin-redirect",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -18,8 +18,8 @@
 //!   auth/        OAuth 2.1 as a sans-IO flow                           imports exchange
 //!   modern/      the 2026-07-28 era: _meta, discover, MRTR, headers    imports mcp, rpc
 //!   mcp/         the MCP surface: methods, types, handshake            imports nothing
-//!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec
-//!   exchange/    HTTP exchanges: request, head, URL, WWW-Authenticate  imports codec
+//!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec, exchange
+//!   exchange/    HTTP exchanges: request, head, URL, redirects, auth   imports codec
 //!   codec/       jsonl | sse | http1 | glimpse (bytes <-> frames)      imports nothing
 //! ```
 //!

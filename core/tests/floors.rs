@@ -8,7 +8,8 @@ use std::path::Path;
 const FLOORS: &[(&str, &[&str])] = &[
     ("codec", &[]),
     ("exchange", &["codec"]),
-    ("rpc", &["codec"]),
+    // `exchange` for the typed redirect error a request can end with.
+    ("rpc", &["codec", "exchange"]),
     ("mcp", &[]),
     ("modern", &["mcp", "rpc"]),
     ("auth", &["exchange"]),

@@ -66,6 +66,10 @@ macro_rules! adapter_suite {
             http_dropping_the_last_client_ends_the_session,
             http_8_tasks_share_one_client,
             http_an_oversize_reply_fails_its_call_at_once,
+            http_307_and_308_are_followed_and_the_endpoint_moves,
+            http_redirects_stop_after_5_hops_and_at_a_loop,
+            http_a_303_on_a_post_is_an_error_naming_the_location,
+            http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_credentials,
         );
     };
     (@cases $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {

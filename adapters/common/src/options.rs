@@ -144,6 +144,17 @@ impl<F> ConnectOptions<F> {
         self
     }
 
+    /// Whether an HTTP redirect may lead to another origin (scheme, host
+    /// or port). Default false: it fails with an error naming both URLs.
+    /// When allowed, `Authorization`, `Cookie`, `Proxy-Authorization` and
+    /// `Mcp-Session-Id` are not sent to the other origin (see
+    /// `HttpConfig::allow_cross_origin_redirects`). Redirects within the
+    /// origin are always followed as fetch does.
+    pub fn allow_cross_origin_redirects(mut self, yes: bool) -> Self {
+        self.config.http.allow_cross_origin_redirects = yes;
+        self
+    }
+
     /// OAuth for HTTP servers: on 401 (or 403 `insufficient_scope`) the
     /// connection authorizes itself (the user in a browser, or stored and
     /// refreshed tokens) and carries on; tokens are saved to the store.

@@ -92,6 +92,16 @@ fn http_command(port: u16) -> Command {
     cmd
 }
 
+/// The same server mounted at `/mcp` in a Starlette app (as FastAPI users
+/// do): `POST /mcp` answers `307 Location: http://127.0.0.1:PORT/mcp/`.
+fn mounted_command(port: u16) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(py_server_script())
+        .arg("mounted")
+        .arg(port.to_string());
+    cmd
+}
+
 /// `slow` with progress: returns the (progress, total, message) seen.
 async fn slow_with_progress(
     client: &Client,
@@ -395,6 +405,28 @@ async fn python_streamable_http_2026_found_by_probing() {
         },
     )
     .await;
+    server.kill().await;
+}
+
+/// The issue 17 case: the TypeScript and Python SDKs follow Starlette's
+/// `307 /mcp -> /mcp/`, and so does mcpwire, in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_mounted_at_mcp_redirects_and_is_followed() {
+    let server = spawn_http_server("python mcp server (mounted)", mounted_command).await;
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    for (era, config) in [
+        (Era::Legacy, ServerConfig::http(&url).era("legacy")),
+        (Era::Modern, ServerConfig::http(&url)),
+    ] {
+        let asked = Arc::new(AtomicUsize::new(0));
+        within(TEST_LIMIT, "python mounted at /mcp", async {
+            let client = Client::connect_with(config, options(&asked))
+                .await
+                .expect("connect through the 307");
+            exercise(client, asked.clone(), "streamable-http", era).await;
+        })
+        .await;
+    }
     server.kill().await;
 }
 

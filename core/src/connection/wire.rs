@@ -95,6 +95,9 @@ pub(super) enum Fed {
     Foreign,
 }
 
+// One per connection, never moved around: boxing a variant would only add
+// an indirection to every input.
+#[allow(clippy::large_enum_variant)]
 enum Transport {
     Stdio(Stdio),
     Http(StreamableHttp),
@@ -582,6 +585,7 @@ fn request_error(failure: RequestFailure) -> RequestError {
         RequestFailure::TooLarge { what, limit, size } => {
             RequestError::TooLarge { what, limit, size }
         }
+        RequestFailure::Redirect(e) => RequestError::Redirect(Box::new(e)),
         other => RequestError::Transport {
             message: other.to_string(),
         },

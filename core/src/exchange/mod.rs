@@ -9,19 +9,22 @@
 //! ```
 //!
 //! Also here: [`HttpUrl`] (the absolute `http`/`https` URLs both floors
-//! send to) and `WWW-Authenticate` parsing ([`challenge`]), which the
-//! transport reads to spot a step-up and the authorization flow reads to
-//! find its metadata.
+//! send to), the rule for following redirects as fetch does
+//! ([`redirect`]), and `WWW-Authenticate` parsing ([`challenge`]), which
+//! the transport reads to spot a step-up and the authorization flow reads
+//! to find its metadata.
 //!
 //! [`transport`]: crate::transport
 //! [`auth`]: crate::auth
 
 pub mod challenge;
+pub mod redirect;
 pub mod url;
 
 use std::fmt;
 
 pub use crate::codec::http1::ResponseHead;
+pub use redirect::RedirectError;
 pub use url::HttpUrl;
 
 /// Identifies one HTTP exchange (request and its response) of a connection.

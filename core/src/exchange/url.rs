@@ -209,7 +209,9 @@ impl HttpUrl {
     /// `?query`) against this URL (RFC 3986 §5.2).
     pub fn join(&self, reference: &str) -> Result<HttpUrl, UrlError> {
         let r = reference.trim();
-        if r.contains("://") && r.find("://") < r.find(['/', '?']) {
+        if has_scheme(r) {
+            // Absolute (RFC 3986 §4.3): `mailto:x` or `http:x` is no
+            // relative path, and parsing refuses what is not http(s)://.
             return HttpUrl::parse(r);
         }
         if let Some(rest) = r.strip_prefix("//") {
@@ -240,6 +242,17 @@ impl HttpUrl {
             target: remove_dot_segments_in_target(&target),
         })
     }
+}
+
+/// Whether a reference starts with a scheme: `ALPHA *( ALPHA / DIGIT /
+/// "+" / "-" / "." ) ":"` (RFC 3986 §3.1).
+fn has_scheme(reference: &str) -> bool {
+    let Some((scheme, _)) = reference.split_once(':') else {
+        return false;
+    };
+    let mut bytes = scheme.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 fn remove_dot_segments_in_target(target: &str) -> String {
@@ -354,6 +367,11 @@ mod tests {
         assert_eq!(j("?y=2"), "http://127.0.0.1:9/a/sse?y=2");
         assert_eq!(j("http://other:1/p"), "http://other:1/p");
         assert_eq!(j("//other/p"), "http://other/p");
+        assert_eq!(j("./a:b"), "http://127.0.0.1:9/a/a:b");
+        assert_eq!(j("m?x=a:b"), "http://127.0.0.1:9/a/m?x=a:b");
+        for other_scheme in ["mailto:a@b", "ftp://h/x", "http:/x", "javascript:x"] {
+            assert!(base.join(other_scheme).is_err(), "{other_scheme}");
+        }
         assert!(!base.same_origin(&base.join("//other/p").unwrap()));
         assert!(base.same_origin(&base.join("/x").unwrap()));
     }

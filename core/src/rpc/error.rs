@@ -102,6 +102,12 @@ pub enum RequestError {
         /// limit was crossed (the rest was never fetched).
         size: usize,
     },
+    /// The HTTP transport met a redirect it does not follow: one that
+    /// would turn the POST into a GET (301/302/303), to another origin
+    /// (unless allowed), a loop, a sixth hop, or no usable `Location`.
+    /// (Boxed: it names URLs, and every `Result` carries this type.)
+    #[error(transparent)]
+    Redirect(Box<crate::exchange::RedirectError>),
     /// The connection closed before a response came.
     #[error("Transport closed{}", Suffix(.reason))]
     Closed {

@@ -14,6 +14,9 @@
 //!     stream ends or fails ──► Fatal (this era has no resumption)
 //!   POST answer 2xx (202) ──► body drained · not 2xx ──► Fail{id} / Diagnostic
 //!   begin_close() ──► Abort(stream), Abort(each POST) ──► Finished
+//!   any exchange: 3xx ──► followed as fetch does (crate::exchange::redirect);
+//!     the stream's final URL is the base of `endpoint`, a POST's the endpoint;
+//!     not followed ──► Fatal (stream) · Fail{id} / Diagnostic (POST)
 //! ```
 //!
 //! `LegacySse` has the same driving interface as the Streamable HTTP
@@ -41,6 +44,7 @@ use super::{
 use crate::codec::glimpse::Glimpse;
 use crate::codec::preview;
 use crate::codec::sse::{SseConfig, SseDecoder, SseEnd, SseEvent, SseItem};
+use crate::exchange::redirect::{is_credential, Redirects};
 use crate::rpc::SendKind;
 
 /// Most messages held while the server's `endpoint` event has not arrived.
@@ -120,6 +124,8 @@ struct Post {
     /// The engine is done with this request: its failures are ignored.
     done: bool,
     answer: Answer,
+    /// The request as sent, until its head arrives (to follow a redirect).
+    follow: Option<Redirects>,
 }
 
 /// Where a POST's response is.
@@ -207,12 +213,19 @@ impl Refusal {
 /// The legacy HTTP+SSE transport's state (see the [module docs](self)).
 #[derive(Debug)]
 pub(crate) struct LegacySse {
+    /// The SSE stream's URL (where a followed redirect led): the base of
+    /// the `endpoint` event.
     url: HttpUrl,
+    /// The configured URL: configured credential headers go only to its
+    /// origin.
+    origin: HttpUrl,
     config: HttpConfig,
     next_exchange: u64,
     phase: Phase,
     stream_exchange: ExchangeId,
     stream: Stream,
+    /// The stream's GET as sent, until its head arrives.
+    stream_follow: Option<Redirects>,
     decoder: SseDecoder,
     endpoint: Option<HttpUrl>,
     held: VecDeque<Held>,
@@ -237,12 +250,14 @@ impl LegacySse {
             max_event_size: config.max_event,
         });
         let mut t = LegacySse {
+            origin: url.clone(),
             url,
             config,
             next_exchange: first.0,
             phase: Phase::Running,
             stream_exchange: first,
             stream: Stream::Opening,
+            stream_follow: None,
             decoder,
             endpoint: None,
             held: VecDeque::new(),
@@ -251,8 +266,8 @@ impl LegacySse {
             events: VecDeque::new(),
         };
         t.stream_exchange = t.next_exchange();
-        let headers = t.headers(&[("Accept", "text/event-stream")]);
-        t.events.push_back(LegacyEvent::Request(HttpRequest {
+        let headers = t.headers(&t.url, &[("Accept", "text/event-stream")]);
+        let request = HttpRequest {
             exchange: t.stream_exchange,
             method: HttpMethod::Get,
             url: t.url.clone(),
@@ -260,7 +275,9 @@ impl LegacySse {
             body: Vec::new(),
             purpose: ExchangePurpose::Listen,
             carries: None,
-        }));
+        };
+        t.stream_follow = Some(Redirects::new(request.clone()));
+        t.events.push_back(LegacyEvent::Request(request));
         t
     }
 
@@ -307,6 +324,24 @@ impl LegacySse {
             if !matches!(self.stream, Stream::Opening) {
                 return;
             }
+            if let Some(mut follow) = self.stream_follow.take() {
+                let next = ExchangeId(self.next_exchange);
+                let allow = self.config.allow_cross_origin_redirects;
+                match follow.follow(head, allow, next) {
+                    Some(Ok(request)) => {
+                        self.events.push_back(LegacyEvent::Abort(ex));
+                        self.stream_exchange = self.next_exchange();
+                        self.stream_follow = Some(follow);
+                        self.events.push_back(LegacyEvent::Request(request));
+                        return;
+                    }
+                    Some(Err(e)) => return self.fatal(format!("the SSE stream: {e}")),
+                    None if follow.hops() > 0 && head.is_success() => {
+                        self.url = follow.url().clone();
+                    }
+                    None => {}
+                }
+            }
             let media_type = head.media_type();
             if head.is_success() && media_type.as_deref() == Some("text/event-stream") {
                 self.stream = Stream::Open;
@@ -327,6 +362,38 @@ impl LegacySse {
             }
             self.stream = Stream::Refused(refusal);
         } else if let Some(post) = self.posts.get_mut(&ex) {
+            if let Some(mut follow) = post.follow.take() {
+                let next = ExchangeId(self.next_exchange);
+                let allow = self.config.allow_cross_origin_redirects;
+                match follow.follow(head, allow, next) {
+                    Some(Ok(request)) => {
+                        let Some(mut post) = self.posts.remove(&ex) else {
+                            return;
+                        };
+                        self.events.push_back(LegacyEvent::Abort(ex));
+                        let next = self.next_exchange();
+                        post.follow = Some(follow);
+                        self.posts.insert(next, post);
+                        self.events.push_back(LegacyEvent::Request(request));
+                        return;
+                    }
+                    Some(Err(e)) => {
+                        if let Some(post) = self.posts.remove(&ex) {
+                            self.events.push_back(LegacyEvent::Abort(ex));
+                            self.post_failed(post, RequestFailure::Redirect(e));
+                        }
+                        return;
+                    }
+                    None if follow.hops() > 0 && head.is_success() => {
+                        // Later messages go where this one was taken.
+                        self.endpoint = Some(follow.url().clone());
+                    }
+                    None => {}
+                }
+            }
+            let Some(post) = self.posts.get_mut(&ex) else {
+                return;
+            };
             if matches!(post.answer, Answer::Waiting) {
                 post.answer = if head.is_success() {
                     Answer::Draining(0)
@@ -537,17 +604,20 @@ impl LegacySse {
         ex
     }
 
-    /// Our headers, then the configured ones (except those we set).
-    fn headers(&self, ours: &[(&str, &str)]) -> Vec<(String, String)> {
+    /// Our headers, then the configured ones (except those we set, and
+    /// credentials when `to` is not on the configured URL's origin).
+    fn headers(&self, to: &HttpUrl, ours: &[(&str, &str)]) -> Vec<(String, String)> {
         let mut headers: Vec<(String, String)> = ours
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
+        let home = to.same_origin(&self.origin);
         headers.extend(
             self.config
                 .headers
                 .iter()
                 .filter(|(n, _)| !ours.iter().any(|(o, _)| o.eq_ignore_ascii_case(n)))
+                .filter(|(n, _)| home || !is_credential(n))
                 .cloned(),
         );
         headers
@@ -563,11 +633,14 @@ impl LegacySse {
             SendKind::Request { .. } => ExchangePurpose::Request,
             SendKind::Notification | SendKind::Response { .. } => ExchangePurpose::Notify,
         };
-        let headers = self.headers(&[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ]);
-        self.events.push_back(LegacyEvent::Request(HttpRequest {
+        let headers = self.headers(
+            &url,
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+        );
+        let request = HttpRequest {
             exchange,
             method: HttpMethod::Post,
             url,
@@ -576,15 +649,17 @@ impl LegacySse {
             purpose,
             // The answer comes on the event stream, not on this POST.
             carries: None,
-        }));
+        };
         self.posts.insert(
             exchange,
             Post {
                 kind,
                 done: false,
                 answer: Answer::Waiting,
+                follow: Some(Redirects::new(request.clone())),
             },
         );
+        self.events.push_back(LegacyEvent::Request(request));
     }
 
     /// A message that cannot be sent: fails a request, reports the rest.

@@ -23,7 +23,7 @@ use std::time::Duration;
 // The exchange vocabulary lives a floor below (shared with `auth`); these
 // keep its old paths working.
 pub use crate::exchange::{
-    url, ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, ResponseHead,
+    url, ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, RedirectError, ResponseHead,
 };
 
 /// Options of the HTTP transports.
@@ -60,6 +60,14 @@ pub struct HttpConfig {
     /// server sends early is missed and no server mistakes a late listener
     /// for the resumption of a call's stream.
     pub listen_settle: Duration,
+    /// Whether a redirect (307/308, as fetch follows them; see
+    /// [`crate::exchange::redirect`]) may lead to another origin (scheme,
+    /// host or port). Default false: such a redirect fails with an error
+    /// naming both URLs. When allowed, `Authorization`, `Cookie`,
+    /// `Proxy-Authorization` and `Mcp-Session-Id` are not sent there: not
+    /// on the redirected request, nor later to the endpoint that moved
+    /// there (a session that origin issues is its own).
+    pub allow_cross_origin_redirects: bool,
 }
 
 impl Default for HttpConfig {
@@ -75,6 +83,7 @@ impl Default for HttpConfig {
             max_listen_attempts: 5,
             close_timeout: Duration::from_secs(2),
             listen_settle: Duration::from_secs(1),
+            allow_cross_origin_redirects: false,
         }
     }
 }
@@ -112,6 +121,8 @@ pub enum RequestFailure {
         /// Bytes read when it was crossed.
         size: usize,
     },
+    /// A redirect was not followed (see [`RedirectError`]).
+    Redirect(RedirectError),
 }
 
 impl fmt::Display for RequestFailure {
@@ -128,6 +139,7 @@ impl fmt::Display for RequestFailure {
                 f,
                 "message too large: {size} bytes read, over the limit of {limit} bytes ({what})"
             ),
+            RequestFailure::Redirect(e) => e.fmt(f),
         }
     }
 }

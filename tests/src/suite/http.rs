@@ -257,3 +257,194 @@ pub async fn http_an_oversize_reply_fails_its_call_at_once<A: Adapter>() {
         client.close().await.unwrap();
     }
 }
+
+// ---- redirects (issue 17, item 2) ------------------------------------------
+
+/// The HTTP requests the server logged: (method, path, headers).
+fn http_requests(log: &std::path::Path) -> Vec<(String, String, serde_json::Value)> {
+    super::support::log_lines(log)
+        .into_iter()
+        .filter_map(|v| {
+            let h = &v["http"];
+            Some((
+                h["method"].as_str()?.to_owned(),
+                h["path"].as_str()?.to_owned(),
+                h["headers"].clone(),
+            ))
+        })
+        .collect()
+}
+
+/// A Starlette-style mount: every request to `/mcp` answers 307 (or 308)
+/// `Location: /mcp/`. The client follows, and once the `initialize` was
+/// answered there, everything goes to `/mcp/` directly: calls, the GET
+/// listener and the DELETE at close.
+pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>() {
+    for status in ["307", "308"] {
+        let log = temp_log("redirect");
+        let server = http_server(&[
+            "--redirect-status",
+            status,
+            "--log-file",
+            log.to_str().unwrap(),
+        ]);
+        let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+        assert_eq!(client.list_tools().await.unwrap().len(), 15);
+        let r = client
+            .call_tool("echo", json!({"message": "moved"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Echo: moved");
+        client.close().await.unwrap();
+        wait_log::<A>(&log, |v| v["event"] == "session_ended").await;
+
+        let requests = http_requests(&log);
+        let first_moved = requests
+            .iter()
+            .position(|(_, path, _)| path == "/mcp/")
+            .expect("a request reached /mcp/");
+        assert!(
+            requests[..first_moved]
+                .iter()
+                .all(|(m, p, _)| m == "POST" && p == "/mcp"),
+            "{status}: {requests:?}"
+        );
+        // The initialize is the last request redirected; after its answer
+        // nothing goes to /mcp any more.
+        let lines = super::support::log_lines(&log);
+        let init = lines
+            .iter()
+            .position(|v| v["message"]["method"] == "initialize")
+            .expect("initialize logged");
+        let after: Vec<_> = lines[init..]
+            .iter()
+            .filter_map(|v| v["http"]["path"].as_str())
+            .collect();
+        assert!(
+            !after.is_empty() && after.iter().all(|p| *p == "/mcp/"),
+            "{status}: {after:?}"
+        );
+        let on = |method: &str| {
+            requests
+                .iter()
+                .filter(|(m, _, _)| m == method)
+                .map(|(_, p, _)| p.as_str())
+                .collect::<Vec<_>>()
+        };
+        let gets = on("GET");
+        assert!(
+            !gets.is_empty() && gets.iter().all(|p| *p == "/mcp/"),
+            "{status}: {gets:?}"
+        );
+        assert_eq!(on("DELETE"), ["/mcp/"], "{status}");
+    }
+}
+
+/// Five hops are followed; a sixth, or a loop, is a clear error.
+pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>() {
+    let server = http_server(&["--redirect-hops", "5"]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let r = client
+        .call_tool("echo", json!({"message": "five hops"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: five hops");
+    client.close().await.unwrap();
+
+    let server = http_server(&["--redirect-hops", "6"]);
+    let e = A::connect(ServerConfig::http(&server.url))
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("too many redirects: more than 5"), "{m}");
+    assert!(m.contains("/mcp/hop/5") && m.contains("/mcp/"), "{m}");
+
+    let server = http_server(&["--redirect-loop"]);
+    let e = A::connect(ServerConfig::http(&server.url))
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("redirect loop"), "{m}");
+}
+
+/// 301/302/303 on a POST would make fetch send a GET: an error naming
+/// where the server points.
+pub async fn http_a_303_on_a_post_is_an_error_naming_the_location<A: Adapter>() {
+    for status in ["302", "303"] {
+        let server = http_server(&["--redirect-status", status]);
+        let e = A::connect(ServerConfig::http(&server.url))
+            .await
+            .unwrap_err();
+        let m = e.to_string();
+        let location = format!("{}/", server.url);
+        assert!(m.contains(&format!("HTTP {status}")), "{m}");
+        assert!(
+            m.contains(&format!("redirects the POST to {location}")),
+            "{m}"
+        );
+        assert!(m.contains("into a GET"), "{m}");
+    }
+}
+
+/// Another origin (here another port) is refused unless allowed; when
+/// allowed, the configured `Authorization` never reaches it, and the
+/// session it serves is the one it issued.
+pub async fn http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_credentials<
+    A: Adapter,
+>() {
+    let log = temp_log("cross-origin");
+    let server = http_server(&[
+        "--redirect-cross-origin",
+        "--log-file",
+        log.to_str().unwrap(),
+    ]);
+    let config = ServerConfig::http(&server.url).header("Authorization", "Bearer home-only");
+    let e = A::connect(config.clone()).await.unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("another origin"), "{m}");
+    assert!(m.contains(&server.url), "{m}");
+    let home = server.url.trim_end_matches("/mcp").to_owned();
+    let away = m
+        .split("http://127.0.0.1:")
+        .skip(1)
+        .filter_map(|s| s.split('/').next())
+        .find(|port| !home.ends_with(&format!(":{port}")))
+        .map(|port| format!("127.0.0.1:{port}"))
+        .unwrap_or_else(|| panic!("the other origin is named: {m}"));
+    assert!(m.contains(&format!("http://{away}/mcp/")), "{m}");
+
+    let options = ConnectOptions::<A::Flavor>::new().allow_cross_origin_redirects(true);
+    let client = A::connect_with(config, options).await.unwrap();
+    let r = client
+        .call_tool("echo", json!({"message": "far away"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: far away");
+    client.close().await.unwrap();
+    wait_log::<A>(&log, |v| v["event"] == "session_ended").await;
+
+    let requests = http_requests(&log);
+    let (there, here): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|(_, _, h)| h["host"].as_str() == Some(away.as_str()));
+    assert!(!here.is_empty() && !there.is_empty(), "{requests:?}");
+    for (_, _, h) in &here {
+        assert_eq!(h["authorization"], "Bearer home-only", "{h}");
+    }
+    for (m, p, h) in &there {
+        assert!(h.get("authorization").is_none(), "{m} {p}: {h}");
+    }
+    // The requests that crossed carried no session id; the listener and the
+    // DELETE went to the other origin with the session it issued.
+    let first_there = &there[0].2;
+    assert!(first_there.get("mcp-session-id").is_none(), "{first_there}");
+    for method in ["GET", "DELETE"] {
+        let sent: Vec<_> = there.iter().filter(|(m, _, _)| m == method).collect();
+        assert!(!sent.is_empty(), "{method}: {requests:?}");
+        assert!(
+            sent.iter().all(|(_, _, h)| h["mcp-session-id"].is_string()),
+            "{sent:?}"
+        );
+    }
+    assert!(here.iter().all(|(m, _, _)| m == "POST"), "{here:?}");
+}

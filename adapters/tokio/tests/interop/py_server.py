@@ -2,6 +2,9 @@
 
 Usage: py_server.py stdio
        py_server.py http PORT     (Streamable HTTP on 127.0.0.1:PORT/mcp)
+       py_server.py mounted PORT  (the same app mounted at /mcp in a Starlette
+                                   app, as FastAPI users do: POST /mcp answers
+                                   307 Location: http://127.0.0.1:PORT/mcp/)
 """
 
 import sys
@@ -113,5 +116,21 @@ if __name__ == "__main__":
         mcp.run("stdio")
     elif mode == "http":
         mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif mode == "mounted":
+        import contextlib
+
+        import uvicorn
+        from starlette.applications import Starlette
+        from starlette.routing import Mount
+
+        inner = mcp.streamable_http_app(streamable_http_path="/")
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            async with inner.router.lifespan_context(app):
+                yield
+
+        app = Starlette(routes=[Mount("/mcp", app=inner)], lifespan=lifespan)
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
-        sys.exit(f"unknown mode {mode!r}: expected stdio or http PORT")
+        sys.exit(f"unknown mode {mode!r}: expected stdio, http PORT or mounted PORT")

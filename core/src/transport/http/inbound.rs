@@ -12,8 +12,9 @@ use super::{
 };
 use crate::codec::preview;
 use crate::codec::sse::{SseEnd, SseError, SseEvent, SseItem};
+use crate::exchange::redirect::{Redirects, MAX_REDIRECTS};
 use crate::rpc::{parse_message, Message, RequestId};
-use crate::transport::{ExchangeId, RequestFailure, ResponseHead};
+use crate::transport::{ExchangeId, HttpRequest, RedirectError, RequestFailure, ResponseHead};
 
 impl StreamableHttp {
     /// The head of exchange `ex`'s response arrived. Unknown or aborted
@@ -26,12 +27,30 @@ impl StreamableHttp {
         head: &ResponseHead,
         _deliver: &mut dyn FnMut(&[u8]),
     ) {
-        let Some(x) = self.exchanges.get(&ex) else {
+        let Some(x) = self.exchanges.get_mut(&ex) else {
             return;
         };
         if !matches!(x.body, Body::Head) {
             return;
         }
+        if let Some(mut follow) = x.follow.take() {
+            let next = ExchangeId(self.next_exchange);
+            let allow = self.config.allow_cross_origin_redirects;
+            match follow.follow(head, allow, next) {
+                Some(Ok(request)) => return self.redirected(ex, follow, request, head.status),
+                Some(Err(e)) => return self.redirect_refused(ex, e),
+                None if follow.hops() > 0
+                    && head.is_success()
+                    && !matches!(self.phase, Phase::Closing { .. }) =>
+                {
+                    self.moved(&follow)
+                }
+                None => {}
+            }
+        }
+        let Some(x) = self.exchanges.get(&ex) else {
+            return;
+        };
         let owner = x.owner.clone();
         let session = x.session;
         if head.is_success() && session == Some(self.generation) {
@@ -165,6 +184,87 @@ impl StreamableHttp {
 
     // ---- heads ----------------------------------------------------------
 
+    /// Exchange `ex` was redirected: `request` (exchange `next_exchange`)
+    /// takes over its owner and its record.
+    fn redirected(&mut self, ex: ExchangeId, follow: Redirects, request: HttpRequest, status: u16) {
+        let Some(mut x) = self.exchanges.remove(&ex) else {
+            return;
+        };
+        self.events.push_back(HttpEvent::Abort(ex));
+        let next = self.next_id();
+        debug_assert_eq!(next, request.exchange);
+        if request.header("mcp-session-id").is_none() {
+            x.session = None;
+        }
+        match &x.owner {
+            Owner::Request(id) | Owner::Resume(id) => {
+                if let Some(p) = self.pending.get_mut(id) {
+                    p.exchange = Some(next);
+                }
+            }
+            Owner::Listen => {
+                if self.listener.state == ListenState::Open(ex) {
+                    self.listener.state = ListenState::Open(next);
+                }
+            }
+            Owner::Close => {
+                if let Phase::Closing { delete, .. } = &mut self.phase {
+                    *delete = Some(next);
+                }
+            }
+            Owner::Notify(_) => {}
+        }
+        self.note(format!(
+            "following HTTP {status}: {} {} (redirect {} of at most {MAX_REDIRECTS})",
+            request.method.as_str(),
+            request.url,
+            follow.hops(),
+        ));
+        x.follow = Some(follow);
+        self.exchanges.insert(next, x);
+        self.events.push_back(HttpEvent::Request(request));
+    }
+
+    /// A redirect of exchange `ex` is not followed: what it served fails.
+    fn redirect_refused(&mut self, ex: ExchangeId, e: RedirectError) {
+        let Some(x) = self.exchanges.remove(&ex) else {
+            return;
+        };
+        self.events.push_back(HttpEvent::Abort(ex));
+        match x.owner {
+            Owner::Request(id) | Owner::Resume(id) => {
+                self.fail_pending(id, RequestFailure::Redirect(e));
+            }
+            Owner::Notify(what) => self.diag(format!("{what} not delivered: {e}")),
+            Owner::Listen => {
+                // The same GET would meet the same redirect: no retry.
+                self.settle_until = None;
+                self.listener.state = ListenState::GaveUp;
+                self.diag(format!("GET stream for server messages: {e}"));
+            }
+            Owner::Close => {
+                self.diag(format!("DELETE of the session: {e}"));
+                if matches!(self.phase, Phase::Closing { .. }) {
+                    self.finish();
+                }
+            }
+        }
+    }
+
+    /// A redirected exchange was answered with success: its URL is the
+    /// endpoint from now on.
+    fn moved(&mut self, follow: &Redirects) {
+        let to = follow.url();
+        if *to != self.url {
+            self.note(format!(
+                "the endpoint moved from {} to {to} (redirected there with success); \
+                 later requests go there",
+                self.url
+            ));
+            self.url = to.clone();
+        }
+    }
+
     /// A 401/403 that an authorization may cure: park what met it.
     fn auth_required(&mut self, ex: ExchangeId, owner: Owner, head: &ResponseHead) {
         let resend = self.exchanges.get_mut(&ex).and_then(|x| x.resend.take());
@@ -293,6 +393,7 @@ impl StreamableHttp {
         };
         if !value.is_empty() && value.iter().all(|b| (0x21..=0x7e).contains(b)) {
             self.session_id = Some(String::from_utf8_lossy(value).into_owned());
+            self.session_origin = Some(self.url.clone());
             Ok(())
         } else {
             Err(format!(

@@ -14,7 +14,22 @@
 //!                      └ ends first ─(retry)─► GET + Last-Event-ID ─► SSE … (bounded attempts)
 //!  listener: GET ─► SSE ─► deliver ─ ends ─(retry)─► GET + Last-Event-ID
 //!                └─ fails ─(backoff)─► GET … max_listen_attempts ─► give up;  405 ─► off
+//!  any exchange: 3xx ─► the same request again where it points (a new exchange;
+//!                 rules in crate::exchange::redirect) ─► … 2xx ─► the endpoint moves there
+//!                 └─ not followed ─► its request fails (RequestFailure::Redirect)
 //! ```
+//!
+//! Redirects are followed as fetch follows them (`Starlette` mounts answer
+//! `POST /mcp` with `307 Location: /mcp/`): 307 and 308 for every method,
+//! 301/302/303 for the GETs only (on a POST they are an error naming the
+//! `Location`: fetch would turn it into a GET), at most five hops. When a
+//! redirected exchange gets a 2xx answer, its final URL becomes the
+//! endpoint: later POSTs, the listener, resumptions and the DELETE go
+//! there directly. Another origin only with
+//! [`HttpConfig::allow_cross_origin_redirects`]; credentials are bound to
+//! their origin: configured credential headers to the configured URL's,
+//! the bearer to the endpoint it was set for, the `Mcp-Session-Id` to the
+//! endpoint whose answer carried it.
 //!
 //! The transport speaks in exchanges ([`HttpRequest`] out; head, body
 //! chunks, end or failure in) and never reads a clock. Polling order: after
@@ -39,6 +54,7 @@ use super::{
 };
 use crate::codec::glimpse::Glimpse;
 use crate::codec::sse::{SseConfig, SseDecoder};
+use crate::exchange::redirect::{is_credential, Redirects};
 use crate::rpc::{parse_message, Message, SendKind};
 
 /// `Accept` of every POST.
@@ -240,6 +256,8 @@ struct Exchange {
     /// A notification's or response's message, kept (only with auth
     /// enabled) to send it again after an authorization.
     resend: Option<Outgoing>,
+    /// The request as sent, until its head arrives (to follow a redirect).
+    follow: Option<Redirects>,
 }
 
 /// One of our requests on the wire (its POST, its stream or a resumption).
@@ -293,7 +311,17 @@ struct Listener {
 /// The Streamable HTTP transport's state (see the [module docs](self)).
 #[derive(Debug)]
 pub struct StreamableHttp {
+    /// The endpoint (moves where a followed redirect led).
     url: HttpUrl,
+    /// The configured endpoint: configured credential headers go only to
+    /// its origin.
+    origin: HttpUrl,
+    /// The endpoint the bearer of `authorization` was set for: it goes
+    /// only to that origin.
+    auth_origin: HttpUrl,
+    /// The endpoint whose answer carried `session_id`: it goes only to
+    /// that origin.
+    session_origin: Option<HttpUrl>,
     config: HttpConfig,
     phase: Phase,
     session_id: Option<String>,
@@ -345,6 +373,9 @@ impl StreamableHttp {
     pub fn new(url: HttpUrl, config: HttpConfig) -> Self {
         let sse = decoder(&config);
         StreamableHttp {
+            origin: url.clone(),
+            auth_origin: url.clone(),
+            session_origin: None,
             url,
             config,
             phase: Phase::AwaitInit,
@@ -411,8 +442,10 @@ impl StreamableHttp {
 
     /// Sets the `Authorization` header of every later request (`None`:
     /// none). It replaces a configured `Authorization` header.
+    /// The bearer is bound to the current endpoint's origin.
     pub fn set_authorization(&mut self, value: Option<String>) {
         self.authorization = value.filter(|v| is_header_value(v));
+        self.auth_origin = self.url.clone();
     }
 
     /// Whether an authorization is under way (sends are being parked).
@@ -573,6 +606,7 @@ impl StreamableHttp {
         self.fail_session_streams();
         self.stop_listener();
         self.session_id = None;
+        self.session_origin = None;
         self.protocol_version = None;
         self.generation += 1;
         self.phase = Phase::AwaitInit;
@@ -613,7 +647,7 @@ impl StreamableHttp {
         }
         self.settle_until = None;
         // After a 404 the server has already ended the session.
-        let delete = self.session_id.is_some() && self.phase != Phase::Expired;
+        let delete = self.sendable_session().is_some() && self.phase != Phase::Expired;
         self.abort_all();
         if delete {
             let ex = self.next_id();
@@ -707,6 +741,15 @@ impl StreamableHttp {
         self.session_id.as_deref()
     }
 
+    /// The session id, if the endpoint is on the origin that issued it.
+    fn sendable_session(&self) -> Option<&str> {
+        let here = match &self.session_origin {
+            Some(o) => o.same_origin(&self.url),
+            None => true,
+        };
+        self.session_id.as_deref().filter(|_| here)
+    }
+
     // ---- sending --------------------------------------------------------
 
     fn next_id(&mut self) -> ExchangeId {
@@ -724,8 +767,8 @@ impl StreamableHttp {
             h.push(("MCP-Protocol-Version".to_owned(), version.clone()));
             return h;
         }
-        if let Some(s) = &self.session_id {
-            h.push(("Mcp-Session-Id".to_owned(), s.clone()));
+        if let Some(s) = self.sendable_session() {
+            h.push(("Mcp-Session-Id".to_owned(), s.to_owned()));
         }
         if let Some(v) = &self.protocol_version {
             h.push(("MCP-Protocol-Version".to_owned(), v.clone()));
@@ -743,15 +786,20 @@ impl StreamableHttp {
         if json_body {
             h.push(("Content-Type".to_owned(), "application/json".to_owned()));
         }
+        let home = self.url.same_origin(&self.origin);
         for (name, value) in &self.config.headers {
             let replaced =
                 self.authorization.is_some() && name.eq_ignore_ascii_case("authorization");
-            if !(replaced || OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o))) {
+            let elsewhere = !home && is_credential(name);
+            if !(replaced || elsewhere || OWN_HEADERS.iter().any(|o| name.eq_ignore_ascii_case(o)))
+            {
                 h.push((name.clone(), value.clone()));
             }
         }
         if let Some(a) = &self.authorization {
-            h.push(("Authorization".to_owned(), a.clone()));
+            if self.url.same_origin(&self.auth_origin) {
+                h.push(("Authorization".to_owned(), a.clone()));
+            }
         }
         h
     }
@@ -766,10 +814,19 @@ impl StreamableHttp {
         purpose: ExchangePurpose,
         owner: Owner,
     ) {
-        let session = self.session_id.as_ref().map(|_| self.generation);
+        let session = carries_session(&headers).then_some(self.generation);
         let carries = match owner {
             Owner::Request(id) | Owner::Resume(id) => Some(id),
             _ => None,
+        };
+        let request = HttpRequest {
+            exchange: ex,
+            method,
+            url: self.url.clone(),
+            headers,
+            body,
+            purpose,
+            carries,
         };
         self.exchanges.insert(
             ex,
@@ -778,17 +835,10 @@ impl StreamableHttp {
                 body: Body::Head,
                 session,
                 resend: None,
+                follow: Some(Redirects::new(request.clone())),
             },
         );
-        self.events.push_back(HttpEvent::Request(HttpRequest {
-            exchange: ex,
-            method,
-            url: self.url.clone(),
-            headers,
-            body,
-            purpose,
-            carries,
-        }));
+        self.events.push_back(HttpEvent::Request(request));
     }
 
     /// POSTs one message now.
@@ -1045,6 +1095,13 @@ fn decoder(config: &HttpConfig) -> SseDecoder {
     SseDecoder::with_config(SseConfig {
         max_event_size: config.max_event,
     })
+}
+
+/// Whether a request's headers carry `Mcp-Session-Id`.
+fn carries_session(headers: &[(String, String)]) -> bool {
+    headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("mcp-session-id"))
 }
 
 /// Whether `value` can go in a header as is (no control bytes but HTAB).

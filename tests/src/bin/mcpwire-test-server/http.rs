@@ -61,19 +61,43 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
             std::process::exit(0);
         });
     }
+    // `--redirect-cross-origin`: the same server on another port.
+    let second = if ctx.opts.redirect_cross_origin {
+        match TcpListener::bind(("127.0.0.1", 0)).and_then(|l| Ok((l.local_addr()?.port(), l))) {
+            Ok(pair) => Some(pair),
+            Err(e) => {
+                eprintln!("mcpwire-test-server: cannot open the second listener: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
     let oauth = ctx.opts.oauth.then(|| OAuth::new(port, &ctx.opts));
     let server = Arc::new(Server {
         ctx,
         port,
+        second_port: second.as_ref().map(|(p, _)| *p),
         oauth,
         sessions: Mutex::new(HashMap::new()),
     });
+    if let Some((second_port, second)) = second {
+        eprintln!("mcpwire-test-server: also listening on http://127.0.0.1:{second_port}/mcp/");
+        let server = server.clone();
+        std::thread::spawn(move || accept(&server, &second));
+    }
     {
         let mut out = io::stdout();
         let _ = writeln!(out, "listening on http://127.0.0.1:{port}/mcp");
         let _ = out.flush();
     }
     eprintln!("mcpwire-test-server: listening on http://127.0.0.1:{port}/mcp");
+    accept(&server, &listener);
+    std::process::exit(1)
+}
+
+/// Serves each connection of `listener` on a thread of its own.
+fn accept(server: &Arc<Server>, listener: &TcpListener) {
     for conn in listener.incoming() {
         match conn {
             Ok(stream) => {
@@ -83,7 +107,6 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
             Err(e) => eprintln!("mcpwire-test-server: accept failed: {e}"),
         }
     }
-    std::process::exit(1)
 }
 
 // ---------------------------------------------------------------- sessions
@@ -343,7 +366,11 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         201 => "Created",
         202 => "Accepted",
+        301 => "Moved Permanently",
         302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
@@ -568,6 +595,8 @@ impl Outbound for ListenerSink<'_> {
 struct Server {
     ctx: Arc<Ctx>,
     port: u16,
+    /// `--redirect-cross-origin`: the port of the second listener.
+    second_port: Option<u16>,
     /// `--oauth`: the authorization server and the guard of `/mcp`.
     oauth: Option<OAuth>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -619,6 +648,18 @@ impl Server {
         let ctx = &self.ctx;
         let path = req.path.split('?').next().unwrap_or("");
         ctx.log.http(&req.method, &req.path, &req.headers);
+        if let Some(location) = self.redirect(path) {
+            let status = ctx.opts.redirect_status;
+            let body = format!("redirecting to {location}");
+            let headers = [("Location", location)];
+            wire.respond(status, &headers, Some("text/plain"), body.as_bytes(), close);
+            return true;
+        }
+        // Behind the redirects, MCP is served at /mcp/.
+        let path = match path {
+            "/mcp/" if ctx.opts.redirect_hops > 0 => "/mcp",
+            path => path,
+        };
 
         if let Some(oauth) = &self.oauth {
             if let Some(reply) = oauth.serve(&req.method, &req.path, &req.body, &ctx.log) {
@@ -686,6 +727,34 @@ impl Server {
                 true
             }
         }
+    }
+
+    /// Where a request to `path` is redirected (`--redirect-*`), if it is.
+    fn redirect(&self, path: &str) -> Option<String> {
+        let o = &self.ctx.opts;
+        if o.redirect_loop {
+            return match path {
+                "/mcp" => Some("/mcp/loop".into()),
+                "/mcp/loop" => Some("/mcp".into()),
+                _ => None,
+            };
+        }
+        let step = match path {
+            "/mcp" if o.redirect_hops > 0 => 0,
+            _ => path
+                .strip_prefix("/mcp/hop/")?
+                .parse::<u32>()
+                .ok()
+                .filter(|k| (1..o.redirect_hops).contains(k))?,
+        };
+        let next = step + 1;
+        Some(if next < o.redirect_hops {
+            format!("/mcp/hop/{next}")
+        } else if let Some(port) = self.second_port {
+            format!("http://127.0.0.1:{port}/mcp/")
+        } else {
+            "/mcp/".into()
+        })
     }
 
     /// The session named by the request's `Mcp-Session-Id` (400 if absent,

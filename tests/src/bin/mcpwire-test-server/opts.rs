@@ -34,6 +34,16 @@ flags:
                          accepted for N requests (refresh needed)
   --oauth-resource-root  with --oauth: the protected resource is
                          http://127.0.0.1:PORT (a parent of the endpoint)
+  --redirect-hops N      HTTP: MCP is served at /mcp/, and every request to /mcp
+                         is redirected there (Starlette style) in N hops:
+                         /mcp -> /mcp/hop/1 -> ... -> /mcp/hop/N-1 -> /mcp/
+  --redirect-status N    HTTP: the redirects' status (301, 302, 303, 307, 308;
+                         default 307); implies --redirect-hops 1 if not given
+  --redirect-loop        HTTP: /mcp -> /mcp/loop -> /mcp -> ... (never served)
+  --redirect-cross-origin
+                         HTTP: a second listener on another port of 127.0.0.1
+                         serves the same sessions; the last hop's Location is
+                         http://127.0.0.1:PORT2/mcp/ (implies --redirect-hops 1)
 ";
 
 #[derive(Debug, Clone)]
@@ -53,6 +63,10 @@ pub struct Options {
     pub oauth_scope: Option<String>,
     pub oauth_expire_after: Option<u64>,
     pub oauth_resource_root: bool,
+    pub redirect_hops: u32,
+    pub redirect_status: u16,
+    pub redirect_loop: bool,
+    pub redirect_cross_origin: bool,
 }
 
 pub enum ParseError {
@@ -78,6 +92,10 @@ impl Options {
             oauth_scope: None,
             oauth_expire_after: None,
             oauth_resource_root: false,
+            redirect_hops: 0,
+            redirect_status: 0,
+            redirect_loop: false,
+            redirect_cross_origin: false,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -125,8 +143,40 @@ impl Options {
                         .map_err(|_| ParseError::Bad(format!("bad --oauth-expire-after {v:?}")))?;
                     o.oauth_expire_after = Some(n);
                 }
+                "--redirect-hops" => {
+                    let v = value("--redirect-hops")?;
+                    o.redirect_hops = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=100).contains(n))
+                        .ok_or_else(|| ParseError::Bad(format!("bad --redirect-hops {v:?}")))?;
+                }
+                "--redirect-status" => {
+                    let v = value("--redirect-status")?;
+                    o.redirect_status = v
+                        .parse()
+                        .ok()
+                        .filter(|n| matches!(n, 301 | 302 | 303 | 307 | 308))
+                        .ok_or_else(|| ParseError::Bad(format!("bad --redirect-status {v:?}")))?;
+                }
+                "--redirect-loop" => o.redirect_loop = true,
+                "--redirect-cross-origin" => o.redirect_cross_origin = true,
                 other => return Err(ParseError::Bad(format!("unknown argument {other:?}"))),
             }
+        }
+        if o.redirect_hops == 0 && (o.redirect_status != 0 || o.redirect_cross_origin) {
+            o.redirect_hops = 1;
+        }
+        if o.redirect_status == 0 {
+            o.redirect_status = 307;
+        }
+        if (o.redirect_hops > 0 || o.redirect_loop) && !o.http {
+            return Err(ParseError::Bad("the --redirect-* flags need --http".into()));
+        }
+        if o.redirect_loop && o.redirect_hops > 0 {
+            return Err(ParseError::Bad(
+                "--redirect-loop excludes the other --redirect-* flags".into(),
+            ));
         }
         if o.oauth && !o.http {
             return Err(ParseError::Bad("--oauth needs --http".into()));
