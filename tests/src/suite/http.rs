@@ -289,7 +289,7 @@ pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>() 
             log.to_str().unwrap(),
         ]);
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
-        assert_eq!(client.list_tools().await.unwrap().len(), 15);
+        assert_eq!(client.list_tools().await.unwrap().len(), 17);
         let r = client
             .call_tool("echo", json!({"message": "moved"}))
             .await
