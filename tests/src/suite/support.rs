@@ -17,14 +17,18 @@ pub fn server_bin() -> String {
     crate::test_server_binary().to_string_lossy().into_owned()
 }
 
-/// A fresh path for a server log (`--log-file`).
+/// A fresh path for a server log (`--log-file`): a file left there by an
+/// earlier process with the same pid (pids are reused) is removed, since
+/// the server appends.
 pub fn temp_log(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
+    let path = std::env::temp_dir().join(format!(
         "mcpwire-suite-{}-{}-{tag}.log",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
-    ))
+    ));
+    let _ = std::fs::remove_file(&path);
+    path
 }
 
 /// The log's lines, parsed.
