@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mcpwire_tests::suite::support::{
-    http_server, process_alive, server_bin as test_server, stdio_behind_a_wrapper,
+    http_server, process_alive, server_bin as test_server, session_order, stdio_behind_a_wrapper,
 };
 use serde_json::Value;
 
@@ -343,6 +343,30 @@ fn http_target_and_headers() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("HTTP 500: boom"), "{}", stderr(&o));
     drop(server);
+}
+
+/// `tools` lists two pages; the server ends each session at the request
+/// after its first (`--expire-after 1`), so page 2 meets a 404 and the CLI
+/// re-initializes.
+/// Run after run, the re-sent request never reaches the (strict) server
+/// before the new session's `notifications/initialized`.
+#[test]
+fn tools_across_an_expired_session_waits_for_initialized() {
+    const RUNS: usize = 20;
+    let log = temp_log("reinit");
+    let _ = std::fs::remove_file(&log);
+    let server = http_server(&["--expire-after", "1", "--log-file", log.to_str().unwrap()]);
+    for run_no in 0..RUNS {
+        let o = run(&["tools", "--json", "--url", &server.url]);
+        assert!(o.status.success(), "run {run_no}: {}", stderr(&o));
+        assert_eq!(json(&o)["tools"].as_array().map(Vec::len), Some(17));
+    }
+    drop(server);
+    let order = session_order(&log);
+    // Two sessions per run: the first, and the one page 2 re-initialized.
+    assert_eq!(order.created, 2 * RUNS, "{order:?}");
+    assert_eq!(order.initialized, order.created, "{order:?}");
+    assert!(order.violations.is_empty(), "{:#?}", order.violations);
 }
 
 #[test]

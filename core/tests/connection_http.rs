@@ -345,6 +345,17 @@ fn http_initialize_over_sse_sets_the_session_and_sends_initialized() {
         body(&initialized),
         json!({"jsonrpc":"2.0","method":"notifications/initialized"})
     );
+    // Nothing else (not even the GET listener, nor a request made now)
+    // until the server has accepted it.
+    let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    sim.accepted(initialized.exchange);
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    let ping_post = sim.next_request();
+    assert_eq!(body(&ping_post)["method"], "ping");
+    sim.json(ping_post.exchange, &[], &reply(ping, "{}"));
+    assert!(sim.completion(ping).is_ok());
     let listen = sim.next_request();
     assert_eq!(listen.method, HttpMethod::Get);
     assert_eq!(listen.purpose, ExchangePurpose::Listen);
@@ -354,7 +365,6 @@ fn http_initialize_over_sse_sets_the_session_and_sends_initialized() {
     assert!(listen.body.is_empty());
     assert!(sim.requests.is_empty());
 
-    sim.accepted(initialized.exchange);
     sim.sse_open(listen.exchange);
     assert!(
         matches!(sim.take_events().as_slice(), [Output::Ready]),
@@ -519,6 +529,19 @@ fn http_404_with_session_reinitializes_and_resends_once() {
     );
     sim.drop_diagnostics();
     assert!(sim.events.is_empty(), "no second Ready: {:?}", sim.events);
+    // notifications/initialized goes out alone: the resent call, a call
+    // made now and the listener wait until the server has accepted it,
+    // however long that takes (they travel on other connections and
+    // could overtake it).
+    let initialized = sim.next_request();
+    assert_eq!(body_method(&initialized), "notifications/initialized");
+    assert_post(&initialized, Some("s-2"), Some("2025-11-25"));
+    let id3 = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    sim.advance(Duration::from_secs(2));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    // The head of its 202 releases them (the body need not have ended).
+    sim.head(initialized.exchange, 202, &[]);
     let requests = sim.take_requests();
     let methods: Vec<_> = requests
         .iter()
@@ -527,17 +550,20 @@ fn http_404_with_session_reinitializes_and_resends_once() {
     assert_eq!(
         methods,
         [
-            (HttpMethod::Post, "notifications/initialized".to_owned()),
             (HttpMethod::Post, "tools/call".to_owned()),
+            (HttpMethod::Post, "ping".to_owned()),
             (HttpMethod::Get, String::new()),
         ]
     );
+    sim.end(initialized.exchange);
     // Sent again as it was, in the new session.
-    let resent = &requests[1];
+    let resent = &requests[0];
     assert_eq!(resent.body, first.body);
     assert_post(resent, Some("s-2"), Some("2025-11-25"));
+    assert_post(&requests[1], Some("s-2"), Some("2025-11-25"));
     assert_eq!(requests[2].header("Mcp-Session-Id"), Some("s-2"));
-    sim.accepted(requests[0].exchange);
+    sim.json(requests[1].exchange, &[], &reply(id3, "{}"));
+    assert!(sim.completion(id3).is_ok());
     sim.json(
         resent.exchange,
         &[],
@@ -558,6 +584,10 @@ fn http_404_with_session_reinitializes_and_resends_once() {
         &[("Mcp-Session-Id", "s-3")],
         &reply(init_id, INIT_RESULT),
     );
+    let initialized = sim.next_request();
+    assert_eq!(body_method(&initialized), "notifications/initialized");
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    sim.accepted(initialized.exchange);
     let requests = sim.take_requests();
     let resent = requests
         .iter()
@@ -774,11 +804,8 @@ fn http_first_initialize_refused_with_405_falls_back_to_legacy() {
         get.exchange,
         &serde_json::from_str(&reply(0, INIT_RESULT_2024)).unwrap(),
     );
-    assert!(
-        matches!(sim.take_events().as_slice(), [Output::Ready]),
-        "{:?}",
-        sim.events
-    );
+    // Ready once the server has accepted notifications/initialized.
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
     assert_eq!(sim.conn.protocol_version(), Some("2024-11-05"));
     let initialized = sim.next_request();
     assert_eq!(
@@ -789,7 +816,11 @@ fn http_first_initialize_refused_with_405_falls_back_to_legacy() {
     assert_eq!(initialized.header("MCP-Protocol-Version"), None);
     assert!(sim.requests.is_empty());
     sim.accepted(initialized.exchange);
-    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::Ready]),
+        "{:?}",
+        sim.events
+    );
     assert_eq!(sim.conn.transport_name(), "sse");
 }
 
@@ -818,14 +849,28 @@ fn legacy_ready() -> (Sim, ExchangeId) {
         get.exchange,
         &serde_json::from_str(&reply(0, INIT_RESULT_2024)).unwrap(),
     );
+    // Ready once the server has accepted notifications/initialized;
+    // nothing else is POSTed before.
+    assert!(sim.events.is_empty(), "{:?}", sim.events);
+    let initialized = sim.next_request();
+    assert_eq!(body(&initialized)["method"], "notifications/initialized");
+    let ping = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    sim.accepted(initialized.exchange);
     assert!(
         matches!(sim.take_events().as_slice(), [Output::Ready]),
         "{:?}",
         sim.events
     );
-    let initialized = sim.next_request();
-    assert_eq!(body(&initialized)["method"], "notifications/initialized");
-    sim.accepted(initialized.exchange);
+    let post = sim.next_request();
+    assert_eq!(body(&post)["method"], "ping");
+    sim.accepted(post.exchange);
+    sim.sse_message(
+        get.exchange,
+        &serde_json::from_str(&reply(ping, "{}")).unwrap(),
+    );
+    assert!(sim.completion(ping).is_ok());
     assert_eq!(sim.conn.transport_name(), "sse");
     (sim, get.exchange)
 }
@@ -971,9 +1016,9 @@ fn http_same_conversation_byte_by_byte_and_in_random_chunks_gives_the_same_outco
             )
             .as_bytes(),
         );
-        let requests = sim.take_requests();
-        let (initialized, listen) = (&requests[0], &requests[1]);
+        let initialized = sim.next_request();
         sim.accepted(initialized.exchange);
+        let listen = sim.next_request();
         sim.sse_open(listen.exchange);
         sim.body(
             listen.exchange,

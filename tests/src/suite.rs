@@ -60,6 +60,7 @@ macro_rules! adapter_suite {
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,
             http_expired_session_is_renewed_transparently,
+            http_reinitialize_never_overtakes_initialized,
             http_dropped_stream_resumes_with_last_event_id,
             http_errors_are_clear,
             http_connection_refused_is_a_connect_error,

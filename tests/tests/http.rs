@@ -42,9 +42,90 @@ fn json_responses_mode() {
     let sid = r.header("mcp-session-id").unwrap().to_string();
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(v["id"], 1);
+    assert_eq!(c.post(Some(&sid), &initialized()).status, 202);
     let r = c.post(Some(&sid), &call_msg(2, "echo", json!({"message": "json"})));
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(tool_text(&r.messages()[0]), "Echo: json");
+}
+
+fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+/// Until a session's `notifications/initialized` has arrived, a request
+/// (but `ping`), another notification and the GET stream are refused
+/// with 400 and a JSON-RPC error; afterwards they are served.
+#[test]
+fn strict_start_refuses_traffic_before_initialized() {
+    let log = std::env::temp_dir().join(format!("mcpwire-strict-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let srv = HttpServer::spawn(&["--log-file", log.to_str().unwrap()]);
+    let mut c = srv.conn();
+    let r = c.post(None, &init_msg(1));
+    let sid = r.header("mcp-session-id").unwrap().to_string();
+    let call = call_msg(2, "echo", json!({"message": "early"}));
+    let r = c.post(Some(&sid), &call);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&r.body).unwrap(),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32600,
+            "message": "Bad Request: tools/call before notifications/initialized"}})
+    );
+    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2}});
+    assert_eq!(c.post(Some(&sid), &cancelled).status, 400);
+    let mut g = srv.conn();
+    g.start_get(&sid, None);
+    assert_eq!(g.read_response().status, 400);
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+    assert_eq!(c.post(Some(&sid), &ping).status, 200);
+    assert_eq!(c.post(Some(&sid), &initialized()).status, 202);
+    let r = c.post(Some(&sid), &call);
+    assert_eq!(tool_text(&r.messages()[0]), "Echo: early");
+    let mut g = srv.conn();
+    g.start_get(&sid, None);
+    assert_eq!(g.read_head().0, 200);
+    let refused: Vec<Value> = read_log(&log)
+        .into_iter()
+        .filter(|l| l["event"] == "rejected_before_initialized")
+        .map(|l| l["what"].clone())
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            json!("tools/call"),
+            json!("notifications/cancelled"),
+            json!("GET")
+        ]
+    );
+}
+
+/// `--expire-after 2`: two requests are served, the third ends the
+/// session with 404.
+#[test]
+fn expire_after_ends_the_session_at_the_next_request() {
+    let srv = HttpServer::spawn(&["--expire-after", "2"]);
+    let sid = srv.initialize();
+    let mut c = srv.conn();
+    for id in 2..4 {
+        let r = c.post(
+            Some(&sid),
+            &json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+        );
+        assert_eq!(r.status, 200, "{id}");
+    }
+    let r = c.post(
+        Some(&sid),
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    );
+    assert_eq!(r.status, 404);
+    let r = c.post(
+        Some(&sid),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+    );
+    assert_eq!(r.status, 404);
+    // A new session starts afresh.
+    assert_ne!(srv.initialize(), sid);
 }
 
 #[test]
@@ -293,6 +374,7 @@ fn tiny_chunks_split_every_body() {
     );
     assert!(r.chunks.iter().any(|&n| n != r.chunks[0]), "sizes vary");
     assert_eq!(r.messages()[0]["id"], 1);
+    assert_eq!(c.post(Some(&sid), &initialized()).status, 202);
     let r = c.post(Some(&sid), &call_msg(2, "echo", json!({"message": "tiny"})));
     assert!(r.chunks.iter().all(|&n| (1..=3).contains(&n)));
     assert_eq!(tool_text(&r.messages()[0]), "Echo: tiny");

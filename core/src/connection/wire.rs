@@ -368,12 +368,13 @@ impl Wire {
         }
     }
 
-    /// Whether the GET listener has settled (true but for Streamable
-    /// HTTP).
+    /// Whether the server accepted `notifications/initialized` (HTTP
+    /// transports) and the GET listener has settled (Streamable HTTP).
     pub(super) fn settled(&self) -> bool {
         match &self.transport {
             Transport::Http(h) => h.settled(),
-            Transport::Stdio(_) | Transport::Legacy(_) => true,
+            Transport::Legacy(l) => l.settled(),
+            Transport::Stdio(_) => true,
         }
     }
 

@@ -13,6 +13,9 @@
 //!     head not 2xx / not SSE ──► bounded body preview ──► Fatal "HTTP <status>: …"
 //!     stream ends or fails ──► Fatal (this era has no resumption)
 //!   POST answer 2xx (202) ──► body drained · not 2xx ──► Fail{id} / Diagnostic
+//!   POST notifications/initialized ──► every later message held until its
+//!       2xx head (no request may overtake it) · refused ─► Fatal ·
+//!       failed before the head ─► sent again once, then Fatal
 //!   begin_close() ──► Abort(stream), Abort(each POST) ──► Finished
 //!   any exchange: 3xx ──► followed as fetch does (crate::exchange::redirect);
 //!     the stream's final URL is the base of `endpoint`, a POST's the endpoint;
@@ -27,7 +30,8 @@
 //! the engine's), so `poll_timeout` is always `None`.
 //!
 //! Peer bytes never panic it and every buffer is bounded: messages held
-//! before the endpoint is known (`MAX_HELD_MESSAGES`, `MAX_HELD_BYTES`),
+//! before the endpoint is known or while `notifications/initialized` is
+//! not yet accepted (`MAX_HELD_MESSAGES`, `MAX_HELD_BYTES`),
 //! one SSE event ([`HttpConfig::max_event`]), error bodies quoted in
 //! messages (`PREVIEW_BYTES`) and drained `2xx` POST bodies
 //! ([`HttpConfig::max_body`]).
@@ -37,6 +41,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
+use super::http::is_initialized_notification;
 use super::{
     ExchangeId, ExchangePurpose, HttpConfig, HttpMethod, HttpRequest, HttpUrl, RequestFailure,
     ResponseHead,
@@ -139,7 +144,19 @@ enum Answer {
     Refused(Refusal),
 }
 
-/// A message waiting for the endpoint.
+/// The POST of `notifications/initialized`: until the server accepts it
+/// (a 2xx head), every later message is held, since POSTs travel on
+/// separate connections and a request could reach the server first.
+#[derive(Debug)]
+struct Confirming {
+    exchange: ExchangeId,
+    /// The notification, to send again.
+    message: Vec<u8>,
+    /// Already sent again after a failure.
+    retried: bool,
+}
+
+/// A message waiting for the endpoint (or for `Confirming`).
 #[derive(Debug)]
 struct Held {
     message: Vec<u8>,
@@ -230,6 +247,7 @@ pub(crate) struct LegacySse {
     endpoint: Option<HttpUrl>,
     held: VecDeque<Held>,
     held_bytes: usize,
+    confirming: Option<Confirming>,
     posts: BTreeMap<ExchangeId, Post>,
     events: VecDeque<LegacyEvent>,
 }
@@ -262,6 +280,7 @@ impl LegacySse {
             endpoint: None,
             held: VecDeque::new(),
             held_bytes: 0,
+            confirming: None,
             posts: BTreeMap::new(),
             events: VecDeque::new(),
         };
@@ -282,23 +301,30 @@ impl LegacySse {
     }
 
     /// One outbound JSON-RPC message; held (in order, bounded) until the
-    /// `endpoint` event arrived, then POSTed to the endpoint. Beyond the
-    /// bound a request fails and anything else is dropped with a
-    /// diagnostic. Ignored once the transport failed or closed.
+    /// `endpoint` event arrived, then POSTed to the endpoint. Once
+    /// `notifications/initialized` is POSTed, later messages are held
+    /// until the server has accepted it (its 2xx head). Beyond the bound a
+    /// request fails and anything else is dropped with a diagnostic.
+    /// Ignored once the transport failed or closed.
     pub fn send(&mut self, _now: Instant, message: Vec<u8>, kind: SendKind) {
         if self.phase != Phase::Running {
             return;
         }
-        if self.endpoint.is_some() {
-            self.post(message, kind);
+        if self.endpoint.is_some() && self.confirming.is_none() {
+            self.dispatch(message, kind);
             return;
         }
         if self.held.len() >= MAX_HELD_MESSAGES
             || self.held_bytes.saturating_add(message.len()) > MAX_HELD_BYTES
         {
+            let waiting = if self.endpoint.is_none() {
+                "the server has not sent its `endpoint` event yet"
+            } else {
+                "the server has not accepted notifications/initialized yet"
+            };
             let why = format!(
-                "the server has not sent its `endpoint` event yet and {} messages ({} bytes) \
-                 already wait for it (limits: {MAX_HELD_MESSAGES} messages, {MAX_HELD_BYTES} bytes)",
+                "{waiting} and {} messages ({} bytes) already wait for it \
+                 (limits: {MAX_HELD_MESSAGES} messages, {MAX_HELD_BYTES} bytes)",
                 self.held.len(),
                 self.held_bytes
             );
@@ -374,13 +400,18 @@ impl LegacySse {
                         let next = self.next_exchange();
                         post.follow = Some(follow);
                         self.posts.insert(next, post);
+                        if let Some(c) = self.confirming.as_mut() {
+                            if c.exchange == ex {
+                                c.exchange = next;
+                            }
+                        }
                         self.events.push_back(LegacyEvent::Request(request));
                         return;
                     }
                     Some(Err(e)) => {
                         if let Some(post) = self.posts.remove(&ex) {
                             self.events.push_back(LegacyEvent::Abort(ex));
-                            self.post_failed(post, RequestFailure::Redirect(e));
+                            self.post_failed(ex, post, RequestFailure::Redirect(e));
                         }
                         return;
                     }
@@ -400,6 +431,11 @@ impl LegacySse {
                 } else {
                     Answer::Refused(Refusal::new(head))
                 };
+                if head.is_success() && self.is_confirming(ex) {
+                    // Accepted: what waited for it may go now.
+                    self.confirming = None;
+                    self.flush();
+                }
             }
         }
     }
@@ -455,7 +491,7 @@ impl LegacySse {
                     let failure = http_failure(refusal);
                     if let Some(post) = self.posts.remove(&ex) {
                         self.events.push_back(LegacyEvent::Abort(ex));
-                        self.post_failed(post, failure);
+                        self.post_failed(ex, post, failure);
                     }
                 }
             }
@@ -498,11 +534,11 @@ impl LegacySse {
                 let failure = RequestFailure::Other(String::from(
                     "the server closed the connection without an answer",
                 ));
-                self.post_failed(post, failure);
+                self.post_failed(ex, post, failure);
             }
             Answer::Refused(ref refusal) => {
                 let failure = http_failure(refusal);
-                self.post_failed(post, failure);
+                self.post_failed(ex, post, failure);
             }
         }
     }
@@ -537,7 +573,7 @@ impl LegacySse {
             Answer::Refused(refusal) => http_failure(refusal),
             Answer::Waiting | Answer::Draining(_) => RequestFailure::Other(error.to_string()),
         };
-        self.post_failed(post, failure);
+        self.post_failed(ex, post, failure);
     }
 
     /// A timer fired; the transport has none, so this does nothing.
@@ -547,6 +583,12 @@ impl LegacySse {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         None
+    }
+
+    /// Whether no `notifications/initialized` waits to be accepted: the
+    /// Connection reports itself ready only then.
+    pub fn settled(&self) -> bool {
+        self.confirming.is_none()
     }
 
     /// Initialization done; nothing changes on the wire for this transport
@@ -623,11 +665,73 @@ impl LegacySse {
         headers
     }
 
-    /// POSTs one message to the endpoint.
-    fn post(&mut self, message: Vec<u8>, kind: SendKind) {
-        let Some(url) = self.endpoint.clone() else {
+    /// POSTs one message to the endpoint; `notifications/initialized`
+    /// becomes what later messages wait for.
+    fn dispatch(&mut self, message: Vec<u8>, kind: SendKind) {
+        if !is_initialized_notification(&message, &kind) {
+            self.post(message, kind);
+            return;
+        }
+        if let Some(exchange) = self.post(message.clone(), kind) {
+            self.confirming = Some(Confirming {
+                exchange,
+                message,
+                retried: false,
+            });
+        }
+    }
+
+    /// Sends the held messages, in order, as long as nothing is being
+    /// confirmed.
+    fn flush(&mut self) {
+        while self.confirming.is_none() && self.phase == Phase::Running {
+            let Some(held) = self.held.pop_front() else {
+                break;
+            };
+            self.held_bytes -= held.message.len();
+            self.dispatch(held.message, held.kind);
+        }
+    }
+
+    fn is_confirming(&self, ex: ExchangeId) -> bool {
+        self.confirming.as_ref().is_some_and(|c| c.exchange == ex)
+    }
+
+    /// The POST of `notifications/initialized` ended without a 2xx head:
+    /// refused — the session cannot start — or failed before its head:
+    /// sent again once, then given up.
+    fn confirming_failed(&mut self, refused: bool, failure: RequestFailure) {
+        if refused {
+            return self.fatal(format!(
+                "the server refused notifications/initialized: {failure}"
+            ));
+        }
+        let Some(c) = self.confirming.as_mut() else {
             return;
         };
+        if c.retried {
+            return self.fatal(format!(
+                "notifications/initialized could not be sent (twice): {failure}"
+            ));
+        }
+        c.retried = true;
+        let message = c.message.clone();
+        self.events.push_back(LegacyEvent::Diagnostic(format!(
+            "the POST of notifications/initialized failed ({failure}); sending it again"
+        )));
+        match self.post(message, SendKind::Notification) {
+            Some(ex) => {
+                if let Some(c) = self.confirming.as_mut() {
+                    c.exchange = ex;
+                }
+            }
+            None => self.confirming = None,
+        }
+    }
+
+    /// POSTs one message to the endpoint (if known): its exchange.
+    fn post(&mut self, message: Vec<u8>, kind: SendKind) -> Option<ExchangeId> {
+        let url = self.endpoint.clone()?;
         let exchange = self.next_exchange();
         let purpose = match kind {
             SendKind::Request { .. } => ExchangePurpose::Request,
@@ -660,6 +764,7 @@ impl LegacySse {
             },
         );
         self.events.push_back(LegacyEvent::Request(request));
+        Some(exchange)
     }
 
     /// A message that cannot be sent: fails a request, reports the rest.
@@ -679,8 +784,12 @@ impl LegacySse {
         self.events.push_back(event);
     }
 
-    /// The POST of `post` failed with `failure`.
-    fn post_failed(&mut self, post: Post, failure: RequestFailure) {
+    /// The POST of `post` (exchange `ex`) failed with `failure`.
+    fn post_failed(&mut self, ex: ExchangeId, post: Post, failure: RequestFailure) {
+        if self.is_confirming(ex) {
+            let refused = matches!(post.answer, Answer::Refused(_));
+            return self.confirming_failed(refused, failure);
+        }
         let event = match post.kind {
             SendKind::Request { id } if !post.done => LegacyEvent::Fail { id, failure },
             SendKind::Request { .. } => return,
@@ -760,10 +869,7 @@ impl LegacySse {
             return;
         }
         self.endpoint = Some(endpoint);
-        self.held_bytes = 0;
-        while let Some(held) = self.held.pop_front() {
-            self.post(held.message, held.kind);
-        }
+        self.flush();
     }
 
     /// Stops every exchange in flight and drops held messages.
@@ -778,6 +884,7 @@ impl LegacySse {
         }
         self.held.clear();
         self.held_bytes = 0;
+        self.confirming = None;
     }
 
     /// The transport is unusable: abort everything, then `Fatal` (once).

@@ -9,7 +9,7 @@ use mcpwire_adapter::options::ConnectOptions;
 use mcpwire_adapter::{CallOptions, CancelToken, Error, Handler, RequestError, ServerConfig};
 use serde_json::json;
 
-use super::support::{cancelled_for, http_server, temp_log, wait_log};
+use super::support::{cancelled_for, http_server, session_order, temp_log, wait_log};
 use super::Adapter;
 
 pub async fn http_sse_and_json_responses<A: Adapter>() {
@@ -131,6 +131,55 @@ pub async fn http_expired_session_is_renewed_transparently<A: Adapter>() {
     }
     assert_eq!(inits(), 2, "re-initialized once");
     client.close().await.unwrap();
+}
+
+/// The session expires again and again, each time under several
+/// concurrent calls that meet the 404 (or are made while the client
+/// re-initializes): every call succeeds, once, and in each new session
+/// nothing reaches the server before its `notifications/initialized`
+/// (the test server refuses it with 400 otherwise, and its log shows the
+/// order).
+pub async fn http_reinitialize_never_overtakes_initialized<A: Adapter>() {
+    const ROUNDS: u64 = 30;
+    const CALLS: u64 = 4;
+    let log = temp_log("reinit-order");
+    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let before = client.stats();
+    for round in 0..ROUNDS {
+        client.call_tool("expire_session", json!({})).await.unwrap();
+        let calls: Vec<_> = (0..CALLS)
+            .map(|i| {
+                let c = client.clone();
+                A::spawn(async move {
+                    let m = format!("{round}-{i}");
+                    let r = c.call_tool("echo", json!({ "message": m })).await;
+                    (m, r)
+                })
+            })
+            .collect();
+        for call in calls {
+            let (m, r) = call.await;
+            let r = r.unwrap_or_else(|e| panic!("round {round}, call {m}: {e}"));
+            assert_eq!(r.text(), format!("Echo: {m}"));
+        }
+    }
+    let after = client.stats();
+    client.close().await.unwrap();
+    // One `initialize` per round, each completed once; no call failed, and
+    // nothing was answered twice.
+    let sent = after.requests_sent - before.requests_sent;
+    assert_eq!(sent, ROUNDS * (CALLS + 2), "{after:?}");
+    assert_eq!(after.completed_ok - before.completed_ok, sent, "{after:?}");
+    assert_eq!(
+        after.late_responses + after.unknown_responses,
+        0,
+        "{after:?}"
+    );
+    let order = session_order(&log);
+    assert_eq!(order.created as u64, ROUNDS + 1, "{order:?}");
+    assert_eq!(order.initialized, order.created, "{order:?}");
+    assert!(order.violations.is_empty(), "{:#?}", order.violations);
 }
 
 pub async fn http_dropped_stream_resumes_with_last_event_id<A: Adapter>() {

@@ -17,14 +17,18 @@ pub fn server_bin() -> String {
     crate::test_server_binary().to_string_lossy().into_owned()
 }
 
-/// A fresh path for a server log (`--log-file`).
+/// A fresh path for a server log (`--log-file`): a file left there by an
+/// earlier process with the same pid (pids are reused) is removed, since
+/// the server appends.
 pub fn temp_log(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
+    let path = std::env::temp_dir().join(format!(
         "mcpwire-suite-{}-{}-{tag}.log",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
-    ))
+    ));
+    let _ = std::fs::remove_file(&path);
+    path
 }
 
 /// The log's lines, parsed.
@@ -133,4 +137,51 @@ pub fn http_server(args: &[&str]) -> HttpServer {
         .expect("listening line")
         .to_string();
     HttpServer { child, url }
+}
+
+/// What a strict server's log (`--log-file` of the HTTP test server) shows
+/// of the order within sessions.
+#[derive(Debug, Default)]
+pub struct SessionOrder {
+    /// Sessions the server created (`initialize` requests served).
+    pub created: usize,
+    /// Sessions whose `notifications/initialized` arrived.
+    pub initialized: usize,
+    /// Every message or GET of a session that reached the server before
+    /// that session's `notifications/initialized` (but `ping`), and every
+    /// refusal the server logged for it: each should be impossible.
+    pub violations: Vec<String>,
+}
+
+/// Reads the order of each session's traffic from an HTTP test server's
+/// log: `notifications/initialized` must come before anything else that
+/// carries the session's id.
+pub fn session_order(path: &Path) -> SessionOrder {
+    let mut order = SessionOrder::default();
+    let mut ready = std::collections::HashSet::new();
+    for line in log_lines(path) {
+        if line["event"] == "session_created" {
+            order.created += 1;
+        } else if line["event"] == "rejected_before_initialized" {
+            order.violations.push(format!("refused: {line}"));
+        } else if let (Some(session), false) = (line["session"].as_str(), line["message"].is_null())
+        {
+            let method = line["message"]["method"].as_str().unwrap_or("");
+            if method == "notifications/initialized" {
+                if ready.insert(session.to_owned()) {
+                    order.initialized += 1;
+                }
+            } else if method != "ping" && !ready.contains(session) {
+                order.violations.push(format!("before initialized: {line}"));
+            }
+        } else if line["http"]["method"] == "GET" {
+            let session = line["http"]["headers"]["mcp-session-id"].as_str();
+            if session.is_some_and(|s| !ready.contains(s)) {
+                order
+                    .violations
+                    .push(format!("GET before initialized: {line}"));
+            }
+        }
+    }
+    order
 }

@@ -76,6 +76,11 @@ impl StreamableHttp {
             self.abort_exchange(Some(ex));
             return self.expired_exchange(owner, generation);
         }
+        if head.is_success() && self.is_confirming(ex) {
+            // notifications/initialized accepted: the session may carry
+            // everything else now.
+            self.release(now);
+        }
         match owner {
             Owner::Request(id) => self.request_head(ex, id, head),
             Owner::Resume(id) => self.resume_head(now, ex, id, head),
@@ -142,6 +147,9 @@ impl StreamableHttp {
                 let room = ERROR_BODY_LIMIT - e.text.len();
                 e.text.extend_from_slice(&data[..room.min(data.len())]);
                 e.truncated = true;
+                if self.is_confirming(ex) {
+                    return self.confirming_failed(Body::Error(e), "");
+                }
                 self.finish_error(owner, e, deliver);
             }
             _ => {}
@@ -153,6 +161,9 @@ impl StreamableHttp {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;
         };
+        if self.is_confirming(ex) {
+            return self.confirming_failed(x.body, "the response ended before its head");
+        }
         match x.body {
             Body::Head => self.exchange_failed(
                 now,
@@ -179,6 +190,9 @@ impl StreamableHttp {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;
         };
+        if self.is_confirming(ex) {
+            return self.confirming_failed(x.body, error);
+        }
         self.exchange_failed(now, x.owner, x.body, error, deliver);
     }
 
@@ -212,7 +226,15 @@ impl StreamableHttp {
                     *delete = Some(next);
                 }
             }
-            Owner::Notify(_) => {}
+            Owner::Notify(_) => {
+                // The POST of notifications/initialized stays the one
+                // confirmed where it was taken.
+                if let Some(c) = self.confirming.as_mut() {
+                    if c.exchange == Some(ex) {
+                        c.exchange = Some(next);
+                    }
+                }
+            }
         }
         self.note(format!(
             "following HTTP {status}: {} {} (redirect {} of at most {MAX_REDIRECTS})",
@@ -285,7 +307,10 @@ impl StreamableHttp {
                 }
             }
             Owner::Notify(_) => {
-                if let Some(out) = resend {
+                if let Some(c) = self.confirming.as_mut().filter(|c| c.exchange == Some(ex)) {
+                    // Sent again first, once authorized.
+                    c.exchange = None;
+                } else if let Some(out) = resend {
                     self.park(out);
                 }
             }
@@ -423,6 +448,32 @@ impl StreamableHttp {
             .push_back(HttpEvent::FallbackToLegacy { resend });
     }
 
+    /// The POST of the `notifications/initialized` being confirmed ended
+    /// without a 2xx head: refused (`body` is the error answer) — the
+    /// session cannot start — or failed (`error`): sent again once, then
+    /// given up. Either way nothing held goes out before it.
+    fn confirming_failed(&mut self, body: Body, error: &str) {
+        if let Body::Error(e) = body {
+            return self.fatal(format!(
+                "the server refused notifications/initialized: {}",
+                e.message()
+            ));
+        }
+        let Some(c) = self.confirming.as_mut() else {
+            return;
+        };
+        if c.retried {
+            return self.fatal(format!(
+                "notifications/initialized could not be sent (twice): {error}"
+            ));
+        }
+        c.retried = true;
+        self.diag(format!(
+            "the POST of notifications/initialized failed ({error}); sending it again"
+        ));
+        self.post_confirming();
+    }
+
     /// A 404 answered an exchange carrying the session id of `generation`.
     fn expired_exchange(&mut self, owner: Owner, generation: u64) {
         match owner {
@@ -449,8 +500,9 @@ impl StreamableHttp {
             Owner::Close => {}
         }
         self.session_gone(generation);
-        if self.phase == Phase::Ready && !self.resend.is_empty() {
-            // A late 404 of an old session: the new one is ready.
+        if self.phase == Phase::Ready && self.confirming.is_none() && !self.resend.is_empty() {
+            // A late 404 of an old session: the new one is ready (else the
+            // acceptance of its notifications/initialized sends it).
             self.flush_resends();
         }
     }

@@ -3,8 +3,12 @@
 //! 404 re-initialization, the legacy fallback and DELETE on close.
 //!
 //! ```text
-//!  session:  AwaitInit ─initialize POST─► Initializing ─initialized()─► Ready
-//!              ▲            │ 400/404/405 on the first one ─► FallbackToLegacy
+//!  session:  AwaitInit ─initialize POST─► Initializing ─initialized()─► Ready (confirming)
+//!              ▲            │ 400/404/405 on the first one ─► FallbackToLegacy      │
+//!              │            notifications/initialized POST alone ─ 2xx head ─► Ready: held
+//!              │            messages, resends and the listener go out (no earlier: a
+//!              │            request must not overtake it); refused ─► Fatal; failed ─►
+//!              │            sent again once, then Fatal
 //!              │ reset_session()                                   │
 //!            Expired ◄─── SessionExpired ◄── 404 to a request carrying Mcp-Session-Id
 //!  close:    begin_close() ─► Abort all ─► DELETE ─(answer | failure | close_timeout)─► Finished
@@ -125,7 +129,8 @@ pub enum HttpEvent {
     /// A request carrying the session id got 404: the session is gone. The
     /// Connection MUST call `reset_session()` and send a new `initialize`;
     /// meanwhile every send is held, and the request that met the 404 is
-    /// sent again (once) after `initialized()`.
+    /// sent again (once) after `initialized()`, once the server accepted
+    /// the new session's `notifications/initialized`.
     SessionExpired,
     /// The POST of the first `initialize` got 400, 404 or 405: the server
     /// may speak the legacy HTTP+SSE transport. The Connection switches to
@@ -260,6 +265,18 @@ struct Exchange {
     follow: Option<Redirects>,
 }
 
+/// The POST of `notifications/initialized` that the session waits for:
+/// until the server accepts it (a 2xx head), nothing else is sent.
+#[derive(Debug)]
+struct Confirming {
+    /// Its exchange; `None` while it waits for an authorization.
+    exchange: Option<ExchangeId>,
+    /// The notification, to send again.
+    message: Outgoing,
+    /// Already sent again after a failure.
+    retried: bool,
+}
+
 /// One of our requests on the wire (its POST, its stream or a resumption).
 #[derive(Debug)]
 struct Pending {
@@ -336,6 +353,9 @@ pub struct StreamableHttp {
     held: VecDeque<Outgoing>,
     /// Requests that met a 404 of an old session, to send again (once).
     resend: Vec<(u64, Outgoing)>,
+    /// The session's `notifications/initialized` is out but not yet
+    /// accepted: `held`, `resend` and the listener wait for it.
+    confirming: Option<Confirming>,
     listener: Listener,
     /// Until when to wait for the listener's head before being settled.
     settle_until: Option<Instant>,
@@ -388,6 +408,7 @@ impl StreamableHttp {
             pending: BTreeMap::new(),
             held: VecDeque::new(),
             resend: Vec::new(),
+            confirming: None,
             listener: Listener {
                 state: ListenState::Off,
                 sse,
@@ -459,6 +480,13 @@ impl StreamableHttp {
     pub fn authorized(&mut self, now: Instant, authorization: String) {
         self.set_authorization(Some(authorization));
         self.auth_hold = false;
+        if self
+            .confirming
+            .as_ref()
+            .is_some_and(|c| c.exchange.is_none())
+        {
+            self.post_confirming();
+        }
         for out in std::mem::take(&mut self.parked) {
             match (self.phase, &out.kind) {
                 (Phase::Initializing { id: init, .. }, SendKind::Request { id }) if *id == init => {
@@ -469,6 +497,7 @@ impl StreamableHttp {
         }
         if std::mem::take(&mut self.listener_wants_auth)
             && self.phase == Phase::Ready
+            && self.confirming.is_none()
             && self.config.listen
             && self.listener.state == ListenState::Off
         {
@@ -477,10 +506,21 @@ impl StreamableHttp {
     }
 
     /// The authorization failed: every parked request fails with
-    /// `message`; parked notifications and responses are dropped.
+    /// `message`; parked notifications and responses are dropped. If
+    /// `notifications/initialized` was waiting for it, the session cannot
+    /// start: [`HttpEvent::Fatal`].
     pub fn authorization_failed(&mut self, message: &str) {
         self.auth_hold = false;
         self.listener_wants_auth = false;
+        if self
+            .confirming
+            .as_ref()
+            .is_some_and(|c| c.exchange.is_none())
+        {
+            return self.fatal(format!(
+                "notifications/initialized was not sent (no authorization): {message}"
+            ));
+        }
         for out in std::mem::take(&mut self.parked) {
             match out.kind {
                 SendKind::Request { id } => self.fail(id, RequestFailure::Auth(message.to_owned())),
@@ -538,7 +578,10 @@ impl StreamableHttp {
             },
             Phase::Initializing { .. } | Phase::Expired => self.hold(out),
             Phase::Ready if self.auth_hold => self.park(out),
-            Phase::Ready => self.post(out, false),
+            Phase::Ready if self.confirming.is_some() => self.hold(out),
+            Phase::Ready => {
+                self.post(out, false);
+            }
             Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
                 if let SendKind::Request { id } = out.kind {
                     self.fail(id, RequestFailure::Other("the connection is closed".into()));
@@ -549,25 +592,71 @@ impl StreamableHttp {
 
     /// The `initialize` result arrived and `notifications/initialized` has
     /// been given to [`send`](Self::send): records the negotiated version
-    /// (sent as `MCP-Protocol-Version` from now on), releases the held
-    /// messages (`notifications/initialized` first, then requests that met
-    /// a 404 of the previous session, then the rest in send order) and
-    /// opens the GET listener if configured.
+    /// (sent as `MCP-Protocol-Version` from now on) and POSTs
+    /// `notifications/initialized` alone. Only once the server has accepted
+    /// it (the 2xx head of that POST) are the held messages released —
+    /// requests that met a 404 of the previous session first, then the rest
+    /// in send order — and the GET listener opened if configured, so that
+    /// no request of the session can reach the server before it (the POSTs
+    /// travel on separate connections). Messages sent meanwhile are held.
+    ///
+    /// If the server refuses that POST (any other status than 2xx, 404 —
+    /// the session is gone: [`HttpEvent::SessionExpired`] — or an
+    /// authorization to obtain), the session cannot start:
+    /// [`HttpEvent::Fatal`] quoting the answer. If the POST fails before
+    /// its head (connection reset…), it is sent again once; a second
+    /// failure is fatal too. Without a `notifications/initialized` among
+    /// the held messages, everything is released at once.
     pub fn initialized(&mut self, now: Instant, protocol_version: &str) {
         if !matches!(self.phase, Phase::AwaitInit | Phase::Initializing { .. }) {
             return;
         }
         self.protocol_version = Some(protocol_version.to_owned());
         self.phase = Phase::Ready;
-        let held = std::mem::take(&mut self.held);
-        let (first, rest): (Vec<_>, Vec<_>) = held
-            .into_iter()
-            .partition(|out| is_initialized_notification(&out.bytes, &out.kind));
-        for out in first {
-            self.post(out, false);
+        let first = self
+            .held
+            .iter()
+            .position(|out| is_initialized_notification(&out.bytes, &out.kind));
+        match first.and_then(|at| self.held.remove(at)) {
+            Some(message) => {
+                self.confirming = Some(Confirming {
+                    exchange: None,
+                    message,
+                    retried: false,
+                });
+                self.post_confirming();
+            }
+            None => self.release(now),
         }
+    }
+
+    /// POSTs the `notifications/initialized` being confirmed.
+    fn post_confirming(&mut self) {
+        let Some(message) = self.confirming.as_ref().map(|c| c.message.clone()) else {
+            return;
+        };
+        let ex = self.post(message, false);
+        if let Some(c) = self.confirming.as_mut() {
+            c.exchange = Some(ex);
+        }
+    }
+
+    /// Whether `ex` is the POST of the `notifications/initialized` being
+    /// confirmed.
+    fn is_confirming(&self, ex: ExchangeId) -> bool {
+        self.confirming
+            .as_ref()
+            .is_some_and(|c| c.exchange == Some(ex))
+    }
+
+    /// The server accepted `notifications/initialized` (or there is none to
+    /// wait for): sends again the requests that met a 404 of the previous
+    /// session, then the held messages in send order, and opens the GET
+    /// listener if configured.
+    fn release(&mut self, now: Instant) {
+        self.confirming = None;
         self.flush_resends();
-        for out in rest {
+        for out in std::mem::take(&mut self.held) {
             self.post(out, false);
         }
         if self.config.listen
@@ -584,11 +673,12 @@ impl StreamableHttp {
         }
     }
 
-    /// Whether the GET listener opened after `initialized()` has answered
-    /// (or failed, or `listen_settle` passed, or there is none): the
-    /// Connection reports itself ready only then.
+    /// Whether `notifications/initialized` has been accepted and the GET
+    /// listener opened then has answered (or failed, or `listen_settle`
+    /// passed, or there is none): the Connection reports itself ready only
+    /// then.
     pub fn settled(&self) -> bool {
-        self.settle_until.is_none()
+        self.settle_until.is_none() && self.confirming.is_none()
     }
 
     /// Before sending `initialize` again after [`HttpEvent::SessionExpired`]:
@@ -605,6 +695,7 @@ impl StreamableHttp {
         }
         self.fail_session_streams();
         self.stop_listener();
+        self.confirming = None;
         self.session_id = None;
         self.session_origin = None;
         self.protocol_version = None;
@@ -700,7 +791,7 @@ impl StreamableHttp {
         }
         if let ListenState::Waiting(at) = self.listener.state {
             if at <= now {
-                if self.phase == Phase::Ready {
+                if self.phase == Phase::Ready && self.confirming.is_none() {
                     self.open_listener();
                 } else {
                     self.listener.state = ListenState::Off;
@@ -841,8 +932,8 @@ impl StreamableHttp {
         self.events.push_back(HttpEvent::Request(request));
     }
 
-    /// POSTs one message now.
-    fn post(&mut self, out: Outgoing, resent: bool) {
+    /// POSTs one message now; returns its exchange.
+    fn post(&mut self, out: Outgoing, resent: bool) -> ExchangeId {
         let ex = self.next_id();
         let keep = (self.auth_enabled && !matches!(out.kind, SendKind::Request { .. }))
             .then(|| out.clone());
@@ -883,6 +974,7 @@ impl StreamableHttp {
         if let (Some(keep), Some(x)) = (keep, self.exchanges.get_mut(&ex)) {
             x.resend = Some(keep);
         }
+        ex
     }
 
     fn hold(&mut self, out: Outgoing) {
@@ -1019,6 +1111,7 @@ impl StreamableHttp {
             return;
         }
         self.phase = Phase::Expired;
+        self.confirming = None;
         self.fail_session_streams();
         self.stop_listener();
         self.events.push_back(HttpEvent::SessionExpired);
@@ -1073,6 +1166,7 @@ impl StreamableHttp {
         self.held.clear();
         self.parked.clear();
         self.resend.clear();
+        self.confirming = None;
         if self.listener.state != ListenState::Disabled {
             self.listener.state = ListenState::Off;
         }
@@ -1112,7 +1206,7 @@ fn is_header_value(value: &str) -> bool {
 }
 
 /// Whether a message is the `notifications/initialized` notification.
-fn is_initialized_notification(message: &[u8], kind: &SendKind) -> bool {
+pub(crate) fn is_initialized_notification(message: &[u8], kind: &SendKind) -> bool {
     *kind == SendKind::Notification
         && std::str::from_utf8(message).is_ok_and(|text| {
             matches!(

@@ -167,9 +167,8 @@ impl Harness {
     }
 
     /// initialize (id `id`, JSON answer with `session`), then
-    /// notifications/initialized; returns the sent requests (the
-    /// notification's POST, then the listener's GET if listening).
-    fn initialize(&mut self, id: u64, session: Option<&str>) -> Vec<HttpRequest> {
+    /// notifications/initialized, whose POST goes out alone; returns it.
+    fn initialize_unconfirmed(&mut self, id: u64, session: Option<&str>) -> HttpRequest {
         self.request(id, "initialize");
         let init = self.one();
         assert_eq!(init.method, HttpMethod::Post);
@@ -187,8 +186,21 @@ impl Harness {
         self.notify("notifications/initialized");
         assert_eq!(self.events(), []);
         self.t.initialized(self.now, V);
-        let sent = self.sent();
-        assert_eq!(sent[0].body, note("notifications/initialized").as_bytes());
+        let sent = self.one();
+        assert_eq!(sent.body, note("notifications/initialized").as_bytes());
+        assert!(!self.t.settled());
+        sent
+    }
+
+    /// [`initialize_unconfirmed`](Self::initialize_unconfirmed), then the
+    /// notification's POST answered 202 (head only); returns the sent
+    /// requests (the notification's POST, then what it released: held
+    /// messages, the listener's GET if listening).
+    fn initialize(&mut self, id: u64, session: Option<&str>) -> Vec<HttpRequest> {
+        let confirm = self.initialize_unconfirmed(id, session);
+        self.head(confirm.exchange, 202, &[]);
+        let mut sent = vec![confirm];
+        sent.extend(self.sent());
         sent
     }
 
@@ -331,7 +343,9 @@ fn messages_sent_before_initialized_are_held_and_released_in_order() {
     h.t.request_done(0);
     h.notify("notifications/initialized");
     h.t.initialized(h.now, V);
-    let sent = h.sent();
+    let mut sent = vec![h.one()];
+    h.head(sent[0].exchange, 202, &[]);
+    sent.extend(h.sent());
     let bodies: Vec<String> = sent
         .iter()
         .map(|r| String::from_utf8(r.body.clone()).unwrap())
@@ -1291,15 +1305,15 @@ fn expire_with(h: &mut Harness, id: u64) {
 #[test]
 fn sessions_expiring_in_a_row_without_success_are_fatal() {
     let mut h = Harness::new();
-    let mut sent = h.initialize(0, Some("s0"));
+    let mut sent = h.initialize_unconfirmed(0, Some("s0"));
     for n in 1..=4 {
         // notifications/initialized meets a 404 at once.
-        h.head(sent[0].exchange, 404, &[]);
+        h.head(sent.exchange, 404, &[]);
         let events = actions(h.events());
         if n <= MAX_CONSECUTIVE_EXPIRIES {
             assert_eq!(events.last(), Some(&HttpEvent::SessionExpired), "{n}");
             h.t.reset_session();
-            sent = h.initialize(u64::from(n), Some("s"));
+            sent = h.initialize_unconfirmed(u64::from(n), Some("s"));
         } else {
             assert!(
                 matches!(events.last(), Some(HttpEvent::Fatal(_))),
@@ -1309,15 +1323,166 @@ fn sessions_expiring_in_a_row_without_success_are_fatal() {
     }
     // A success in between resets the count.
     let mut h = Harness::new();
-    let mut sent = h.initialize(0, Some("s0"));
+    h.initialize(0, Some("s0"));
     for n in 1..=6 {
         h.request(100 + n, "ping");
         let r = h.one();
         h.answer_json(r.exchange, &result(100 + n));
-        h.head(sent[0].exchange, 404, &[]);
+        expire_with(&mut h, 200 + n);
         assert_eq!(actions(h.events()).last(), Some(&HttpEvent::SessionExpired));
         h.t.reset_session();
-        sent = h.initialize(n, Some("s"));
+        let sent = h.initialize(n, Some("s"));
+        // The request that met the 404 goes out again once accepted.
+        assert_eq!(sent[1].body, req(200 + n, "x").as_bytes());
+        h.answer_json(sent[1].exchange, &result(200 + n));
+    }
+}
+
+/// After a 404: the new session's `notifications/initialized` goes out
+/// alone; the request that met the 404, one sent meanwhile, a late 404 of
+/// the old session and the listener all wait for its 2xx head, in any
+/// order of inputs and however long it takes.
+#[test]
+fn nothing_overtakes_initialized_until_the_server_accepted_it() {
+    let mut h = Harness::new();
+    h.handshake();
+    h.request(1, "a");
+    let r1 = h.one();
+    h.request(2, "x");
+    let r2 = h.one();
+    h.head(r2.exchange, 404, &[]);
+    h.events();
+    h.t.reset_session();
+    let confirm = h.initialize_unconfirmed(3, Some("sess-2"));
+    assert_eq!(confirm.header("Mcp-Session-Id"), Some("sess-2"));
+    h.request(4, "b");
+    h.notify("notifications/roots/list_changed");
+    h.head(r1.exchange, 404, &[]);
+    assert_eq!(h.events(), [HttpEvent::Abort(r1.exchange)]);
+    h.advance(ms(60_000));
+    assert_eq!(h.events(), []);
+    assert!(!h.t.settled());
+    h.head(confirm.exchange, 202, &[]);
+    let bodies: Vec<Vec<u8>> = h.sent().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies,
+        [
+            req(1, "a").into_bytes(),
+            req(2, "x").into_bytes(),
+            req(4, "b").into_bytes(),
+            note("notifications/roots/list_changed").into_bytes(),
+            Vec::new(),
+        ]
+    );
+    assert!(h.t.settled());
+    h.end(confirm.exchange);
+    assert_eq!(h.events(), []);
+}
+
+/// A refusal of `notifications/initialized` (a status other than 2xx,
+/// 404 or an authorization) ends the connection, quoting the answer; the
+/// held messages are never sent.
+#[test]
+fn refused_initialized_is_fatal_and_releases_nothing() {
+    let mut h = Harness::new();
+    let confirm = h.initialize_unconfirmed(0, Some("s"));
+    h.request(1, "tools/list");
+    h.head(confirm.exchange, 400, &[JSON]);
+    h.body(confirm.exchange, r#"{"error":"no"}"#);
+    assert_eq!(h.events(), []);
+    h.end(confirm.exchange);
+    match h.events().as_slice() {
+        [HttpEvent::Fatal(m)] => assert_eq!(
+            m,
+            r#"the server refused notifications/initialized: HTTP 400: {"error":"no"}"#
+        ),
+        other => panic!("{other:?}"),
+    }
+    h.request(2, "ping");
+    assert!(matches!(
+        h.events().as_slice(),
+        [HttpEvent::Fail { id: 2, .. }]
+    ));
+}
+
+/// A failure before the head (reset, refused connection) sends the
+/// notification again, once; nothing else goes out meanwhile; a second
+/// failure ends the connection.
+#[test]
+fn failed_initialized_post_is_sent_again_once_then_fatal() {
+    let mut h = Harness::new();
+    let confirm = h.initialize_unconfirmed(0, Some("s"));
+    h.request(1, "tools/list");
+    h.failed(confirm.exchange, "connection reset");
+    let again = h.one();
+    assert_eq!(again.body, confirm.body);
+    assert_eq!(again.header("Mcp-Session-Id"), Some("s"));
+    h.head(again.exchange, 202, &[]);
+    let sent = h.sent();
+    assert_eq!(sent[0].body, req(1, "tools/list").as_bytes());
+    assert_eq!(sent[1].purpose, ExchangePurpose::Listen);
+
+    let mut h = Harness::new();
+    let confirm = h.initialize_unconfirmed(0, Some("s"));
+    h.request(1, "tools/list");
+    h.end(confirm.exchange);
+    let again = h.one();
+    h.failed(again.exchange, "connection reset");
+    match actions(h.events()).as_slice() {
+        [HttpEvent::Fatal(m)] => assert_eq!(
+            m,
+            "notifications/initialized could not be sent (twice): connection reset"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A 401 on `notifications/initialized` (auth enabled): it is sent again
+/// first once authorized, and still nothing else before its 2xx; if the
+/// authorization fails, the session cannot start.
+#[test]
+fn initialized_meeting_401_waits_for_the_authorization() {
+    for succeed in [true, false] {
+        let mut h = Harness::new();
+        h.t.enable_auth();
+        let confirm = h.initialize_unconfirmed(0, Some("s"));
+        h.request(1, "tools/list");
+        h.head(confirm.exchange, 401, &[("WWW-Authenticate", "Bearer")]);
+        let events = actions(h.events());
+        assert!(
+            matches!(
+                events.as_slice(),
+                [
+                    HttpEvent::Abort(_),
+                    HttpEvent::AuthRequired { request: None, .. }
+                ]
+            ),
+            "{events:?}"
+        );
+        h.request(2, "ping");
+        assert_eq!(h.events(), []);
+        if !succeed {
+            h.t.authorization_failed("login refused");
+            assert!(matches!(
+                actions(h.events()).last(),
+                Some(HttpEvent::Fatal(m)) if m.ends_with("login refused")
+            ));
+            continue;
+        }
+        h.t.authorized(h.now, "Bearer t".into());
+        let again = h.one();
+        assert_eq!(again.body, confirm.body);
+        assert_eq!(again.header("Authorization"), Some("Bearer t"));
+        h.head(again.exchange, 202, &[]);
+        let bodies: Vec<Vec<u8>> = h.sent().into_iter().map(|r| r.body).collect();
+        assert_eq!(
+            bodies,
+            [
+                req(1, "tools/list").into_bytes(),
+                req(2, "ping").into_bytes(),
+                Vec::new()
+            ]
+        );
     }
 }
 
@@ -1587,8 +1752,9 @@ fn conversation(chunk: &mut dyn FnMut(usize) -> usize) -> Transcript {
     h.t.request_done(0);
     h.notify("notifications/initialized");
     h.t.initialized(h.now, V);
-    let sent = h.sent();
-    let listener = sent[1].exchange;
+    let confirm = h.one();
+    h.head(confirm.exchange, 202, &[]);
+    let listener = h.one().exchange;
     h.head(listener, 200, &[SSE]);
     h.request(1, "tools/call");
     let call = h.one();
@@ -1986,8 +2152,10 @@ fn a_307_to_the_slashed_path_moves_the_endpoint_for_everything_after() {
         assert_eq!(h.t.url().to_string(), "http://127.0.0.1:3001/mcp/");
         h.notify("notifications/initialized");
         h.t.initialized(h.now, V);
-        let sent = h.sent();
-        assert_eq!(sent.len(), 2, "{sent:?}");
+        // The listener waits for notifications/initialized to be accepted.
+        let confirm = h.one();
+        h.head(confirm.exchange, 202, &[]);
+        let sent = [confirm, h.one()];
         for r in &sent {
             assert_eq!(r.url.path(), "/mcp/", "{r:?}");
             assert_eq!(r.header("Mcp-Session-Id"), Some("s-1"));
@@ -2209,8 +2377,9 @@ fn allowed_cross_origin_redirects_leave_credentials_and_session_behind() {
     assert_eq!(h.t.url().to_string(), "http://[::1]:4001/mcp/");
     h.notify("notifications/initialized");
     h.t.initialized(h.now, V);
-    let sent = h.sent();
-    assert_eq!(sent.len(), 2);
+    let confirm = h.one();
+    h.head(confirm.exchange, 202, &[]);
+    let sent = [confirm, h.one()];
     for r in &sent {
         assert_eq!(r.url.to_string(), "http://[::1]:4001/mcp/");
         assert_eq!(r.header("Mcp-Session-Id"), Some("s-away"));

@@ -715,6 +715,91 @@ fn legacy_post_error_fails_the_request() {
     assert!(sim.delivered.is_empty());
 }
 
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Nothing is POSTed after `notifications/initialized` until its 2xx head
+/// (the POSTs travel on separate connections); then the held messages go,
+/// in order. Held before the endpoint, the same holds.
+#[test]
+fn legacy_nothing_overtakes_initialized_until_it_is_accepted() {
+    let mut sim = Sim::new();
+    sim.open("/m");
+    sim.send(INITIALIZED, SendKind::Notification);
+    let confirm = only_request(sim.events());
+    assert!(!sim.t.settled());
+    sim.request(1);
+    sim.send("{}", SendKind::Notification);
+    sim.request(2);
+    assert_eq!(sim.events(), vec![]);
+    sim.head(confirm.exchange, &head(202, None, &[]));
+    assert!(sim.t.settled());
+    let bodies: Vec<Vec<u8>> = requests(sim.events()).into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies,
+        [
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec(),
+            b"{}".to_vec(),
+            br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.to_vec(),
+        ]
+    );
+    sim.end(confirm.exchange);
+    assert_eq!(sim.events(), vec![]);
+
+    let mut sim = Sim::new();
+    let _ = sim.events();
+    sim.send(INITIALIZED, SendKind::Notification);
+    sim.request(1);
+    sim.open("/m");
+    let confirm = only_request(sim.events());
+    assert_eq!(confirm.body, INITIALIZED.as_bytes());
+    sim.head(confirm.exchange, &head(200, None, &[]));
+    assert_eq!(
+        only_request(sim.events()).body,
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+    );
+}
+
+/// A refused `notifications/initialized` is fatal; one that fails before
+/// its head is sent again, once; nothing held goes out meanwhile.
+#[test]
+fn legacy_initialized_refused_is_fatal_and_failed_is_sent_again_once() {
+    let mut sim = Sim::new();
+    sim.open("/m");
+    sim.send(INITIALIZED, SendKind::Notification);
+    let confirm = only_request(sim.events());
+    sim.request(1);
+    sim.head(confirm.exchange, &head(400, Some("text/plain"), &[]));
+    sim.body(confirm.exchange, b"not now");
+    sim.end(confirm.exchange);
+    let events = sim.events();
+    assert_eq!(
+        fatal(&events),
+        "the server refused notifications/initialized: HTTP 400: not now"
+    );
+    assert!(!events.iter().any(|e| matches!(e, LegacyEvent::Request(_))));
+
+    let mut sim = Sim::new();
+    sim.open("/m");
+    sim.send(INITIALIZED, SendKind::Notification);
+    let confirm = only_request(sim.events());
+    sim.request(1);
+    sim.failed(confirm.exchange, "connection reset");
+    let events = sim.events();
+    assert!(
+        matches!(&events[0], LegacyEvent::Diagnostic(_)),
+        "{events:?}"
+    );
+    let again = only_request(events[1..].to_vec());
+    assert_eq!(again.body, INITIALIZED.as_bytes());
+    sim.end(again.exchange);
+    let events = sim.events();
+    assert_eq!(
+        fatal(&events),
+        "notifications/initialized could not be sent (twice): the server closed the connection without an answer"
+    );
+    assert!(!events.iter().any(|e| matches!(e, LegacyEvent::Request(_))));
+}
+
 #[test]
 fn legacy_post_accepted_delivers_nothing() {
     let config = HttpConfig {

@@ -115,6 +115,11 @@ struct Session {
     id: String,
     peer: Peer,
     alive: AtomicBool,
+    /// Its `notifications/initialized` has arrived: until then only
+    /// `initialize`'s answer and `ping` are served.
+    initialized: AtomicBool,
+    /// Requests answered (for `--expire-after`).
+    answered: AtomicU64,
     next_event: AtomicU64,
     /// Senders of the open listener (GET) streams.
     listeners: Mutex<Vec<mpsc::Sender<Value>>>,
@@ -805,7 +810,9 @@ impl Server {
                 return true;
             }
         };
-        self.ctx.log.message("http", &msg);
+        self.ctx
+            .log
+            .message_in("http", &msg, req.header("mcp-session-id"));
         let incoming = classify(&msg);
 
         let session = match &incoming {
@@ -814,6 +821,8 @@ impl Server {
                     id: random_token(),
                     peer: Peer::default(),
                     alive: AtomicBool::new(true),
+                    initialized: AtomicBool::new(false),
+                    answered: AtomicU64::new(0),
                     next_event: AtomicU64::new(0),
                     listeners: Mutex::new(Vec::new()),
                     resumable: Mutex::new(HashMap::new()),
@@ -839,8 +848,37 @@ impl Server {
             }
         }
 
+        if let Some(refused) = self.before_initialized(&session, &incoming) {
+            wire.respond(
+                400,
+                &[],
+                Some("application/json"),
+                refused.to_string().as_bytes(),
+                close,
+            );
+            return true;
+        }
+
+        if let Incoming::Request { method, .. } = &incoming {
+            let spent = self
+                .ctx
+                .opts
+                .expire_after
+                .is_some_and(|n| session.answered.load(Ordering::SeqCst) >= n);
+            if spent && method != "initialize" {
+                // `--expire-after`: the request after the last one is the
+                // first to find the session gone.
+                self.end_session(&session.id);
+                wire.json_error(404, "Session not found", close);
+                return true;
+            }
+        }
+
         match incoming {
             Incoming::Notification { method, params } => {
+                if method == "notifications/initialized" {
+                    session.initialized.store(true, Ordering::SeqCst);
+                }
                 handle_notification(&self.ctx, &session.peer, &method, &params);
                 wire.respond(202, &[], None, b"", close);
                 true
@@ -867,6 +905,37 @@ impl Server {
                 self.request(&session, &id, &method, &params, wire, close)
             }
         }
+    }
+
+    /// The error answer to a message that came before its session's
+    /// `notifications/initialized` (a strict server's 400), if it must be
+    /// refused: anything but `initialize`, `ping` and that notification.
+    fn before_initialized(&self, session: &Session, incoming: &Incoming) -> Option<Value> {
+        if session.initialized.load(Ordering::SeqCst) {
+            return None;
+        }
+        let (id, what) = match incoming {
+            Incoming::Request { method, .. } if method == "initialize" || method == "ping" => {
+                return None
+            }
+            Incoming::Notification { method, .. } if method == "notifications/initialized" => {
+                return None
+            }
+            Incoming::Request { id, method, .. } => (id.clone(), method.clone()),
+            Incoming::Notification { method, .. } => (Value::Null, method.clone()),
+            Incoming::Response { id, .. } => (id.clone(), "a response".into()),
+            // Refused for what it is.
+            Incoming::Invalid { .. } => return None,
+        };
+        self.ctx.log.event(
+            "rejected_before_initialized",
+            json!({"session": session.id, "what": what}),
+        );
+        Some(error_response(
+            &id,
+            -32600,
+            &format!("Bad Request: {what} before notifications/initialized"),
+        ))
     }
 
     fn request(
@@ -913,6 +982,9 @@ impl Server {
         } else {
             outcome
         };
+        if method != "initialize" {
+            session.answered.fetch_add(1, Ordering::SeqCst);
+        }
         let session_header = [("Mcp-Session-Id", session.id.clone())];
 
         let reply = |v: &Value| {
@@ -1002,6 +1074,18 @@ impl Server {
                 return true;
             }
         };
+        if !session.initialized.load(Ordering::SeqCst) {
+            self.ctx.log.event(
+                "rejected_before_initialized",
+                json!({"session": session.id, "what": "GET"}),
+            );
+            wire.json_error(
+                400,
+                "Bad Request: GET before notifications/initialized",
+                close,
+            );
+            return true;
+        }
         let sse_head = [
             ("Content-Type", "text/event-stream".to_string()),
             ("Cache-Control", "no-cache".to_string()),

@@ -3,11 +3,13 @@
 //!
 //! Line shapes (`ms` = milliseconds since the server started):
 //! * `{"ms":N,"via":"stdio"|"http","message":{..}}`   a received JSON message
+//!   (over HTTP with `"session":"<Mcp-Session-Id>"` when the request carried one)
 //! * `{"ms":N,"via":"stdio"|"http","invalid":"<text>"}` a received non-JSON body/line
 //! * `{"ms":N,"http":{"method":"POST","path":"/mcp","headers":{..}}}` an HTTP request
 //!   (header names lower-cased), logged before its body
 //! * `{"ms":N,"event":"<what>",..}` server events: `stdin_eof`, `session_created`,
-//!   `session_ended`
+//!   `session_ended`, `rejected_before_initialized` (HTTP: a message or GET
+//!   refused because its session's `notifications/initialized` had not arrived)
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
@@ -48,6 +50,14 @@ impl Log {
 
     pub fn message(&self, via: &str, message: &Value) {
         self.write(json!({"via": via, "message": message}));
+    }
+
+    /// A message received over HTTP with the `Mcp-Session-Id` it carried.
+    pub fn message_in(&self, via: &str, message: &Value, session: Option<&str>) {
+        match session {
+            Some(s) => self.write(json!({"via": via, "message": message, "session": s})),
+            None => self.message(via, message),
+        }
     }
 
     pub fn invalid(&self, via: &str, raw: &[u8]) {

@@ -21,6 +21,9 @@ flags:
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
   --json-responses       HTTP: answer requests with application/json, not SSE
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
+  --expire-after N       HTTP: once N requests of a session (not counting
+                         `initialize`) have been answered, its next request
+                         ends it and gets 404
   --require-auth TOKEN   HTTP: 401 unless `Authorization: Bearer TOKEN`
   --tiny-chunks          HTTP: every body chunked in 1-3 byte chunks
   --oauth                HTTP: /mcp needs a bearer token issued by this server,
@@ -44,6 +47,11 @@ flags:
                          HTTP: a second listener on another port of 127.0.0.1
                          serves the same sessions; the last hop's Location is
                          http://127.0.0.1:PORT2/mcp/ (implies --redirect-hops 1)
+
+A session is strict about its start (HTTP): until its
+`notifications/initialized` has arrived, any request but `ping`, any other
+notification or response, and the GET stream are refused with 400 and a
+JSON-RPC error (logged as a `rejected_before_initialized` event).
 ";
 
 #[derive(Debug, Clone)]
@@ -57,6 +65,7 @@ pub struct Options {
     pub repeat_cursor: bool,
     pub json_responses: bool,
     pub no_listener: bool,
+    pub expire_after: Option<u64>,
     pub require_auth: Option<String>,
     pub tiny_chunks: bool,
     pub oauth: bool,
@@ -86,6 +95,7 @@ impl Options {
             repeat_cursor: false,
             json_responses: false,
             no_listener: false,
+            expire_after: None,
             require_auth: None,
             tiny_chunks: false,
             oauth: false,
@@ -131,6 +141,15 @@ impl Options {
                 "--repeat-cursor" => o.repeat_cursor = true,
                 "--json-responses" => o.json_responses = true,
                 "--no-listener" => o.no_listener = true,
+                "--expire-after" => {
+                    let v = value("--expire-after")?;
+                    let n: u64 = v
+                        .parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| ParseError::Bad(format!("bad --expire-after {v:?}")))?;
+                    o.expire_after = Some(n);
+                }
                 "--require-auth" => o.require_auth = Some(value("--require-auth")?),
                 "--tiny-chunks" => o.tiny_chunks = true,
                 "--oauth" => o.oauth = true,
@@ -180,6 +199,9 @@ impl Options {
         }
         if o.oauth && !o.http {
             return Err(ParseError::Bad("--oauth needs --http".into()));
+        }
+        if o.expire_after.is_some() && !o.http {
+            return Err(ParseError::Bad("--expire-after needs --http".into()));
         }
         if o.oauth && o.require_auth.is_some() {
             return Err(ParseError::Bad(
