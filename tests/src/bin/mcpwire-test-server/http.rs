@@ -1004,8 +1004,12 @@ impl Server {
         match outcome {
             Outcome::Reply(v) => reply(&v),
             Outcome::ExpireSession(v) => {
-                reply(&v);
+                // Gone before the answer leaves: whatever the client sends
+                // once it has the answer meets the 404 (ending it after
+                // the answer left a window, wide under load, in which
+                // the next requests were still served).
                 self.end_session(&session.id);
+                reply(&v);
             }
             Outcome::Silent => {
                 if json_mode && !sink.started.get() {

@@ -129,7 +129,7 @@ pub enum Outcome {
         retry_ms: u64,
         reply: Value,
     },
-    /// Write `reply`, then forget the HTTP session.
+    /// Forget the HTTP session, then write `reply` (its last answer).
     ExpireSession(Value),
 }
 
@@ -514,7 +514,7 @@ fn tool_definitions() -> Vec<Value> {
         ),
         tool(
             "expire_session",
-            "HTTP: forgets the session after answering (next request gets 404)",
+            "HTTP: forgets the session, then answers (the next request gets 404)",
             schema(json!({}), &[]),
         ),
         tool(
