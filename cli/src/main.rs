@@ -4,7 +4,7 @@
 //! mcpwire [OPTIONS] <COMMAND> [TARGET]
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
-//!           | servers [--config F] [--no-project-config]
+//!           | servers [--config F] [--no-project-config] | approve <name>
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -13,6 +13,13 @@
 //! `mcpwire_manager::discovery`), expanding `${VAR}` and
 //! `${VAR:-default}`. `servers` starts every discovered server and lists
 //! it with its status and tool count.
+//!
+//! A server of a project's file (`.mcp.json`, `.cursor/mcp.json`, …) runs
+//! only once the user approved it (`mcpwire_manager::consent`): `servers`
+//! lists it as `needs approval` without starting it; `approve NAME` (or
+//! `--approve` with `--server NAME` or `servers`) records the approval; on
+//! a terminal `--server NAME` asks once (y/N), without one it fails with
+//! exit 2 naming the command that approves.
 //!
 //! OAuth (HTTP servers): `--login` runs the authorization in the browser
 //! (`--no-browser`: print the URL) when the server asks for it, and keeps
@@ -33,7 +40,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
-use mcpwire_manager::{Discovery, Manager, ManagerOptions, ServerState};
+use mcpwire_manager::{
+    consent, Approvals, Discovery, Env, Manager, ManagerOptions, ServerEntry, ServerState,
+};
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
 use mcpwire_tokio::{
@@ -73,6 +82,10 @@ struct Cli {
     /// .vscode/): for checkouts you do not trust to start programs.
     #[arg(long, global = true)]
     no_project_config: bool,
+    /// Approve the project's servers this command starts (--server NAME:
+    /// that one; `servers`: every one listed), as `mcpwire approve` does.
+    #[arg(long, global = true)]
+    approve: bool,
     /// Machine-readable result on stdout.
     #[arg(long, global = true)]
     json: bool,
@@ -173,6 +186,12 @@ enum Cmd {
     Demo,
     /// List the configured servers with their status and tool counts.
     Servers,
+    /// Approve a server of the project's config files, so that it may run
+    /// (kept per user, for this project and this definition).
+    Approve {
+        /// The server's name.
+        name: String,
+    },
     /// Run a server on stdio.
     Serve {
         /// The built-in demo server.
@@ -410,8 +429,122 @@ fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
         .config
         .clone()
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    consent_to(cli, entry, &raw)?;
     expand_config(&raw, &|var| std::env::var(var).ok())
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+}
+
+/// A project's server runs only once approved: already, by `--approve`,
+/// or by the user's answer on a terminal; else exit 2 naming the command
+/// that approves.
+fn consent_to(cli: &Cli, entry: &ServerEntry, raw: &ServerConfig) -> Result<(), Fail> {
+    if !consent::needs_consent(entry) {
+        return Ok(());
+    }
+    let mut approvals = user_approvals()?;
+    if approvals.is_approved(entry) {
+        return Ok(());
+    }
+    let name = &entry.name;
+    let asked = !cli.approve && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !cli.approve && !asked {
+        return Err(Fail::usage(format!(
+            "server {name:?} is defined by this project ({}) and not approved: it runs {}.              Approve it with `mcpwire approve {name}` (or add --approve)",
+            entry.origin(),
+            describe_definition(raw)
+        )));
+    }
+    if asked {
+        eprint!(
+            "mcpwire: {} defines server {name:?}, which runs {}.
+Start it? [y/N] ",
+            entry.origin(),
+            describe_definition(raw)
+        );
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+            return Err(Fail::usage(format!("server {name:?} not approved")));
+        }
+    }
+    approvals
+        .approve(entry)
+        .map_err(|e| Fail::usage(format!("cannot record the approval: {e}")))
+}
+
+fn user_approvals() -> Result<Approvals, Fail> {
+    Approvals::load_user(&Env::process()).map_err(|e| Fail::usage(e.to_string()))
+}
+
+/// What a definition runs, for the question: the command line or the URL.
+fn describe_definition(config: &ServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(cmd), _) => {
+            let mut line = shell_words(std::iter::once(cmd).chain(&config.args));
+            if !config.env.is_empty() {
+                let keys: Vec<&str> = config.env.keys().map(String::as_str).collect();
+                line.push_str(&format!(" (env: {})", keys.join(", ")));
+            }
+            format!("`{line}`")
+        }
+        (None, Some(url)) => format!("nothing locally; it connects to {url}"),
+        (None, None) => "nothing".to_string(),
+    }
+}
+
+fn shell_words<'a>(words: impl Iterator<Item = &'a String>) -> String {
+    words
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@%+,".contains(&b))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `mcpwire approve NAME`: records the user's approval of a project's
+/// server (this project, this definition).
+fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
+    let found = discovery(cli).discover();
+    let Some(entry) = found.get(name) else {
+        return Err(Fail::usage(format!(
+            "no server named {name:?} in the discovered config files (it has: {})",
+            found
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    if !consent::needs_consent(entry) {
+        println!(
+            "server {name:?} comes from {} ({} scope): it needs no approval",
+            entry.origin(),
+            entry.scope.label()
+        );
+        return Ok(0);
+    }
+    let raw = entry
+        .config
+        .as_ref()
+        .map_err(|e| Fail::usage(format!("server {name:?} in {}: {e}", entry.origin())))?;
+    let mut approvals = user_approvals()?;
+    approvals
+        .approve(entry)
+        .map_err(|e| Fail::usage(format!("cannot record the approval: {e}")))?;
+    println!(
+        "approved {name:?} of {} — it runs {}",
+        entry.origin(),
+        describe_definition(raw)
+    );
+    Ok(0)
 }
 
 fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Value, Fail> {
@@ -490,6 +623,9 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     }
     if let Cmd::Servers = cli.cmd() {
         return servers(&cli, &server_cmd).await;
+    }
+    if let Cmd::Approve { name } = cli.cmd() {
+        return approve(&cli, name);
     }
     let config = target(&cli, &server_cmd)?;
     // Usage errors come before any connection is made.
@@ -687,7 +823,7 @@ async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, 
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers => {
+        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers | Cmd::Approve { .. } => {
             unreachable!("handled before connecting")
         }
     }
@@ -815,6 +951,19 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
             eprintln!("mcpwire: skipped {e}");
         }
     }
+    if cli.approve {
+        let mut approvals = user_approvals()?;
+        for entry in &found.servers {
+            if consent::needs_consent(entry)
+                && entry.config.is_ok()
+                && !approvals.is_approved(entry)
+            {
+                approvals
+                    .approve(entry)
+                    .map_err(|e| Fail::usage(format!("cannot record the approval: {e}")))?;
+            }
+        }
+    }
     let wait = Duration::from_millis(cli.timeout.unwrap_or(30_000));
     let options = ManagerOptions::new()
         .connect_options(
@@ -886,6 +1035,12 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
             );
             match &s.state {
                 ServerState::Failed { error } => println!("    error: {error}"),
+                ServerState::NeedsApproval => {
+                    println!(
+                        "    not started: approve it with `mcpwire approve {}`",
+                        s.name
+                    )
+                }
                 ServerState::Reconnecting { .. } => println!("    {}", s.describe(now)),
                 _ => {}
             }

@@ -154,7 +154,8 @@ fn servers_discovers_project_and_user_files_and_the_project_switch() {
         &sb.home().join(".claude.json"),
         &json!({"mcpServers": {"user": {"command": ts}, "both": {"command": "/nonexistent/x"}}}),
     );
-    let o = sb.run(&["servers", "--json"], &[]);
+    // The project's servers run once approved (see consent.rs).
+    let o = sb.run(&["servers", "--json", "--approve"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let listing = json_out(&o);
     assert_eq!(server(&listing, "proj")["scope"], "project");
@@ -185,7 +186,10 @@ fn server_name_uses_discovery_and_expands_variables() {
                                    "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
     );
     let ts = test_server();
-    let o = sb.run(&["tools", "--server", "ts"], &[("TS_BIN", &ts)]);
+    let o = sb.run(
+        &["tools", "--server", "ts", "--approve"],
+        &[("TS_BIN", &ts)],
+    );
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("echo"));
 

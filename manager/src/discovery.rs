@@ -99,6 +99,9 @@ pub struct ServerEntry {
     pub source: Option<PathBuf>,
     /// The kind of source.
     pub scope: Scope,
+    /// The project directory, for an entry of a project's file (the key
+    /// of its approval, see [`crate::consent`]).
+    pub project: Option<PathBuf>,
     /// The entry, unexpanded, or why it could not be read.
     pub config: Result<ServerConfig, String>,
 }
@@ -110,6 +113,7 @@ impl ServerEntry {
             name: name.into(),
             source: None,
             scope: Scope::Code,
+            project: None,
             config: Ok(config),
         }
     }
@@ -228,11 +232,15 @@ impl Discovery {
         self
     }
 
+    /// The project directory, absolute and canonical when it can be (the
+    /// key of the approvals of its servers).
     fn project(&self) -> PathBuf {
-        self.project_dir
+        let dir = self
+            .project_dir
             .clone()
             .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("."))
+            .unwrap_or_else(|| PathBuf::from("."));
+        std::fs::canonicalize(&dir).unwrap_or(dir)
     }
 
     /// The files read, in priority order.
@@ -332,6 +340,7 @@ impl Discovery {
                     name: name.clone(),
                     source: Some(source.path.clone()),
                     scope: source.scope,
+                    project: (source.scope == Scope::Project).then(|| project.clone()),
                     config,
                 };
                 if seen.insert(name) {

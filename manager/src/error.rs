@@ -52,6 +52,10 @@ pub enum Error {
     /// The server is disabled in its configuration.
     #[error("server `{0}` is disabled (`enabled: false`)")]
     Disabled(String),
+    /// The server is defined by a project's file and the user has not
+    /// approved it ([`crate::consent`]).
+    #[error("server `{0}` is defined by the project and not approved: it was not started")]
+    NeedsApproval(String),
     /// The manager was closed.
     #[error("the manager is closed")]
     Closed,

@@ -29,6 +29,11 @@
 //!   Codex `config.toml`); the first definition of a name wins.
 //!   `${VAR}` / `${VAR:-default}` are expanded when a server is started;
 //!   each entry is validated on its own and a bad one only fails itself.
+//! - **Consent** ([`consent`]): a server of a project's file (a cloned
+//!   repository's `.mcp.json`, …) is not started until the user approved
+//!   it (per project, per definition, kept in a 0600 file in the user's
+//!   config directory); [`ManagerOptions::consent`] takes a host's own
+//!   policy. User files are trusted.
 //! - **Startup**: every server connects at once, each with its own connect
 //!   timeout. [`Manager::start`] returns when all have finished their first
 //!   attempt, or at the startup deadline (250 ms) if every server still
@@ -49,12 +54,14 @@
 #![warn(missing_docs)]
 
 mod cache_file;
+pub mod consent;
 pub mod discovery;
 mod error;
 mod manager;
 pub mod paths;
 mod supervisor;
 
+pub use consent::{Approvals, ConsentPolicy, TrustAll};
 pub use discovery::{Discovered, Discovery, Scope, ServerEntry, SourceError};
 pub use error::Error;
 pub use manager::{AgentTool, CallOptions, Manager, ManagerOptions, ServerStatus};

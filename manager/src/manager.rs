@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::cache_file::CacheFile;
+use crate::consent::{self, Approvals, ConsentPolicy};
 use crate::discovery::{Scope, ServerEntry};
 use crate::paths::{self, Env};
 use crate::supervisor;
@@ -35,6 +36,7 @@ pub struct ManagerOptions {
     pub(crate) cache_ttl: Duration,
     pub(crate) env: Env,
     pub(crate) seed: Option<u64>,
+    pub(crate) consent: Option<Arc<dyn ConsentPolicy>>,
 }
 
 #[derive(Clone, Debug)]
@@ -68,7 +70,19 @@ impl ManagerOptions {
             cache_ttl: DEFAULT_TTL,
             env: Env::process(),
             seed: None,
+            consent: None,
         }
+    }
+
+    /// Who decides whether a server of a project's file may start
+    /// ([`crate::consent`]). Default: the user's approvals file, read when
+    /// the manager starts (unreadable: nothing approved). [`TrustAll`]
+    /// starts every server.
+    ///
+    /// [`TrustAll`]: crate::TrustAll
+    pub fn consent(mut self, policy: impl ConsentPolicy + 'static) -> Self {
+        self.consent = Some(Arc::new(policy));
+        self
     }
 
     /// How long [`Manager::start`] waits before exposing servers that are
@@ -462,6 +476,13 @@ impl Manager {
             connect = connect.connect_timeout(t);
         }
 
+        let consent: Arc<dyn ConsentPolicy> = match &options.consent {
+            Some(policy) => Arc::clone(policy),
+            None => Arc::new(Approvals::load_user(&options.env).unwrap_or_else(|e| {
+                tracing::warn!("approvals not read, no project server is approved: {e}");
+                Approvals::empty(PathBuf::new())
+            })),
+        };
         let mut startup = Startup::new(started, options.startup_deadline);
         let mut slots = Vec::new();
         let mut plans = Vec::new();
@@ -481,6 +502,14 @@ impl Manager {
             let machine = match &entry.config {
                 Err(e) => ServerMachine::failed(e.clone()),
                 Ok(raw) if !raw.is_enabled() => ServerMachine::disabled(),
+                Ok(_) if consent::needs_consent(&entry) && !consent.allows(&entry) => {
+                    tracing::info!(
+                        "server `{}` ({}) needs approval before it runs",
+                        entry.name,
+                        entry.origin()
+                    );
+                    ServerMachine::needs_approval()
+                }
                 Ok(raw) => {
                     let checked = expand_config(raw, options.env.as_fn())
                         .map_err(|e| e.to_string())
@@ -747,6 +776,7 @@ impl Manager {
                         })
                     }
                     (ServerState::Disabled, _) => return Err(Error::Disabled(server)),
+                    (ServerState::NeedsApproval, _) => return Err(Error::NeedsApproval(server)),
                     (ServerState::Closed, _) => return Err(Error::Closed),
                     (ServerState::Connecting, _) => Err(None),
                     (ServerState::Reconnecting { attempt, .. }, _) => {

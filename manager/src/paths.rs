@@ -123,6 +123,32 @@ pub fn cache_dir(env: &Env) -> Option<PathBuf> {
     }
 }
 
+/// mcpwire's configuration directory: `$XDG_CONFIG_HOME/mcpwire` when
+/// set, else `~/Library/Application Support/mcpwire` on macOS,
+/// `%APPDATA%\mcpwire` on Windows, `~/.config/mcpwire` elsewhere.
+pub fn config_dir(env: &Env) -> Option<PathBuf> {
+    if let Some(xdg) = env.path("XDG_CONFIG_HOME") {
+        return Some(xdg.join("mcpwire"));
+    }
+    if cfg!(target_os = "macos") {
+        Some(home_dir(env)?.join("Library/Application Support/mcpwire"))
+    } else if cfg!(windows) {
+        Some(
+            env.path("APPDATA")
+                .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+                .join("mcpwire"),
+        )
+    } else {
+        Some(home_dir(env)?.join(".config/mcpwire"))
+    }
+}
+
+/// The user's approvals of project servers: `approvals.json` in
+/// [`config_dir`].
+pub fn approvals_file(env: &Env) -> Option<PathBuf> {
+    Some(config_dir(env)?.join("approvals.json"))
+}
+
 /// The tool cache file: `tools.json` in [`cache_dir`].
 pub fn tool_cache_file(env: &Env) -> Option<PathBuf> {
     Some(cache_dir(env)?.join("tools.json"))

@@ -98,13 +98,16 @@ pub enum ServerState {
     },
     /// `enabled: false` in its configuration.
     Disabled,
+    /// Defined by a project's file and not approved by the user: never
+    /// started until it is.
+    NeedsApproval,
     /// Closed by the application.
     Closed,
 }
 
 impl ServerState {
     /// A short word: `connecting`, `connected`, `reconnecting`, `failed`,
-    /// `disabled`, `closed`.
+    /// `disabled`, `needs approval`, `closed`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerState::Connecting => "connecting",
@@ -112,6 +115,7 @@ impl ServerState {
             ServerState::Reconnecting { .. } => "reconnecting",
             ServerState::Failed { .. } => "failed",
             ServerState::Disabled => "disabled",
+            ServerState::NeedsApproval => "needs approval",
             ServerState::Closed => "closed",
         }
     }
@@ -120,7 +124,10 @@ impl ServerState {
     pub fn is_final(&self) -> bool {
         matches!(
             self,
-            ServerState::Failed { .. } | ServerState::Disabled | ServerState::Closed
+            ServerState::Failed { .. }
+                | ServerState::Disabled
+                | ServerState::NeedsApproval
+                | ServerState::Closed
         )
     }
 }
@@ -230,6 +237,14 @@ impl ServerMachine {
     pub fn disabled() -> Self {
         let mut m = ServerMachine::new(RetryPolicy::default(), 1);
         m.state = ServerState::Disabled;
+        m.phase = Phase::Done;
+        m
+    }
+
+    /// A server the user has not approved: `NeedsApproval`, never started.
+    pub fn needs_approval() -> Self {
+        let mut m = ServerMachine::new(RetryPolicy::default(), 1);
+        m.state = ServerState::NeedsApproval;
         m.phase = Phase::Done;
         m
     }
