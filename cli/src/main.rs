@@ -41,7 +41,8 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{
-    consent, Approvals, Discovery, Env, Manager, ManagerOptions, ServerEntry, ServerState,
+    consent, Approvals, Discovered, Discovery, Env, Manager, ManagerOptions, ServerEntry,
+    ServerState,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
@@ -416,12 +417,7 @@ fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
         };
         return Err(Fail::usage(format!(
             "no server named {name:?} in {place} (it has: {})",
-            found
-                .servers
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            server_names(&found)
         )));
     };
     let origin = entry.origin();
@@ -508,6 +504,16 @@ fn shell_words<'a>(words: impl Iterator<Item = &'a String>) -> String {
         .join(" ")
 }
 
+/// The names discovery found, for messages.
+fn server_names(found: &Discovered) -> String {
+    found
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `mcpwire approve NAME`: records the user's approval of a project's
 /// server (this project, this definition).
 fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
@@ -515,12 +521,7 @@ fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
     let Some(entry) = found.get(name) else {
         return Err(Fail::usage(format!(
             "no server named {name:?} in the discovered config files (it has: {})",
-            found
-                .servers
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            server_names(&found)
         )));
     };
     if !consent::needs_consent(entry) {

@@ -4,85 +4,12 @@
 //! `approve` records it (0600 file, per project, per definition), and a
 //! changed definition needs approval again. User files stay trusted.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+mod common;
 
+use std::process::{Command, Stdio};
+
+use common::{test_server, text, Sandbox, BIN};
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
-
-fn test_server() -> String {
-    mcpwire_tests::test_server_binary()
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A cloned repository and a user, in a temporary directory.
-struct Sandbox {
-    root: PathBuf,
-}
-
-impl Sandbox {
-    fn new(tag: &str) -> Sandbox {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "mcpwire-cli-consent-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        for d in ["project", "home", "config", "cache", "codex"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        Sandbox { root }
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root.join("project")
-    }
-
-    fn write(&self, path: &Path, v: &Value) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, v.to_string()).unwrap();
-    }
-
-    fn approvals(&self) -> PathBuf {
-        self.root.join("config/mcpwire/approvals.json")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.run_in(&self.project(), args)
-    }
-
-    fn run_in(&self, dir: &Path, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .env("HOME", self.root.join("home"))
-            .env_remove("USERPROFILE")
-            .env("XDG_CONFIG_HOME", self.root.join("config"))
-            .env("XDG_CACHE_HOME", self.root.join("cache"))
-            .env("CODEX_HOME", self.root.join("codex"))
-            .output()
-            .expect("run mcpwire")
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The case: a cloned repository whose `.mcp.json` would write a
 /// file. Neither `servers` nor `--server` runs it.
@@ -95,16 +22,16 @@ fn a_checkouts_server_does_not_run_without_approval() {
     );
     let pwned = sb.project().join("PWNED");
 
-    let o = sb.run(&["servers"]);
+    let o = sb.run(&["servers"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("needs approval"), "{out}");
     assert!(out.contains("mcpwire approve pwn"), "{out}");
-    let o = sb.run(&["servers", "--json"]);
+    let o = sb.run(&["servers", "--json"], &[]);
     let listing: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(listing["servers"][0]["status"], "needs approval");
 
-    let o = sb.run(&["tools", "--server", "pwn"]);
+    let o = sb.run(&["tools", "--server", "pwn"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("mcpwire approve pwn"), "{out}");
@@ -123,10 +50,10 @@ fn approve_records_it_per_definition_and_a_change_asks_again() {
     let mcp_json = sb.project().join(".cursor/mcp.json");
     sb.write(&mcp_json, &json!({"mcpServers": {"ts": {"command": ts}}}));
 
-    let o = sb.run(&["tools", "--server", "ts"]);
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
-    let o = sb.run(&["approve", "ts"]);
+    let o = sb.run(&["approve", "ts"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("approved \"ts\""), "{}", text(&o));
     #[cfg(unix)]
@@ -138,10 +65,10 @@ fn approve_records_it_per_definition_and_a_change_asks_again() {
             .mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
-    let o = sb.run(&["tools", "--server", "ts"]);
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("echo"));
-    let o = sb.run(&["servers", "--json"]);
+    let o = sb.run(&["servers", "--json"], &[]);
     let listing: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(listing["servers"][0]["status"], "connected", "{listing}");
 
@@ -150,13 +77,13 @@ fn approve_records_it_per_definition_and_a_change_asks_again() {
         &mcp_json,
         &json!({"mcpServers": {"ts": {"command": ts, "args": ["--max-lifetime", "60"]}}}),
     );
-    let o = sb.run(&["tools", "--server", "ts"]);
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--max-lifetime 60"), "{}", text(&o));
     // --approve on the command line approves and runs.
-    let o = sb.run(&["tools", "--server", "ts", "--approve"]);
+    let o = sb.run(&["tools", "--server", "ts", "--approve"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = sb.run(&["tools", "--server", "ts"]);
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
     assert!(o.status.success(), "{}", text(&o));
 
     // The same definition in another project is another approval.
@@ -165,7 +92,7 @@ fn approve_records_it_per_definition_and_a_change_asks_again() {
         &other.join(".cursor/mcp.json"),
         &json!({"mcpServers": {"ts": {"command": ts, "args": ["--max-lifetime", "60"]}}}),
     );
-    let o = sb.run_in(&other, &["tools", "--server", "ts"]);
+    let o = sb.run_in(&other, &["tools", "--server", "ts"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
@@ -177,9 +104,9 @@ fn user_files_are_trusted_and_approve_says_so() {
         &sb.root.join("home/.cursor/mcp.json"),
         &json!({"mcpServers": {"mine": {"command": ts}}}),
     );
-    let o = sb.run(&["tools", "--server", "mine"]);
+    let o = sb.run(&["tools", "--server", "mine"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = sb.run(&["approve", "mine"]);
+    let o = sb.run(&["approve", "mine"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("needs no approval"), "{}", text(&o));
     assert!(!sb.approvals().exists());
@@ -197,16 +124,14 @@ fn on_a_terminal_the_question_is_asked_once() {
     );
     let on_a_terminal = |answer: &str| {
         let line = format!("{BIN} tools --server ts");
-        let mut child = Command::new("script")
-            .args(["-qec", &line, "/dev/null"])
+        let mut cmd = Command::new("script");
+        cmd.args(["-qec", &line, "/dev/null"])
             .current_dir(sb.project())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("HOME", sb.root.join("home"))
-            .env("XDG_CONFIG_HOME", sb.root.join("config"))
-            .env("XDG_CACHE_HOME", sb.root.join("cache"))
-            .env("CODEX_HOME", sb.root.join("codex"))
+            .stderr(Stdio::piped());
+        sb.user_env(&mut cmd);
+        let mut child = cmd
             .spawn()
             .expect("util-linux `script` runs the CLI on a pty");
         use std::io::Write;
@@ -228,6 +153,6 @@ fn on_a_terminal_the_question_is_asked_once() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("echo"), "{}", text(&o));
     // Asked once: approved from now on, no terminal needed.
-    let o = sb.run(&["tools", "--server", "ts"]);
+    let o = sb.run(&["tools", "--server", "ts"], &[]);
     assert!(o.status.success(), "{}", text(&o));
 }

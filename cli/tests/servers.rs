@@ -1,85 +1,12 @@
 //! `mcpwire servers` and `--server NAME` through the manager's discovery,
 //! on temporary project and home directories.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+mod common;
 
+use std::process::Output;
+
+use common::{test_server, text, Sandbox};
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
-
-fn test_server() -> String {
-    mcpwire_tests::test_server_binary()
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A project dir and a home dir; the command runs in the project with its
-/// home, config and cache directories pointed into the sandbox.
-struct Sandbox {
-    root: PathBuf,
-}
-
-impl Sandbox {
-    fn new(tag: &str) -> Sandbox {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "mcpwire-cli-servers-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        for d in ["project", "home", "config", "cache", "codex"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        Sandbox { root }
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root.join("project")
-    }
-
-    fn home(&self) -> PathBuf {
-        self.root.join("home")
-    }
-
-    fn write(&self, path: &Path, v: &Value) -> PathBuf {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, v.to_string()).unwrap();
-        path.to_path_buf()
-    }
-
-    fn run(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .current_dir(self.project())
-            .stdin(Stdio::null())
-            .env("HOME", self.home())
-            .env_remove("USERPROFILE")
-            .env("XDG_CONFIG_HOME", self.root.join("config"))
-            .env("XDG_CACHE_HOME", self.root.join("cache"))
-            .env("CODEX_HOME", self.root.join("codex"));
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        cmd.output().expect("run mcpwire")
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn json_out(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
