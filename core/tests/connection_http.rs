@@ -1206,7 +1206,7 @@ impl Sim {
                 assert!(r.exchange.0 >= 1 << 62, "auth exchanges have their own ids");
                 assert!(r
                     .header("authorization")
-                    .map_or(true, |a| a.starts_with("Basic ")));
+                    .is_none_or(|a| a.starts_with("Basic ")));
                 let text = auth_reply(&r.url.to_string(), Some(token));
                 self.json(r.exchange, &[], &text.to_string());
             }

@@ -371,8 +371,7 @@ fn step(model: &mut Model, engine: &mut Engine, t0: Instant, op: &Op) -> Vec<Ev>
             engine.handle_message(at(model.now), text.as_bytes());
             let now = model.now;
             if let Some(r) = model.pending.get_mut(&id) {
-                if !model.closed && r.progress && r.last_progress.map_or(true, |last| *value > last)
-                {
+                if !model.closed && r.progress && r.last_progress.is_none_or(|last| *value > last) {
                     r.last_progress = Some(*value);
                     if r.reset {
                         r.deadline = r.deadline_from(now);

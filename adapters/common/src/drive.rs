@@ -140,7 +140,7 @@ impl Router {
     fn resign(&self, id: u64, next: Option<(u64, Waker)>) {
         let heir = {
             let mut t = lock(&self.target);
-            if !t.leader.as_ref().is_some_and(|(lead, _)| *lead == id) {
+            if t.leader.as_ref().is_none_or(|(lead, _)| *lead != id) {
                 return;
             }
             t.leader = next;

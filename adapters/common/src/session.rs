@@ -59,8 +59,8 @@ pub enum Effect {
     /// when it has none).
     Signal(Signal),
     /// Check whether anything of the child's process group is left; report
-    /// [`Input::GroupEmpty`](mcpwire::Input::GroupEmpty) when nothing is
-    /// (at once when the child has no group).
+    /// [`Input::GroupEmpty`] when nothing is (at once when the child has no
+    /// group).
     CheckGroup,
     /// Perform this HTTP exchange; report it with [`Session::input`].
     Http(HttpRequest),

@@ -263,7 +263,7 @@ impl ResponseDecoder {
             self.buf.extend_from_slice(&window[..window.len().min(2)]);
             let across = find_head_end(&self.buf, self.scan_from);
             self.buf.truncate(old);
-            debug_assert!(across.map_or(true, |end| end > old), "end in old bytes");
+            debug_assert!(across.is_none_or(|end| end > old), "end in old bytes");
             across
                 .and_then(|end| end.checked_sub(old))
                 .or_else(|| find_head_end(window, 0))
