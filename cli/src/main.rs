@@ -286,7 +286,7 @@ fn colour_on_stderr() -> bool {
 }
 
 fn no_color_unset() -> bool {
-    std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
