@@ -90,6 +90,14 @@ impl World {
                 "p_vscode",
             ),
             (
+                self.mcp(p.join(".gemini/settings.json"), "mcpServers", "p_gemini"),
+                "p_gemini",
+            ),
+            (
+                self.codex(p.join(".codex/config.toml"), "p_codex"),
+                "p_codex",
+            ),
+            (
                 self.mcp(h.join(".cursor/mcp.json"), "mcpServers", "u_cursor"),
                 "u_cursor",
             ),
@@ -113,16 +121,31 @@ impl World {
             .to_string(),
         );
         files.push((claude, "u_claude"));
-        let codex = h.join(".codex/config.toml");
-        let tag = codex.to_string_lossy().into_owned();
-        self.write(
-            &codex,
-            &format!(
-                "model = \"o4\"\n[mcp_servers.shared]\ncommand = {tag:?}\n\n[mcp_servers.u_codex]\ncommand = {tag:?}\nargs = [\"-y\"]\n"
-            ),
-        );
-        files.push((codex, "u_codex"));
+        files.push((
+            self.codex(h.join(".codex/config.toml"), "u_codex"),
+            "u_codex",
+        ));
+        let e = &self.env;
+        for (path, key, unique) in [
+            (paths::copilot_config(e), "mcpServers", "u_copilot"),
+            (paths::windsurf_config(e), "mcpServers", "u_windsurf"),
+            (paths::gemini_settings(e), "mcpServers", "u_gemini"),
+            (paths::zed_settings(e), "context_servers", "u_zed"),
+        ] {
+            files.push((self.mcp(path.unwrap(), key, unique), unique));
+        }
         files
+    }
+
+    /// A Codex `config.toml` with `shared` and `unique`.
+    fn codex(&self, path: PathBuf, unique: &str) -> PathBuf {
+        let tag = path.to_string_lossy().into_owned();
+        self.write(
+            &path,
+            &format!(
+                "model = \"o4\"\n[mcp_servers.shared]\ncommand = {tag:?}\n\n[mcp_servers.{unique}]\ncommand = {tag:?}\nargs = [\"-y\"]\n"
+            ),
+        )
     }
 }
 
@@ -156,7 +179,10 @@ fn the_documented_order_first_definition_wins() {
 
     // `shared` comes from the first file; every other file's is shadowed.
     assert_eq!(command_of(&d, "shared"), files[0].0.to_string_lossy());
-    assert_eq!(d.shadowed.iter().filter(|s| s.name == "shared").count(), 7);
+    assert_eq!(
+        d.shadowed.iter().filter(|s| s.name == "shared").count(),
+        files.len() - 1
+    );
     for (path, unique) in &files {
         let e = d.get(unique).unwrap_or_else(|| panic!("{unique} missing"));
         assert_eq!(e.source.as_deref(), Some(path.as_path()), "{unique}");
@@ -166,7 +192,19 @@ fn the_documented_order_first_definition_wins() {
             Scope::User
         };
         assert_eq!(e.scope, scope, "{unique}");
+        // Project entries carry their project: the consent rule's key.
+        let project = (scope == Scope::Project).then(|| w.project.canonicalize().unwrap());
+        assert_eq!(e.project, project, "{unique}");
     }
+    // Each file's report: present, what it contributed, what it lost.
+    assert_eq!(d.files.len(), files.len());
+    for (report, (path, unique)) in d.files.iter().zip(&files) {
+        assert_eq!(&report.source.path, path);
+        assert!(report.present && report.error.is_none(), "{report:?}");
+        assert!(report.servers.iter().any(|n| n == unique), "{report:?}");
+    }
+    assert_eq!(d.files[0].servers, ["p_dot_mcp", "shared"]);
+    assert!(d.files[1..].iter().all(|r| r.shadowed == ["shared"]));
     // Claude Code's local scope for this project, not for others.
     assert!(d.get("u_claude_local").is_some());
     assert!(d.get("elsewhere").is_none());
@@ -180,6 +218,10 @@ fn the_documented_order_first_definition_wins() {
     assert!(pos("p_dot_mcp") < pos("p_vscode") && pos("p_vscode") < pos("u_cursor"));
     assert!(pos("u_desktop") < pos("u_claude_local") && pos("u_claude_local") < pos("u_claude"));
     assert!(pos("u_claude") < pos("u_codex"));
+    assert!(pos("p_vscode") < pos("p_gemini") && pos("p_gemini") < pos("p_codex"));
+    assert!(pos("p_codex") < pos("u_cursor"));
+    assert!(pos("u_codex") < pos("u_copilot") && pos("u_copilot") < pos("u_windsurf"));
+    assert!(pos("u_windsurf") < pos("u_gemini") && pos("u_gemini") < pos("u_zed"));
 }
 
 #[test]
@@ -253,7 +295,10 @@ fn broken_files_and_entries_do_not_stop_the_rest() {
     assert!(bad[3].1.contains("not valid TOML"), "{bad:?}");
     assert!(d.get("ok").unwrap().config.is_ok());
     let e = d.get("badargs").unwrap().config.clone().unwrap_err();
-    assert!(e.contains("invalid entry") && e.contains("sequence"), "{e}");
+    assert!(
+        e.contains("invalid entry") && e.contains("`args` must be an array of strings"),
+        "{e}"
+    );
     assert!(d.get("notobj").unwrap().config.is_err());
     assert_eq!(
         d.get("off").unwrap().config.as_ref().unwrap().enabled,
@@ -277,13 +322,36 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
     let w = World::new("formats");
     let d = w.discovery();
     let sources = d.sources();
-    assert_eq!(sources.len(), 8);
+    let formats: Vec<(Scope, Format)> = sources.iter().map(|s| (s.scope, s.format)).collect();
+    use Format::*;
+    use Scope::{Project as P, User as U};
+    assert_eq!(
+        formats,
+        [
+            (P, McpJson),
+            (P, McpJson),
+            (P, McpJson),
+            (P, McpJson),
+            (P, Gemini),
+            (P, CodexToml),
+            (U, McpJson),
+            (U, McpJson),
+            (U, ClaudeCode),
+            (U, CodexToml),
+            (U, Copilot),
+            (U, Windsurf),
+            (U, Gemini),
+            (U, Zed),
+        ]
+    );
     assert!(sources.iter().all(|s| !s.required));
-    assert_eq!(sources[6].format, Format::ClaudeCode);
-    assert_eq!(sources[7].format, Format::CodexToml);
     let found = d.discover();
     assert!(found.servers.is_empty() && found.errors.is_empty());
-    assert_eq!(found.searched.len(), 8);
+    assert_eq!(found.searched.len(), 14);
+    assert!(found
+        .files
+        .iter()
+        .all(|f| !f.present && f.servers.is_empty()));
     let toml = w.write(
         &w.home.join("servers.toml"),
         "[mcp_servers.t]\ncommand = \"x\"\n",
@@ -340,4 +408,370 @@ fn platform_paths() {
             Some(PathBuf::from("/h/Library/Caches/mcpwire"))
         );
     }
+}
+
+fn config_of(d: &mcpwire_manager::Discovered, name: &str) -> mcpwire_manager::ServerConfig {
+    d.get(name)
+        .unwrap_or_else(|| panic!("no {name}: {:?}", d.servers))
+        .config
+        .clone()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// VS Code's `.vscode/mcp.json` as its editor writes it: comments, a
+/// trailing comma, `inputs`, `type` on every server.
+#[test]
+fn vscode_jsonc() {
+    let w = World::new("vscode");
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	// 💡 Inputs are prompted on first server start, then stored securely by VS Code.
+	"inputs": [
+		{
+			"type": "promptString",
+			"id": "perplexity-key",
+			"description": "Perplexity API Key",
+			"password": true
+		}
+	],
+	"servers": {
+		// https://github.com/ppl-ai/modelcontextprotocol/
+		"Perplexity": {
+			"type": "stdio",
+			"command": "npx",
+			"args": ["-y", "server-perplexity-ask"],
+			"env": {
+				"PERPLEXITY_API_KEY": "${input:perplexity-key}"
+			},
+		},
+		/* remote */
+		"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
+	},
+}
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let p = config_of(&d, "Perplexity");
+    assert_eq!(p.args, ["-y", "server-perplexity-ask"]);
+    assert_eq!(p.env["PERPLEXITY_API_KEY"], "${input:perplexity-key}");
+    assert_eq!(
+        config_of(&d, "github").url.as_deref(),
+        Some("https://api.githubcopilot.com/mcp/")
+    );
+    let e = d.get("github").unwrap();
+    assert_eq!(e.scope, Scope::Project);
+    assert!(e.project.is_some());
+}
+
+/// Zed's user `settings.json`: JSONC full of other settings; servers in
+/// the newer flat shape, the older `{path, args, env}` shape, a remote
+/// one and an extension's.
+#[test]
+fn zed_settings() {
+    let w = World::new("zed");
+    let path = paths::zed_settings(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"// Zed settings
+//
+// For information on how to configure Zed, see the Zed
+// documentation: https://zed.dev/docs/configuring-zed
+{
+  "ui_font_size": 16,
+  "buffer_font_size": 15,
+  "theme": {
+    "mode": "system",
+    "light": "One Light",
+    "dark": "One Dark"
+  },
+  "vim_mode": false,
+  "context_servers": {
+    "mcp-server-github": {
+      "source": "custom",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}" }
+    },
+    "old-style": {
+      "command": {
+        "path": "/usr/local/bin/old-server",
+        "args": ["--stdio"],
+        "env": {}
+      },
+      "settings": {}
+    },
+    "remote": {
+      "url": "https://mcp.example.com/mcp",
+      "headers": { "Authorization": "Bearer ${TOKEN}" }
+    },
+    "mcp-server-context7": {
+      "source": "extension",
+      "enabled": true,
+      "settings": { "default_minimum_tokens": "10000" }
+    },
+    "off": { "command": "x", "enabled": false },
+  },
+  "languages": { "Rust": { "tab_size": 4 } },
+}
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = config_of(&d, "mcp-server-github");
+    assert_eq!(gh.command.as_deref(), Some("npx"));
+    assert_eq!(gh.args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert_eq!(gh.env["GITHUB_PERSONAL_ACCESS_TOKEN"], "${GITHUB_TOKEN}");
+    let old = config_of(&d, "old-style");
+    assert_eq!(old.command.as_deref(), Some("/usr/local/bin/old-server"));
+    assert_eq!(old.args, ["--stdio"]);
+    let remote = config_of(&d, "remote");
+    assert_eq!(remote.url.as_deref(), Some("https://mcp.example.com/mcp"));
+    assert_eq!(remote.headers["Authorization"], "Bearer ${TOKEN}");
+    assert!(remote.transport().is_ok());
+    assert_eq!(config_of(&d, "off").enabled, Some(false));
+    // The extension's server is not run, and the report says why.
+    assert!(d.get("mcp-server-context7").is_none());
+    let report = d.files.iter().find(|f| f.source.path == path).unwrap();
+    assert_eq!(report.notes.len(), 1, "{report:?}");
+    assert!(
+        report.notes[0].contains("mcp-server-context7") && report.notes[0].contains("extension")
+    );
+    assert_eq!(d.get("remote").unwrap().scope, Scope::User);
+}
+
+/// Gemini CLI's user settings (the nested v2 layout, servers still under
+/// `mcpServers`) and a project's `.gemini/settings.json`.
+#[test]
+fn gemini_settings() {
+    let w = World::new("gemini");
+    w.write(
+        &w.home.join(".gemini/settings.json"),
+        r#"{
+  "general": { "vimMode": false },
+  "ui": { "theme": "GitHub" },
+  "security": { "auth": { "selectedType": "oauth-personal" } },
+  "mcpServers": {
+    "pythonTools": {
+      "command": "python",
+      "args": ["-m", "my_mcp_server", "--port", "8080"],
+      "cwd": "./mcp-servers/python",
+      "env": { "DATABASE_URL": "$DB_CONNECTION_STRING", "API_KEY": "${EXTERNAL_API_KEY}" },
+      "timeout": 15000,
+      "includeTools": ["safe_tool", "file_reader"],
+      "excludeTools": ["file_reader"]
+    },
+    "httpServer": {
+      "httpUrl": "http://localhost:3000/mcp",
+      "headers": { "Authorization": "Bearer your-api-token" },
+      "timeout": 5000
+    },
+    "sseServer": { "url": "http://localhost:8080/sse", "trust": true },
+    "typed": { "type": "http", "url": "http://localhost:9/mcp" },
+    "bad": { "command": "x", "includeTools": "all" }
+  }
+}
+"#,
+    );
+    w.write(
+        &w.project.join(".gemini/settings.json"),
+        r#"{ "mcpServers": { "projectServer": { "command": "node", "args": ["tools.js"] } } }"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let py = d.get("pythonTools").unwrap();
+    let c = py.config.as_ref().unwrap();
+    assert_eq!(c.cwd.as_deref(), Some("./mcp-servers/python"));
+    assert_eq!(c.timeout, Some(15000));
+    assert_eq!(c.env["API_KEY"], "${EXTERNAL_API_KEY}");
+    assert!(py.tools.allows("safe_tool"));
+    assert!(!py.tools.allows("file_reader"), "exclude wins");
+    assert!(!py.tools.allows("other"));
+    let http = config_of(&d, "httpServer");
+    assert_eq!(http.kind.as_deref(), Some("http"));
+    assert_eq!(http.url.as_deref(), Some("http://localhost:3000/mcp"));
+    assert_eq!(
+        http.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(
+        config_of(&d, "sseServer").transport(),
+        Ok(mcpwire::config::TransportKind::LegacySse)
+    );
+    assert_eq!(config_of(&d, "typed").kind.as_deref(), Some("http"));
+    let bad = d.get("bad").unwrap().config.clone().unwrap_err();
+    assert!(
+        bad.contains("`includeTools` must be an array of strings"),
+        "{bad}"
+    );
+    let project = d.get("projectServer").unwrap();
+    assert_eq!(project.scope, Scope::Project);
+    assert_eq!(
+        project.project.as_deref(),
+        Some(w.project.canonicalize().unwrap().as_path())
+    );
+}
+
+/// GitHub Copilot CLI's `~/.copilot/mcp-config.json` as `/mcp add`
+/// writes it.
+#[test]
+fn copilot_cli() {
+    let w = World::new("copilot");
+    w.write(
+        &w.home.join(".copilot/mcp-config.json"),
+        r#"{
+  "mcpServers": {
+    "playwright": {
+      "type": "local",
+      "command": "npx",
+      "args": ["@playwright/mcp@latest"],
+      "env": {},
+      "tools": ["*"]
+    },
+    "context7": {
+      "type": "http",
+      "url": "https://mcp.context7.com/mcp",
+      "headers": { "CONTEXT7_API_KEY": "YOUR-API-KEY" },
+      "tools": ["resolve-library-id", "get-library-docs"]
+    },
+    "legacy": { "type": "sse", "url": "https://h/sse", "tools": [] }
+  }
+}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let pw = d.get("playwright").unwrap();
+    let c = pw.config.as_ref().unwrap();
+    assert_eq!(c.kind.as_deref(), Some("stdio"));
+    assert_eq!(c.transport(), Ok(mcpwire::config::TransportKind::Stdio));
+    assert!(pw.tools.is_all(), "[\"*\"] is every tool");
+    let c7 = d.get("context7").unwrap();
+    assert!(c7.tools.allows("get-library-docs") && !c7.tools.allows("other"));
+    assert_eq!(
+        c7.config.as_ref().unwrap().headers["CONTEXT7_API_KEY"],
+        "YOUR-API-KEY"
+    );
+    let legacy = d.get("legacy").unwrap();
+    assert!(!legacy.tools.allows("anything"), "an empty list is no tool");
+    assert_eq!(legacy.scope, Scope::User);
+}
+
+/// Windsurf's `~/.codeium/windsurf/mcp_config.json`: remote servers as
+/// `serverUrl`, tools turned off in its UI as `disabledTools`.
+#[test]
+fn windsurf() {
+    let w = World::new("windsurf");
+    w.write(
+        &w.home.join(".codeium/windsurf/mcp_config.json"),
+        r#"{
+  "mcpServers": {
+    "github": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "<YOUR_PERSONAL_ACCESS_TOKEN>" },
+      "disabledTools": ["create_repository"]
+    },
+    "figma": {
+      "serverUrl": "https://mcp.figma.com/sse",
+      "headers": { "Authorization": "Bearer ${env:FIGMA_TOKEN}" }
+    },
+    "off": { "command": "x", "disabled": true }
+  }
+}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = d.get("github").unwrap();
+    assert!(!gh.tools.allows("create_repository") && gh.tools.allows("get_issue"));
+    let figma = config_of(&d, "figma");
+    assert_eq!(figma.url.as_deref(), Some("https://mcp.figma.com/sse"));
+    assert!(figma.transport().is_ok());
+    assert_eq!(config_of(&d, "off").enabled, Some(false));
+}
+
+/// A trusted project's `.codex/config.toml`: project scope, with the tool
+/// lists and the startup timeout.
+#[test]
+fn codex_project() {
+    let w = World::new("codexproj");
+    w.write(
+        &w.project.join(".codex/config.toml"),
+        r#"# Project-scoped Codex settings
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-server-docs"]
+cwd = "tools"
+env_vars = ["DOCS_TOKEN"]
+startup_timeout_sec = 20
+tool_timeout_sec = 60
+enabled_tools = ["search", "open"]
+disabled_tools = ["open"]
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_OAUTH_TOKEN"
+http_headers = { "X-Figma-Region" = "us-east-1" }
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let docs = d.get("docs").unwrap();
+    assert_eq!(docs.scope, Scope::Project);
+    assert!(docs.project.is_some());
+    assert_eq!(
+        docs.startup_timeout,
+        Some(std::time::Duration::from_secs(20))
+    );
+    let c = docs.config.as_ref().unwrap();
+    assert_eq!(c.cwd.as_deref(), Some("tools"));
+    assert_eq!(c.timeout, Some(60_000));
+    assert!(docs.tools.allows("search") && !docs.tools.allows("open"));
+    let figma = config_of(&d, "figma");
+    assert_eq!(
+        figma.headers["Authorization"],
+        "Bearer ${FIGMA_OAUTH_TOKEN}"
+    );
+    // Off for an untrusted checkout.
+    let d = w.discovery().project_files(false).discover();
+    assert!(d.get("docs").is_none());
+}
+
+/// Errors name the file and the field; JSONC is accepted in Claude's and
+/// Cursor's files too.
+#[test]
+fn errors_name_file_and_field_and_jsonc_everywhere() {
+    let w = World::new("fields");
+    w.write(
+        &w.project.join(".cursor/mcp.json"),
+        "{\n  // Cursor\n  \"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": 1}},},\n}",
+    );
+    let desktop = w.claude_desktop();
+    w.write(
+        &desktop,
+        "{\"mcpServers\": {\"b\": {\"command\": \"y\",}}, /* c */}",
+    );
+    let zed = paths::zed_settings(&w.env).unwrap();
+    w.write(&zed, "{\"context_servers\": {\"z\": {\"command\": 3}}}");
+    let gemini = w.home.join(".gemini/settings.json");
+    w.write(&gemini, "{ /* unterminated");
+    let d = w.discovery().discover();
+    let a = d.get("a").unwrap();
+    assert!(a.origin().ends_with(".cursor/mcp.json"));
+    assert!(a
+        .config
+        .clone()
+        .unwrap_err()
+        .contains("`env.K` must be a string"));
+    assert_eq!(config_of(&d, "b").command.as_deref(), Some("y"));
+    let z = d.get("z").unwrap().config.clone().unwrap_err();
+    assert!(
+        z.contains("`command` must be a string or {path, args, env}"),
+        "{z}"
+    );
+    assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+    assert_eq!(d.errors[0].path, gemini);
+    assert!(d.errors[0].to_string().contains("unterminated /* comment"));
+    let report = d.files.iter().find(|f| f.source.path == gemini).unwrap();
+    assert!(report.present && report.error.is_some());
 }
