@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::cache_file::CacheFile;
 use crate::consent::{self, Approvals, ConsentPolicy};
-use crate::discovery::{Scope, ServerEntry};
+use crate::discovery::{Scope, ServerEntry, ToolFilter};
 use crate::paths::{self, Env};
 use crate::supervisor;
 use crate::Error;
@@ -298,6 +298,8 @@ pub(crate) struct Slot {
     tools_live: bool,
     agent_names: Vec<String>,
     request_timeout: Option<Duration>,
+    /// The host entry's tool list: tools it leaves out are never exposed.
+    filter: ToolFilter,
 }
 
 pub(crate) struct State {
@@ -391,6 +393,7 @@ impl Shared {
             let mut st = self.lock();
             let slot = &mut st.slots[idx];
             slot.tools = tools;
+            slot.tools.retain(|t| slot.filter.allows(&t.name));
             slot.tools_live = true;
             st.recompute_names();
         }
@@ -530,7 +533,10 @@ impl Manager {
                                 config,
                                 raw: raw.clone(),
                                 machine: machine.clone(),
-                                connect: connect.clone(),
+                                connect: match entry.startup_timeout {
+                                    Some(t) => connect.clone().connect_timeout(t),
+                                    None => connect.clone(),
+                                },
                             });
                             machine
                         }
@@ -554,10 +560,15 @@ impl Manager {
                 client: None,
                 generation: 0,
                 transport: None,
-                tools: cached.unwrap_or_default(),
+                tools: cached
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| entry.tools.allows(&t.name))
+                    .collect(),
                 tools_live: false,
                 agent_names: Vec::new(),
                 request_timeout,
+                filter: entry.tools.clone(),
             });
         }
         let mut state = State {
