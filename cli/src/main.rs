@@ -4,7 +4,7 @@
 //! mcpwire [OPTIONS] <COMMAND> [TARGET]
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
-//!           | servers [--config F] [--no-project-config] | approve <name>
+//!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -12,7 +12,9 @@
 //! `--config F` only, else project files then user files; see
 //! `mcpwire_manager::discovery`), expanding `${VAR}` and
 //! `${VAR:-default}`. `servers` starts every discovered server and lists
-//! it with its status and tool count.
+//! it with its status and tool count (a host entry's tool list, such as
+//! Gemini's `includeTools`, is applied); `servers --sources` starts
+//! nothing and lists every file searched with what it contributed.
 //!
 //! A server of a project's file (`.mcp.json`, `.cursor/mcp.json`, …) runs
 //! only once the user approved it (`mcpwire_manager::consent`): `servers`
@@ -41,7 +43,8 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{
-    consent, Approvals, Discovery, Env, Manager, ManagerOptions, ServerEntry, ServerState,
+    consent, Approvals, Discovered, Discovery, Env, Manager, ManagerOptions, ServerEntry,
+    ServerState,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
@@ -57,8 +60,10 @@ use serde_json::{json, Map, Value};
     version,
     about = "Inspect and call any MCP server (stdio, Streamable HTTP, legacy SSE)",
     after_help = "TARGET: `-- <command> [args...]` (stdio), --url <URL>, --sse <URL>, or --server <NAME> [--config F].\n\
-                  --server without --config searches .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json, then\n\
-                  ~/.cursor/mcp.json, Claude Desktop's config, ~/.claude.json, ~/.codex/config.toml (first definition wins).\n\
+                  --server without --config searches the project's .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json,\n\
+                  .gemini/settings.json, .codex/config.toml, then the user's ~/.cursor/mcp.json, Claude Desktop's config,\n\
+                  ~/.claude.json, ~/.codex/config.toml, ~/.copilot/mcp-config.json, Windsurf's, Gemini CLI's and Zed's\n\
+                  settings (first definition wins; `mcpwire servers --sources` lists them).\n\
                   Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
                   Try: mcpwire demo"
 )]
@@ -79,7 +84,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Ignore the project's config files (.mcp.json, mcp.json, .cursor/,
-    /// .vscode/): for checkouts you do not trust to start programs.
+    /// .vscode/, .gemini/, .codex/): for checkouts you do not trust to
+    /// start programs.
     #[arg(long, global = true)]
     no_project_config: bool,
     /// Approve the project's servers this command starts (--server NAME:
@@ -185,7 +191,13 @@ enum Cmd {
     /// Walk through a session with the built-in demo server.
     Demo,
     /// List the configured servers with their status and tool counts.
-    Servers,
+    Servers {
+        /// List the config files instead (nothing is started): every file
+        /// searched, whether it is there, its scope and host, the servers
+        /// it defines, the ones an earlier file defined, and its errors.
+        #[arg(long)]
+        sources: bool,
+    },
     /// Approve a server of the project's config files, so that it may run
     /// (kept per user, for this project and this definition).
     Approve {
@@ -621,8 +633,8 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Demo = cli.cmd() {
         return demo(&cli).await;
     }
-    if let Cmd::Servers = cli.cmd() {
-        return servers(&cli, &server_cmd).await;
+    if let Cmd::Servers { sources } = cli.cmd() {
+        return servers(&cli, &server_cmd, *sources).await;
     }
     if let Cmd::Approve { name } = cli.cmd() {
         return approve(&cli, name);
@@ -823,7 +835,7 @@ async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, 
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers | Cmd::Approve { .. } => {
+        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
             unreachable!("handled before connecting")
         }
     }
@@ -933,7 +945,7 @@ impl Progress {
 /// `mcpwire servers`: discovers, starts every server, waits until each has
 /// connected or failed, and lists them. Failed servers are listed, not an
 /// error (exit 0); an unusable `--config` file is a usage error.
-async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
+async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> Result<u8, Fail> {
     if !server_cmd.is_empty() || cli.url.is_some() || cli.sse.is_some() || cli.server.is_some() {
         return Err(Fail::usage(
             "`servers` lists the configured servers: it takes --config <FILE> and \
@@ -941,6 +953,10 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
         ));
     }
     let found = discovery(cli).discover();
+    if sources {
+        print_sources(cli, &found);
+        return Ok(0);
+    }
     if cli.config.is_some() {
         if let Some(e) = found.errors.first() {
             return Err(Fail::usage(e.to_string()));
@@ -1048,6 +1064,73 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
     }
     manager.close().await;
     Ok(0)
+}
+
+/// `mcpwire servers --sources`: every file discovery looked at, in order,
+/// and what it contributed.
+fn print_sources(cli: &Cli, found: &Discovered) {
+    let bad_entry = |name: &str| -> Option<&str> {
+        found
+            .get(name)
+            .and_then(|e| e.config.as_ref().err())
+            .map(String::as_str)
+    };
+    if cli.json {
+        let files: Vec<Value> = found
+            .files
+            .iter()
+            .map(|f| {
+                let servers: Vec<Value> = f
+                    .servers
+                    .iter()
+                    .map(|n| json!({"name": n, "error": bad_entry(n)}))
+                    .collect();
+                json!({
+                    "path": f.source.path.display().to_string(),
+                    "scope": f.source.scope.label(),
+                    "format": f.source.format.label(),
+                    "present": f.present,
+                    "servers": servers,
+                    "shadowed": f.shadowed,
+                    "error": f.error,
+                    "notes": f.notes,
+                })
+            })
+            .collect();
+        print_json(&json!({ "sources": files }));
+        return;
+    }
+    for f in &found.files {
+        let state = if f.error.is_some() {
+            "error"
+        } else if f.present {
+            "read"
+        } else {
+            "absent"
+        };
+        println!(
+            "{:<8} {:<8} {:<11} {}",
+            state,
+            f.source.scope.label(),
+            f.source.format.label(),
+            f.source.path.display()
+        );
+        if let Some(e) = &f.error {
+            println!("    error: {e}");
+        }
+        for n in &f.servers {
+            match bad_entry(n) {
+                Some(e) => println!("    server {n}: {e}"),
+                None => println!("    server {n}"),
+            }
+        }
+        for n in &f.shadowed {
+            println!("    shadowed {n} (defined by an earlier file)");
+        }
+        for note in &f.notes {
+            println!("    skipped {note}");
+        }
+    }
 }
 
 /// `mcpwire demo`: runs this binary's demo server as a child and walks
