@@ -9,7 +9,7 @@
 //! | 2  | project  | `<project>/.mcp.json` (Claude Code, Copilot CLI)  | `mcpServers`  |
 //! | 3  | project  | `<project>/mcp.json`                             | `mcpServers`  |
 //! | 4  | project  | `<project>/.cursor/mcp.json` (Cursor)            | `mcpServers`  |
-//! | 5  | project  | `<project>/.vscode/mcp.json` (VS Code)           | `servers`     |
+//! | 5  | project  | `<project>/.vscode/mcp.json` (VS Code)           | `servers`, VS Code's variables and `inputs` |
 //! | 6  | project  | `<project>/.gemini/settings.json` (Gemini CLI)   | `mcpServers`, Gemini's fields |
 //! | 7  | project  | `<project>/.codex/config.toml` (Codex)           | `[mcp_servers.NAME]` |
 //! | 8  | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
@@ -20,6 +20,7 @@
 //! | 13 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
 //! | 14 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
 //! | 15 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
+//! | 16 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
 //!
 //! `<project>` is the project directory (default: the current directory;
 //! parents are not searched). [`Discovery::project_files`]`(false)` skips
@@ -39,6 +40,7 @@
 //! | host | fields |
 //! |------|--------|
 //! | Claude, Cursor, VS Code | `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout` (ms), `enabled`; `"disabled": true` (Cline, Roo, Windsurf) counts as `"enabled": false` |
+//! | VS Code | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${input:ID}` (`inputs` of type `promptString`) and `envFile`: see [`vscode`] |
 //! | Windsurf | as above; `serverUrl` → `url`; `disabledTools` → [`ToolFilter::exclude`] |
 //! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all) |
 //! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`] |
@@ -49,6 +51,9 @@
 
 mod hosts;
 mod jsonc;
+pub mod vscode;
+
+pub use vscode::{resolve_inputs, Input};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -95,6 +100,8 @@ pub enum Format {
     ClaudeCode,
     /// Codex's `config.toml`, `[mcp_servers.NAME]`.
     CodexToml,
+    /// VS Code's `mcp.json`: `servers`, `inputs`, its variables, `envFile`.
+    VsCode,
     /// GitHub Copilot CLI's `mcp-config.json`.
     Copilot,
     /// Windsurf's `mcp_config.json`.
@@ -112,6 +119,7 @@ impl Format {
             Format::McpJson => "mcp.json",
             Format::ClaudeCode => "claude-code",
             Format::CodexToml => "codex",
+            Format::VsCode => "vscode",
             Format::Copilot => "copilot-cli",
             Format::Windsurf => "windsurf",
             Format::Gemini => "gemini-cli",
@@ -181,6 +189,10 @@ pub struct ServerEntry {
     /// when the host's entry says (Codex's `startup_timeout_sec`); default
     /// the manager's connect timeout.
     pub startup_timeout: Option<Duration>,
+    /// The values the entry asks the user for (VS Code's `${input:ID}`),
+    /// supplied by the host when the server starts
+    /// ([`crate::ManagerOptions::inputs`]).
+    pub inputs: Vec<Input>,
 }
 
 impl ServerEntry {
@@ -194,6 +206,7 @@ impl ServerEntry {
             config: Ok(config),
             tools: ToolFilter::default(),
             startup_timeout: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -370,7 +383,7 @@ impl Discovery {
                 (".mcp.json", Format::McpJson),
                 ("mcp.json", Format::McpJson),
                 (".cursor/mcp.json", Format::McpJson),
-                (".vscode/mcp.json", Format::McpJson),
+                (".vscode/mcp.json", Format::VsCode),
                 (".gemini/settings.json", Format::Gemini),
                 (".codex/config.toml", Format::CodexToml),
             ] {
@@ -402,6 +415,7 @@ impl Discovery {
                 (paths::windsurf_config(&self.env), Format::Windsurf),
                 (paths::gemini_settings(&self.env), Format::Gemini),
                 (paths::zed_settings(&self.env), Format::Zed),
+                (paths::vscode_user_mcp(&self.env), Format::VsCode),
             ];
             for (path, format) in hosts {
                 if let Some(p) = path {
@@ -417,6 +431,7 @@ impl Discovery {
         let mut d = Discovered::default();
         let mut seen: HashSet<String> = HashSet::new();
         let project = self.project();
+        let home = paths::home_dir(&self.env);
         for source in self.sources() {
             d.searched.push(source.path.clone());
             let mut report = SourceReport {
@@ -430,7 +445,7 @@ impl Discovery {
             let read = match std::fs::read(&source.path) {
                 Ok(bytes) => {
                     report.present = true;
-                    parse(source.format, &bytes, &project)
+                    parse(source.format, &bytes, &project, home.as_deref())
                 }
                 Err(e) if !source.required && e.kind() == std::io::ErrorKind::NotFound => {
                     d.files.push(report);
@@ -452,9 +467,9 @@ impl Discovery {
             };
             report.notes = found.notes;
             for (name, parsed) in found.entries {
-                let (config, tools, startup_timeout) = match parsed {
-                    Ok(p) => (Ok(p.config), p.tools, p.startup_timeout),
-                    Err(e) => (Err(e), ToolFilter::default(), None),
+                let (config, tools, startup_timeout, inputs) = match parsed {
+                    Ok(p) => (Ok(p.config), p.tools, p.startup_timeout, p.inputs),
+                    Err(e) => (Err(e), ToolFilter::default(), None, Vec::new()),
                 };
                 let entry = ServerEntry {
                     name: name.clone(),
@@ -464,6 +479,7 @@ impl Discovery {
                     config,
                     tools,
                     startup_timeout,
+                    inputs,
                 };
                 if seen.insert(name.clone()) {
                     report.servers.push(name);
@@ -480,8 +496,20 @@ impl Discovery {
 }
 
 /// Reads one file's servers.
-fn parse(format: Format, bytes: &[u8], project: &Path) -> Result<FileServers, String> {
+fn parse(
+    format: Format,
+    bytes: &[u8],
+    project: &Path,
+    home: Option<&Path>,
+) -> Result<FileServers, String> {
     let (key, dialect) = match format {
+        Format::VsCode => {
+            let ctx = vscode::Context {
+                workspace: project,
+                home,
+            };
+            return vscode::servers(&json_object(bytes)?, &ctx);
+        }
         Format::CodexToml => return hosts::codex(bytes),
         Format::ClaudeCode => return claude_code(&json_object(bytes)?, project),
         Format::McpJson => {

@@ -70,10 +70,10 @@ mod supervisor;
 
 pub use consent::{Approvals, ConsentPolicy, TrustAll};
 pub use discovery::{
-    Discovered, Discovery, Scope, ServerEntry, SourceError, SourceReport, ToolFilter,
+    Discovered, Discovery, Input, Scope, ServerEntry, SourceError, SourceReport, ToolFilter,
 };
 pub use error::Error;
-pub use manager::{AgentTool, CallOptions, Manager, ManagerOptions, ServerStatus};
+pub use manager::{AgentTool, CallOptions, InputFn, Manager, ManagerOptions, ServerStatus};
 pub use mcpwire::manager::policy::{RetryPolicy, ServerState};
 pub use paths::Env;
 

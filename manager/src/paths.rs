@@ -135,6 +135,22 @@ pub fn zed_settings(env: &Env) -> Option<PathBuf> {
     Some(dir.join("settings.json"))
 }
 
+/// VS Code's user-profile `mcp.json`: `Code/User/mcp.json` in
+/// `~/Library/Application Support/` on macOS, `%APPDATA%` on Windows,
+/// elsewhere `$XDG_CONFIG_HOME` (default `~/.config`).
+pub fn vscode_user_mcp(env: &Env) -> Option<PathBuf> {
+    let dir = if cfg!(target_os = "macos") {
+        home_dir(env)?.join("Library/Application Support")
+    } else if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+    };
+    Some(dir.join("Code").join("User").join("mcp.json"))
+}
+
 /// mcpwire's cache directory: `$XDG_CACHE_HOME/mcpwire` when set, else
 /// `~/Library/Caches/mcpwire` on macOS, `%LOCALAPPDATA%\mcpwire\cache` on
 /// Windows, `~/.cache/mcpwire` elsewhere.

@@ -131,6 +131,7 @@ impl World {
             (paths::windsurf_config(e), "mcpServers", "u_windsurf"),
             (paths::gemini_settings(e), "mcpServers", "u_gemini"),
             (paths::zed_settings(e), "context_servers", "u_zed"),
+            (paths::vscode_user_mcp(e), "servers", "u_vscode"),
         ] {
             files.push((self.mcp(path.unwrap(), key, unique), unique));
         }
@@ -222,6 +223,7 @@ fn the_documented_order_first_definition_wins() {
     assert!(pos("p_codex") < pos("u_cursor"));
     assert!(pos("u_codex") < pos("u_copilot") && pos("u_copilot") < pos("u_windsurf"));
     assert!(pos("u_windsurf") < pos("u_gemini") && pos("u_gemini") < pos("u_zed"));
+    assert!(pos("u_zed") < pos("u_vscode"));
 }
 
 #[test]
@@ -331,7 +333,7 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
             (P, McpJson),
             (P, McpJson),
             (P, McpJson),
-            (P, McpJson),
+            (P, VsCode),
             (P, Gemini),
             (P, CodexToml),
             (U, McpJson),
@@ -342,12 +344,13 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
             (U, Windsurf),
             (U, Gemini),
             (U, Zed),
+            (U, VsCode),
         ]
     );
     assert!(sources.iter().all(|s| !s.required));
     let found = d.discover();
     assert!(found.servers.is_empty() && found.errors.is_empty());
-    assert_eq!(found.searched.len(), 14);
+    assert_eq!(found.searched.len(), 15);
     assert!(found
         .files
         .iter()
@@ -774,4 +777,79 @@ fn errors_name_file_and_field_and_jsonc_everywhere() {
     assert!(d.errors[0].to_string().contains("unterminated /* comment"));
     let report = d.files.iter().find(|f| f.source.path == gemini).unwrap();
     assert!(report.present && report.error.is_some());
+}
+
+/// VS Code's variables, `envFile` and `inputs`, in the project's and the
+/// user profile's `mcp.json`.
+#[test]
+fn vscode_variables_env_file_and_inputs() {
+    let w = World::new("vscodevars");
+    w.write(
+        &w.project.join(".env"),
+        "# secrets\nAPI_BASE=https://api.example.com\nexport REGION='eu ${lit}'\nDEBUG=0\n",
+    );
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	"inputs": [
+		{"type": "promptString", "id": "api-key", "description": "API Key", "password": true},
+		{"type": "promptString", "id": "user", "description": "User name", "default": "ada"},
+		{"type": "pickString", "id": "flavour", "description": "Pick", "options": ["a", "b"]}
+	],
+	"servers": {
+		"local": {
+			"type": "stdio",
+			"command": "${workspaceFolder}/bin/server",
+			"args": ["--root", "${workspaceFolder}", "--cache", "${userHome}${/}.cache"],
+			"env": {"API_KEY": "${input:api-key}", "USER_NAME": "${input:user}", "TOKEN": "${env:MY_TOKEN}", "DEBUG": "1"},
+			"envFile": "${workspaceFolder}/.env"
+		},
+		"relative": {"command": "x", "envFile": ".env"},
+		"missing": {"command": "x", "envFile": "nope.env"},
+		"picky": {"command": "x", "args": ["${input:flavour}"]},
+		"undeclared": {"command": "x", "args": ["${input:ghost}"]},
+		"cmdvar": {"command": "x", "args": ["${command:pickProcess}"]},
+	},
+}"#,
+    );
+    let user = paths::vscode_user_mcp(&w.env).unwrap();
+    w.write(
+        &user,
+        r#"{"servers": {"profile": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:tok}"}}},
+            "inputs": [{"type": "promptString", "id": "tok", "password": true}]}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let ws = w.project.canonicalize().unwrap();
+    let ws = ws.to_string_lossy();
+    let local = d.get("local").unwrap();
+    let c = local.config.as_ref().unwrap();
+    assert_eq!(
+        c.command.as_deref(),
+        Some(format!("{ws}/bin/server").as_str())
+    );
+    let cache = format!("{}{}.cache", w.home.display(), std::path::MAIN_SEPARATOR);
+    assert_eq!(c.args, ["--root", &*ws, "--cache", &cache]);
+    assert_eq!(c.env["API_KEY"], "${input:api-key}");
+    assert_eq!(c.env["TOKEN"], "${MY_TOKEN:-}");
+    assert_eq!(c.env["DEBUG"], "1", "env wins over envFile");
+    assert_eq!(c.env["API_BASE"], "https://api.example.com");
+    assert_eq!(c.env["REGION"], "eu $${lit}", "envFile values are literal");
+    let ids: Vec<(&str, bool, Option<&str>)> = local
+        .inputs
+        .iter()
+        .map(|i| (i.id.as_str(), i.password, i.default.as_deref()))
+        .collect();
+    assert_eq!(ids, [("api-key", true, None), ("user", false, Some("ada"))]);
+    assert_eq!(config_of(&d, "relative").env["DEBUG"], "0");
+    let err = |n: &str| d.get(n).unwrap().config.clone().unwrap_err();
+    assert!(err("missing").contains("`envFile`") && err("missing").contains("nope.env"));
+    assert!(err("picky").contains("pickString"), "{}", err("picky"));
+    assert!(err("undeclared").contains("no input `ghost`"));
+    assert!(
+        err("cmdvar").contains("`args[0]`") && err("cmdvar").contains("${command:pickProcess}")
+    );
+    let profile = d.get("profile").unwrap();
+    assert_eq!(profile.scope, Scope::User);
+    assert_eq!(profile.inputs[0].id, "tok");
 }

@@ -1,6 +1,7 @@
-//! A host entry's tool list (`includeTools`, `enabled_tools`, `tools`, …)
-//! decides which tools the manager exposes and lets the agent call, and
-//! its startup timeout bounds each connection attempt.
+//! What a host entry adds to its server config: the tool list
+//! (`includeTools`, `enabled_tools`, `tools`, …) decides which tools the
+//! manager exposes and lets the agent call, the startup timeout bounds each
+//! connection attempt, VS Code's inputs are supplied by the host.
 
 mod common;
 
@@ -10,7 +11,8 @@ use common::*;
 use mcpwire::manager::cache::ToolCache;
 use mcpwire::mcp::types::Tool;
 use mcpwire_manager::{
-    CallOptions, Error, Manager, ManagerOptions, ServerConfig, ServerEntry, ServerState, ToolFilter,
+    CallOptions, Error, Input, Manager, ManagerOptions, ServerConfig, ServerEntry, ServerState,
+    ToolFilter,
 };
 use serde_json::json;
 
@@ -145,5 +147,52 @@ async fn cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt()
         "{:?}",
         started.elapsed()
     );
+    m.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_come_from_the_host() {
+    let dir = TempDir::new("inputs");
+    let log = dir.path().join("log.jsonl");
+    let input = |id: &str| Input {
+        id: id.into(),
+        description: Some(format!("the {id}")),
+        password: true,
+        default: None,
+    };
+    // The test server's --log-file comes from an input.
+    let entry = |name: &str| ServerEntry {
+        inputs: vec![input("log")],
+        ..ServerEntry::new(
+            name,
+            ServerConfig::stdio(test_server()).args(["--log-file", "${input:log}"]),
+        )
+    };
+    let log_path = log.to_string_lossy().into_owned();
+    let m = Manager::start(
+        [entry("given"), entry("refused")],
+        ManagerOptions::new()
+            .no_cache()
+            .inputs(move |e, i| (e.name == "given" && i.id == "log").then(|| log_path.clone())),
+    )
+    .await;
+    assert!(is_connected(&status_of(&m, "given")), "{:?}", m.status());
+    assert!(log.is_file(), "the input's value reached the server");
+    match status_of(&m, "refused").state {
+        ServerState::Failed { error } => {
+            assert!(
+                error.contains("input `log` (the log) has no value"),
+                "{error}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    m.close().await;
+    // Without a supplier, every entry with inputs fails.
+    let m = Manager::start([entry("none")], ManagerOptions::new().no_cache()).await;
+    assert!(matches!(
+        status_of(&m, "none").state,
+        ServerState::Failed { .. }
+    ));
     m.close().await;
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use mcpwire::config::ServerConfig;
 use serde_json::{Map, Value};
 
-use super::ToolFilter;
+use super::{Input, ToolFilter};
 
 /// One entry read from a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,7 @@ pub(crate) struct Parsed {
     pub(crate) config: ServerConfig,
     pub(crate) tools: ToolFilter,
     pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) inputs: Vec<Input>,
 }
 
 impl Parsed {
@@ -26,6 +27,7 @@ impl Parsed {
             config,
             tools: ToolFilter::default(),
             startup_timeout: None,
+            inputs: Vec::new(),
         }
     }
 }
