@@ -34,6 +34,7 @@
 
 mod demo_server;
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,8 +44,8 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{
-    consent, Approvals, Discovered, Discovery, Env, Manager, ManagerOptions, ServerEntry,
-    ServerState,
+    consent, discovery, Approvals, Discovered, Discovery, Env, Input, Manager, ManagerOptions,
+    ServerEntry, ServerState,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
@@ -442,8 +443,67 @@ fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
         .clone()
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
     consent_to(cli, entry, &raw)?;
+    let mut values = HashMap::new();
+    for input in &entry.inputs {
+        let value = ask_input(entry, input).ok_or_else(|| {
+            Fail::usage(format!(
+                "server {name:?} in {origin} asks for input `{}`{}: run it on a terminal",
+                input.id,
+                input
+                    .description
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ))
+        })?;
+        values.insert(input.id.clone(), value);
+    }
+    let raw = discovery::resolve_inputs(&raw, &|id| values.get(id).cloned())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
     expand_config(&raw, &|var| std::env::var(var).ok())
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+}
+
+/// Asks for a VS Code input on the terminal (a password without echo);
+/// `None` without a terminal.
+fn ask_input(entry: &ServerEntry, input: &Input) -> Option<String> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    let prompt = input_prompt(entry, input);
+    let answer = if input.password {
+        rpassword::prompt_password(prompt).ok()?
+    } else {
+        eprint!("{prompt}");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).ok()?;
+        line
+    };
+    Some(input_answer(input, &answer))
+}
+
+/// `mcpwire: server "x" (file) asks for API key [default: d]: `
+fn input_prompt(entry: &ServerEntry, input: &Input) -> String {
+    let what = input.description.as_deref().unwrap_or(&input.id);
+    let default = match (&input.default, input.password) {
+        (Some(d), false) => format!(" [default: {d}]"),
+        (Some(_), true) => " [default: the configured one]".to_string(),
+        (None, _) => String::new(),
+    };
+    format!(
+        "mcpwire: server {:?} ({}) asks for {what}{default}: ",
+        entry.name,
+        entry.origin()
+    )
+}
+
+/// The typed line without its line end; empty means the default.
+fn input_answer(input: &Input, typed: &str) -> String {
+    let typed = typed.trim_end_matches(['\r', '\n']);
+    match (&input.default, typed.is_empty()) {
+        (Some(d), true) => d.clone(),
+        _ => typed.to_string(),
+    }
 }
 
 /// A project's server runs only once approved: already, by `--approve`,
@@ -980,8 +1040,26 @@ async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> Result<u8, 
             }
         }
     }
+    // VS Code inputs of the servers that will start, asked once per file
+    // and id; without a terminal they stay unset and the server fails
+    // naming its input.
+    let mut values: HashMap<(Option<PathBuf>, String), String> = HashMap::new();
+    let approvals = user_approvals()?;
+    for entry in &found.servers {
+        let starts = matches!(&entry.config, Ok(c) if c.is_enabled())
+            && (!consent::needs_consent(entry) || approvals.is_approved(entry));
+        for input in entry.inputs.iter().filter(|_| starts) {
+            let key = (entry.source.clone(), input.id.clone());
+            if let std::collections::hash_map::Entry::Vacant(slot) = values.entry(key) {
+                if let Some(v) = ask_input(entry, input) {
+                    slot.insert(v);
+                }
+            }
+        }
+    }
     let wait = Duration::from_millis(cli.timeout.unwrap_or(30_000));
     let options = ManagerOptions::new()
+        .inputs(move |e, i| values.get(&(e.source.clone(), i.id.clone())).cloned())
         .connect_options(
             ConnectOptions::new()
                 .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
@@ -1244,4 +1322,38 @@ async fn demo(cli: &Cli) -> Result<u8, Fail> {
     client.close().await?;
     println!("  closed.\n\nNext: `mcpwire tools -- <your server command>` or `mcpwire info --url <URL>`.");
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(password: bool, default: Option<&str>) -> Input {
+        Input {
+            id: "api-key".into(),
+            description: Some("API Key".into()),
+            password,
+            default: default.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn input_prompts_and_answers() {
+        let entry = ServerEntry::new("srv", ServerConfig::stdio("x"));
+        assert_eq!(
+            input_prompt(&entry, &input(false, Some("ada"))),
+            "mcpwire: server \"srv\" (code) asks for API Key [default: ada]: "
+        );
+        // A secret default is never shown.
+        let p = input_prompt(&entry, &input(true, Some("s3cret")));
+        assert!(!p.contains("s3cret"), "{p}");
+        let mut bare = input(false, None);
+        bare.description = None;
+        assert!(input_prompt(&entry, &bare).contains("asks for api-key: "));
+
+        assert_eq!(input_answer(&input(false, Some("ada")), "\n"), "ada");
+        assert_eq!(input_answer(&input(false, Some("ada")), "bob\r\n"), "bob");
+        assert_eq!(input_answer(&input(true, None), ""), "");
+        assert_eq!(input_answer(&input(true, None), " x y \n"), " x y ");
+    }
 }

@@ -252,7 +252,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
     assert!(o.status.success(), "{}", text(&o));
     let v = json_out(&o);
     let files = v["sources"].as_array().unwrap();
-    assert_eq!(files.len(), 14, "{v}");
+    assert_eq!(files.len(), 15, "{v}");
     let file = |p: &Path| {
         files
             .iter()
@@ -312,4 +312,42 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
     assert_eq!(gem["status"], "connected", "{gem}");
     assert_eq!(gem["tools"], 1, "{gem}");
     assert!(server(&listing, "shared")["tools"].as_u64().unwrap() > 10);
+}
+
+#[test]
+fn vscode_inputs_without_a_terminal_name_the_input() {
+    let sb = Sandbox::new("inputs");
+    let ts = test_server();
+    let user = sb.root.join("config/Code/User/mcp.json");
+    sb.write(
+        &user,
+        &json!({
+            "inputs": [{"type": "promptString", "id": "log", "description": "Log file", "password": true}],
+            "servers": {
+                "asks": {"type": "stdio", "command": ts, "args": ["--log-file", "${input:log}"]},
+                "plain": {"type": "stdio", "command": ts, "args": ["--max-lifetime", "${env:LIFE}"]}
+            }
+        }),
+    );
+    let o = sb.run(&["tools", "--server", "asks"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("asks for input `log` (Log file): run it on a terminal"),
+        "{}",
+        text(&o)
+    );
+    // `${env:LIFE}` is the variable when the server starts.
+    let o = sb.run(&["tools", "--server", "plain"], &[("LIFE", "60")]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = sb.run(&["servers", "--json"], &[("LIFE", "60")]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let asks = server(&listing, "asks");
+    assert_eq!(asks["status"], "failed");
+    assert!(asks["error"]
+        .as_str()
+        .unwrap()
+        .contains("input `log` (Log file) has no value"));
+    assert_eq!(server(&listing, "plain")["status"], "connected");
 }
