@@ -64,7 +64,8 @@ use serde_json::{json, Map, Value};
                   --server without --config searches the project's .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json,\n\
                   .gemini/settings.json, .codex/config.toml, then the user's ~/.cursor/mcp.json, Claude Desktop's config,\n\
                   ~/.claude.json, ~/.codex/config.toml, ~/.copilot/mcp-config.json, Windsurf's, Gemini CLI's and Zed's\n\
-                  settings (first definition wins; `mcpwire servers --sources` lists them).\n\
+                  settings, VS Code's user mcp.json and Goose's config.yaml (first definition wins;\n\
+                  `mcpwire servers --sources` lists them).\n\
                   Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
                   Try: mcpwire demo"
 )]

@@ -252,7 +252,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
     assert!(o.status.success(), "{}", text(&o));
     let v = json_out(&o);
     let files = v["sources"].as_array().unwrap();
-    assert_eq!(files.len(), 15, "{v}");
+    assert_eq!(files.len(), 16, "{v}");
     let file = |p: &Path| {
         files
             .iter()

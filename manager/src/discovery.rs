@@ -21,6 +21,7 @@
 //! | 14 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
 //! | 15 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
 //! | 16 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
+//! | 17 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
 //!
 //! `<project>` is the project directory (default: the current directory;
 //! parents are not searched). [`Discovery::project_files`]`(false)` skips
@@ -47,8 +48,11 @@
 //! | Zed | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
 //! | Codex | `command`, `args`, `env`, `cwd`, `url`, `enabled` as is; `http_headers` → `headers`; `env_http_headers` `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` → `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms); `startup_timeout_sec` (or `_ms`) → [`ServerEntry::startup_timeout`]; `enabled_tools` / `disabled_tools` → [`ToolFilter`]; `env_vars` is checked and needs no mapping (a server inherits the manager's environment) |
 //!
+//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` is checked (the values come from the inherited environment, Goose's keyring is not read); `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note |
+//!
 //! The variables are expanded when the manager starts the server.
 
+mod goose;
 mod hosts;
 mod jsonc;
 pub mod vscode;
@@ -110,6 +114,8 @@ pub enum Format {
     Gemini,
     /// Zed's `settings.json`, `context_servers`.
     Zed,
+    /// Goose's `config.yaml`, `extensions`.
+    Goose,
 }
 
 impl Format {
@@ -124,6 +130,7 @@ impl Format {
             Format::Windsurf => "windsurf",
             Format::Gemini => "gemini-cli",
             Format::Zed => "zed",
+            Format::Goose => "goose",
         }
     }
 }
@@ -416,6 +423,7 @@ impl Discovery {
                 (paths::gemini_settings(&self.env), Format::Gemini),
                 (paths::zed_settings(&self.env), Format::Zed),
                 (paths::vscode_user_mcp(&self.env), Format::VsCode),
+                (paths::goose_config(&self.env), Format::Goose),
             ];
             for (path, format) in hosts {
                 if let Some(p) = path {
@@ -511,6 +519,7 @@ fn parse(
             return vscode::servers(&json_object(bytes)?, &ctx);
         }
         Format::CodexToml => return hosts::codex(bytes),
+        Format::Goose => return goose::servers(bytes),
         Format::ClaudeCode => return claude_code(&json_object(bytes)?, project),
         Format::McpJson => {
             let obj = json_object(bytes)?;

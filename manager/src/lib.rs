@@ -27,7 +27,7 @@
 //!   (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`,
 //!   `.gemini/settings.json`, `.codex/config.toml`), then user files
 //!   (`~/.cursor/mcp.json`, Claude Desktop, `~/.claude.json`, Codex,
-//!   Copilot CLI, Windsurf, Gemini CLI, Zed); the first definition of a
+//!   Copilot CLI, Windsurf, Gemini CLI, Zed, VS Code, Goose); the first definition of a
 //!   name wins. JSON files may have comments and trailing commas.
 //! - **Tool lists**: a host entry's allow and deny lists (Gemini's
 //!   `includeTools` / `excludeTools`, Codex's `enabled_tools` /

@@ -151,6 +151,24 @@ pub fn vscode_user_mcp(env: &Env) -> Option<PathBuf> {
     Some(dir.join("Code").join("User").join("mcp.json"))
 }
 
+/// Goose's `config.yaml`: `%APPDATA%\Block\goose\config\` on Windows,
+/// elsewhere `$XDG_CONFIG_HOME/goose/` (default `~/.config/goose/`, macOS
+/// included).
+pub fn goose_config(env: &Env) -> Option<PathBuf> {
+    let dir = if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+            .join("Block")
+            .join("goose")
+            .join("config")
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+            .join("goose")
+    };
+    Some(dir.join("config.yaml"))
+}
+
 /// mcpwire's cache directory: `$XDG_CACHE_HOME/mcpwire` when set, else
 /// `~/Library/Caches/mcpwire` on macOS, `%LOCALAPPDATA%\mcpwire\cache` on
 /// Windows, `~/.cache/mcpwire` elsewhere.

@@ -135,6 +135,15 @@ impl World {
         ] {
             files.push((self.mcp(path.unwrap(), key, unique), unique));
         }
+        let goose = paths::goose_config(e).unwrap();
+        let tag = goose.to_string_lossy().into_owned();
+        self.write(
+            &goose,
+            &format!(
+                "extensions:\n  shared:\n    type: stdio\n    cmd: {tag:?}\n  u_goose:\n    type: stdio\n    cmd: {tag:?}\n"
+            ),
+        );
+        files.push((goose, "u_goose"));
         files
     }
 
@@ -223,7 +232,7 @@ fn the_documented_order_first_definition_wins() {
     assert!(pos("p_codex") < pos("u_cursor"));
     assert!(pos("u_codex") < pos("u_copilot") && pos("u_copilot") < pos("u_windsurf"));
     assert!(pos("u_windsurf") < pos("u_gemini") && pos("u_gemini") < pos("u_zed"));
-    assert!(pos("u_zed") < pos("u_vscode"));
+    assert!(pos("u_zed") < pos("u_vscode") && pos("u_vscode") < pos("u_goose"));
 }
 
 #[test]
@@ -345,12 +354,13 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
             (U, Gemini),
             (U, Zed),
             (U, VsCode),
+            (U, Goose),
         ]
     );
     assert!(sources.iter().all(|s| !s.required));
     let found = d.discover();
     assert!(found.servers.is_empty() && found.errors.is_empty());
-    assert_eq!(found.searched.len(), 15);
+    assert_eq!(found.searched.len(), 16);
     assert!(found
         .files
         .iter()
@@ -852,4 +862,91 @@ fn vscode_variables_env_file_and_inputs() {
     let profile = d.get("profile").unwrap();
     assert_eq!(profile.scope, Scope::User);
     assert_eq!(profile.inputs[0].id, "tok");
+}
+
+/// Goose's `config.yaml` as `goose configure` writes it: built-in
+/// extensions next to command-line and remote ones.
+#[test]
+fn goose_config_yaml() {
+    let w = World::new("goose");
+    let path = paths::goose_config(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"GOOSE_PROVIDER: anthropic
+GOOSE_MODEL: claude-sonnet-4
+GOOSE_MODE: smart_approve
+extensions:
+  developer:
+    available_tools: []
+    bundled: true
+    display_name: Developer
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+  github:
+    args:
+    - -y
+    - '@modelcontextprotocol/server-github'
+    available_tools: []
+    bundled: null
+    cmd: npx
+    description: GitHub repositories, issues and pull requests
+    enabled: true
+    env_keys:
+    - GITHUB_PERSONAL_ACCESS_TOKEN
+    envs:
+      GITHUB_API_URL: https://api.github.com
+    name: github
+    timeout: 300
+    type: stdio
+  remote-sse:
+    enabled: false
+    envs: {}
+    name: remote-sse
+    timeout: 60
+    type: sse
+    uri: http://localhost:8000/sse
+  context7:
+    available_tools:
+    - resolve-library-id
+    enabled: true
+    headers:
+      Authorization: Bearer ${CONTEXT7_TOKEN}
+    name: context7
+    timeout: 2.5
+    type: streamable_http
+    uri: https://mcp.context7.com/mcp
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = d.get("github").unwrap();
+    let c = gh.config.as_ref().unwrap();
+    assert_eq!(c.command.as_deref(), Some("npx"));
+    assert_eq!(c.args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert_eq!(c.env["GITHUB_API_URL"], "https://api.github.com");
+    assert_eq!(c.timeout, Some(300_000));
+    assert!(gh.tools.is_all(), "an empty available_tools is every tool");
+    let sse = config_of(&d, "remote-sse");
+    assert_eq!(
+        sse.transport(),
+        Ok(mcpwire::config::TransportKind::LegacySse)
+    );
+    assert_eq!(sse.enabled, Some(false));
+    let c7 = d.get("context7").unwrap();
+    let c = c7.config.as_ref().unwrap();
+    assert_eq!(
+        c.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(c.headers["Authorization"], "Bearer ${CONTEXT7_TOKEN}");
+    assert_eq!(c.timeout, Some(2500));
+    assert!(c7.tools.allows("resolve-library-id") && !c7.tools.allows("get-library-docs"));
+    assert!(d.get("developer").is_none());
+    let report = d.files.iter().find(|f| f.source.path == path).unwrap();
+    assert_eq!(report.notes.len(), 1, "{report:?}");
+    assert!(
+        report.notes[0].contains("`extensions.developer`") && report.notes[0].contains("builtin")
+    );
 }
