@@ -44,7 +44,7 @@
 //! | VS Code | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${input:ID}` (`inputs` of type `promptString`) and `envFile`: see [`vscode`] |
 //! | Windsurf | as above; `serverUrl` → `url`; `disabledTools` → [`ToolFilter::exclude`] |
 //! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all) |
-//! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`] |
+//! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`]; `$NAME` → `${NAME}` |
 //! | Zed | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
 //! | Codex | `command`, `args`, `env`, `cwd`, `url`, `enabled` as is; `http_headers` → `headers`; `env_http_headers` `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` → `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms); `startup_timeout_sec` (or `_ms`) → [`ServerEntry::startup_timeout`]; `enabled_tools` / `disabled_tools` → [`ToolFilter`]; `env_vars` is checked and needs no mapping (a server inherits the manager's environment) |
 //!

@@ -598,6 +598,7 @@ fn gemini_settings() {
     assert_eq!(c.cwd.as_deref(), Some("./mcp-servers/python"));
     assert_eq!(c.timeout, Some(15000));
     assert_eq!(c.env["API_KEY"], "${EXTERNAL_API_KEY}");
+    assert_eq!(c.env["DATABASE_URL"], "${DB_CONNECTION_STRING}");
     assert!(py.tools.allows("safe_tool"));
     assert!(!py.tools.allows("file_reader"), "exclude wins");
     assert!(!py.tools.allows("other"));

@@ -199,6 +199,8 @@ pub(crate) fn json_entry(v: &Value, dialect: Dialect) -> Result<Result<Parsed, S
                 // Gemini CLI's `url` is the SSE transport unless `type` says.
                 c.kind.get_or_insert_with(|| "sse".into());
             }
+            // Gemini CLI expands `$NAME` as well as `${NAME}`.
+            let c = super::vscode::map_fields(&c, &mut |text, _| Ok(dollar_names(text)))?;
             let mut p = Parsed::new(c);
             p.tools.include = f.list("includeTools")?;
             p.tools.exclude = f.list("excludeTools")?.unwrap_or_default();
@@ -206,6 +208,34 @@ pub(crate) fn json_entry(v: &Value, dialect: Dialect) -> Result<Result<Parsed, S
         }
         Dialect::Zed => zed_entry(&f),
     }
+}
+
+/// `$NAME` written as `${NAME}`; everything else as it is.
+fn dollar_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        out.push(c);
+        if c != '$' {
+            continue;
+        }
+        let starts_name = chars
+            .peek()
+            .is_some_and(|(_, n)| n.is_ascii_alphabetic() || *n == '_');
+        if !starts_name {
+            continue;
+        }
+        out.push('{');
+        while let Some((_, n)) = chars.peek() {
+            if !(n.is_ascii_alphanumeric() || *n == '_') {
+                break;
+            }
+            out.push(*n);
+            chars.next();
+        }
+        out.push('}');
+    }
+    out
 }
 
 fn zed_entry(f: &Fields<'_>) -> Result<Result<Parsed, String>, String> {
@@ -468,6 +498,17 @@ env_vars = "HOME"
         .contains("`command.env.K` must be a string"));
         assert!(e(json!({"command": "x", "tools": "*"}), Dialect::Copilot).contains("`tools`"));
         assert!(e(json!("x"), Dialect::Standard).contains("not an object"));
+        assert_eq!(
+            dollar_names("$A-${B} $_c9x $ $1 $${D}"),
+            "${A}-${B} ${_c9x} $ $1 $${D}"
+        );
+        let g = one(
+            json!({"command": "$HOME/bin/s", "env": {"K": "$TOKEN"}}),
+            Dialect::Gemini,
+        )
+        .unwrap();
+        assert_eq!(g.config.command.as_deref(), Some("${HOME}/bin/s"));
+        assert_eq!(g.config.env["K"], "${TOKEN}");
         // null reads as absent (some generators write it).
         assert!(one(json!({"command": "x", "env": null}), Dialect::Standard).is_ok());
     }

@@ -173,7 +173,7 @@ fn is_var_name(s: &str) -> bool {
 }
 
 /// Every string field of `config` through `f`, each with its name.
-fn map_fields(
+pub(super) fn map_fields(
     config: &ServerConfig,
     f: &mut dyn FnMut(&str, &str) -> Result<String, String>,
 ) -> Result<ServerConfig, String> {
