@@ -4,7 +4,7 @@
 //! mcpwire [OPTIONS] <COMMAND> [TARGET]
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
-//!           | servers [--config F] [--no-project-config] | approve <name>
+//!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -12,7 +12,9 @@
 //! `--config F` only, else project files then user files; see
 //! `mcpwire_manager::discovery`), expanding `${VAR}` and
 //! `${VAR:-default}`. `servers` starts every discovered server and lists
-//! it with its status and tool count.
+//! it with its status and tool count (a host entry's tool list, such as
+//! Gemini's `includeTools`, is applied); `servers --sources` starts
+//! nothing and lists every file searched with what it contributed.
 //!
 //! A server of a project's file (`.mcp.json`, `.cursor/mcp.json`, …) runs
 //! only once the user approved it (`mcpwire_manager::consent`): `servers`
@@ -32,6 +34,7 @@
 
 mod demo_server;
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,8 +44,8 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{
-    consent, Approvals, Discovered, Discovery, Env, Manager, ManagerOptions, ServerEntry,
-    ServerState,
+    consent, discovery, Approvals, Discovered, Discovery, Env, Input, Manager, ManagerOptions,
+    ServerEntry, ServerState,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::types::{CallToolResult, Content, ResourceContents};
@@ -58,8 +61,11 @@ use serde_json::{json, Map, Value};
     version,
     about = "Inspect and call any MCP server (stdio, Streamable HTTP, legacy SSE)",
     after_help = "TARGET: `-- <command> [args...]` (stdio), --url <URL>, --sse <URL>, or --server <NAME> [--config F].\n\
-                  --server without --config searches .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json, then\n\
-                  ~/.cursor/mcp.json, Claude Desktop's config, ~/.claude.json, ~/.codex/config.toml (first definition wins).\n\
+                  --server without --config searches the project's .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json,\n\
+                  .gemini/settings.json, .codex/config.toml, then the user's ~/.cursor/mcp.json, Claude Desktop's config,\n\
+                  ~/.claude.json, ~/.codex/config.toml, ~/.copilot/mcp-config.json, Windsurf's, Gemini CLI's and Zed's\n\
+                  settings, VS Code's user mcp.json and Goose's config.yaml (first definition wins;\n\
+                  `mcpwire servers --sources` lists them).\n\
                   Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
                   Try: mcpwire demo"
 )]
@@ -80,7 +86,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Ignore the project's config files (.mcp.json, mcp.json, .cursor/,
-    /// .vscode/): for checkouts you do not trust to start programs.
+    /// .vscode/, .gemini/, .codex/): for checkouts you do not trust to
+    /// start programs.
     #[arg(long, global = true)]
     no_project_config: bool,
     /// Approve the project's servers this command starts (--server NAME:
@@ -186,7 +193,13 @@ enum Cmd {
     /// Walk through a session with the built-in demo server.
     Demo,
     /// List the configured servers with their status and tool counts.
-    Servers,
+    Servers {
+        /// List the config files instead (nothing is started): every file
+        /// searched, whether it is there, its scope and host, the servers
+        /// it defines, the ones an earlier file defined, and its errors.
+        #[arg(long)]
+        sources: bool,
+    },
     /// Approve a server of the project's config files, so that it may run
     /// (kept per user, for this project and this definition).
     Approve {
@@ -426,8 +439,67 @@ fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
         .clone()
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
     consent_to(cli, entry, &raw)?;
+    let mut values = HashMap::new();
+    for input in &entry.inputs {
+        let value = ask_input(entry, input).ok_or_else(|| {
+            Fail::usage(format!(
+                "server {name:?} in {origin} asks for input `{}`{}: run it on a terminal",
+                input.id,
+                input
+                    .description
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ))
+        })?;
+        values.insert(input.id.clone(), value);
+    }
+    let raw = discovery::resolve_inputs(&raw, &|id| values.get(id).cloned())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
     expand_config(&raw, &|var| std::env::var(var).ok())
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+}
+
+/// Asks for a VS Code input on the terminal (a password without echo);
+/// `None` without a terminal.
+fn ask_input(entry: &ServerEntry, input: &Input) -> Option<String> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    let prompt = input_prompt(entry, input);
+    let answer = if input.password {
+        rpassword::prompt_password(prompt).ok()?
+    } else {
+        eprint!("{prompt}");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).ok()?;
+        line
+    };
+    Some(input_answer(input, &answer))
+}
+
+/// `mcpwire: server "x" (file) asks for API key [default: d]: `
+fn input_prompt(entry: &ServerEntry, input: &Input) -> String {
+    let what = input.description.as_deref().unwrap_or(&input.id);
+    let default = match (&input.default, input.password) {
+        (Some(d), false) => format!(" [default: {d}]"),
+        (Some(_), true) => " [default: the configured one]".to_string(),
+        (None, _) => String::new(),
+    };
+    format!(
+        "mcpwire: server {:?} ({}) asks for {what}{default}: ",
+        entry.name,
+        entry.origin()
+    )
+}
+
+/// The typed line without its line end; empty means the default.
+fn input_answer(input: &Input, typed: &str) -> String {
+    let typed = typed.trim_end_matches(['\r', '\n']);
+    match (&input.default, typed.is_empty()) {
+        (Some(d), true) => d.clone(),
+        _ => typed.to_string(),
+    }
 }
 
 /// A project's server runs only once approved: already, by `--approve`,
@@ -622,8 +694,8 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Demo = cli.cmd() {
         return demo(&cli).await;
     }
-    if let Cmd::Servers = cli.cmd() {
-        return servers(&cli, &server_cmd).await;
+    if let Cmd::Servers { sources } = cli.cmd() {
+        return servers(&cli, &server_cmd, *sources).await;
     }
     if let Cmd::Approve { name } = cli.cmd() {
         return approve(&cli, name);
@@ -824,7 +896,7 @@ async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, 
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers | Cmd::Approve { .. } => {
+        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
             unreachable!("handled before connecting")
         }
     }
@@ -934,7 +1006,7 @@ impl Progress {
 /// `mcpwire servers`: discovers, starts every server, waits until each has
 /// connected or failed, and lists them. Failed servers are listed, not an
 /// error (exit 0); an unusable `--config` file is a usage error.
-async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
+async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> Result<u8, Fail> {
     if !server_cmd.is_empty() || cli.url.is_some() || cli.sse.is_some() || cli.server.is_some() {
         return Err(Fail::usage(
             "`servers` lists the configured servers: it takes --config <FILE> and \
@@ -942,6 +1014,10 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
         ));
     }
     let found = discovery(cli).discover();
+    if sources {
+        print_sources(cli, &found);
+        return Ok(0);
+    }
     if cli.config.is_some() {
         if let Some(e) = found.errors.first() {
             return Err(Fail::usage(e.to_string()));
@@ -965,8 +1041,26 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
             }
         }
     }
+    // VS Code inputs of the servers that will start, asked once per file
+    // and id; without a terminal they stay unset and the server fails
+    // naming its input.
+    let mut values: HashMap<(Option<PathBuf>, String), String> = HashMap::new();
+    let approvals = user_approvals()?;
+    for entry in &found.servers {
+        let starts = matches!(&entry.config, Ok(c) if c.is_enabled())
+            && (!consent::needs_consent(entry) || approvals.is_approved(entry));
+        for input in entry.inputs.iter().filter(|_| starts) {
+            let key = (entry.source.clone(), input.id.clone());
+            if let std::collections::hash_map::Entry::Vacant(slot) = values.entry(key) {
+                if let Some(v) = ask_input(entry, input) {
+                    slot.insert(v);
+                }
+            }
+        }
+    }
     let wait = Duration::from_millis(cli.timeout.unwrap_or(30_000));
     let options = ManagerOptions::new()
+        .inputs(move |e, i| values.get(&(e.source.clone(), i.id.clone())).cloned())
         .connect_options(
             ConnectOptions::new()
                 .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
@@ -1049,6 +1143,73 @@ async fn servers(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail> {
     }
     manager.close().await;
     Ok(0)
+}
+
+/// `mcpwire servers --sources`: every file discovery looked at, in order,
+/// and what it contributed.
+fn print_sources(cli: &Cli, found: &Discovered) {
+    let bad_entry = |name: &str| -> Option<&str> {
+        found
+            .get(name)
+            .and_then(|e| e.config.as_ref().err())
+            .map(String::as_str)
+    };
+    if cli.json {
+        let files: Vec<Value> = found
+            .files
+            .iter()
+            .map(|f| {
+                let servers: Vec<Value> = f
+                    .servers
+                    .iter()
+                    .map(|n| json!({"name": n, "error": bad_entry(n)}))
+                    .collect();
+                json!({
+                    "path": f.source.path.display().to_string(),
+                    "scope": f.source.scope.label(),
+                    "format": f.source.format.label(),
+                    "present": f.present,
+                    "servers": servers,
+                    "shadowed": f.shadowed,
+                    "error": f.error,
+                    "notes": f.notes,
+                })
+            })
+            .collect();
+        print_json(&json!({ "sources": files }));
+        return;
+    }
+    for f in &found.files {
+        let state = if f.error.is_some() {
+            "error"
+        } else if f.present {
+            "read"
+        } else {
+            "absent"
+        };
+        println!(
+            "{:<8} {:<8} {:<11} {}",
+            state,
+            f.source.scope.label(),
+            f.source.format.label(),
+            f.source.path.display()
+        );
+        if let Some(e) = &f.error {
+            println!("    error: {e}");
+        }
+        for n in &f.servers {
+            match bad_entry(n) {
+                Some(e) => println!("    server {n}: {e}"),
+                None => println!("    server {n}"),
+            }
+        }
+        for n in &f.shadowed {
+            println!("    shadowed {n} (defined by an earlier file)");
+        }
+        for note in &f.notes {
+            println!("    skipped {note}");
+        }
+    }
 }
 
 /// `mcpwire demo`: runs this binary's demo server as a child and walks
@@ -1162,4 +1323,38 @@ async fn demo(cli: &Cli) -> Result<u8, Fail> {
     client.close().await?;
     println!("  closed.\n\nNext: `mcpwire tools -- <your server command>` or `mcpwire info --url <URL>`.");
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(password: bool, default: Option<&str>) -> Input {
+        Input {
+            id: "api-key".into(),
+            description: Some("API Key".into()),
+            password,
+            default: default.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn input_prompts_and_answers() {
+        let entry = ServerEntry::new("srv", ServerConfig::stdio("x"));
+        assert_eq!(
+            input_prompt(&entry, &input(false, Some("ada"))),
+            "mcpwire: server \"srv\" (code) asks for API Key [default: ada]: "
+        );
+        // A secret default is never shown.
+        let p = input_prompt(&entry, &input(true, Some("s3cret")));
+        assert!(!p.contains("s3cret"), "{p}");
+        let mut bare = input(false, None);
+        bare.description = None;
+        assert!(input_prompt(&entry, &bare).contains("asks for api-key: "));
+
+        assert_eq!(input_answer(&input(false, Some("ada")), "\n"), "ada");
+        assert_eq!(input_answer(&input(false, Some("ada")), "bob\r\n"), "bob");
+        assert_eq!(input_answer(&input(true, None), ""), "");
+        assert_eq!(input_answer(&input(true, None), " x y \n"), " x y ");
+    }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Output;
 
 use common::{test_server, text, Sandbox};
@@ -147,4 +148,134 @@ fn servers_usage_errors() {
     let o = sb.run(&["servers"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("no MCP servers configured"));
+}
+
+#[test]
+fn servers_sources_lists_every_file_and_what_it_gave() {
+    let sb = Sandbox::new("sources");
+    let ts = test_server();
+    let cursor = sb.write(
+        &sb.project().join(".cursor/mcp.json"),
+        &json!({"mcpServers": {"shared": {"command": ts}, "bad": {"command": 5}}}),
+    );
+    let gemini = sb.write(
+        &sb.home().join(".gemini/settings.json"),
+        &json!({"mcpServers": {
+            "shared": {"command": ts},
+            "gem": {"command": ts, "includeTools": ["echo", "add"], "excludeTools": ["add"]}
+        }}),
+    );
+    let zed = sb.root.join("config/zed/settings.json");
+    std::fs::create_dir_all(zed.parent().unwrap()).unwrap();
+    std::fs::write(
+        &zed,
+        "// Zed\n{\"context_servers\": {\"ext\": {\"source\": \"extension\", \"settings\": {}},},}",
+    )
+    .unwrap();
+    let windsurf = sb.home().join(".codeium/windsurf/mcp_config.json");
+    std::fs::create_dir_all(windsurf.parent().unwrap()).unwrap();
+    std::fs::write(&windsurf, "{\"mcpServers\": ").unwrap();
+
+    let o = sb.run(&["servers", "--sources", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v = json_out(&o);
+    let files = v["sources"].as_array().unwrap();
+    assert_eq!(files.len(), 16, "{v}");
+    let file = |p: &Path| {
+        files
+            .iter()
+            .find(|f| f["path"] == p.display().to_string())
+            .unwrap_or_else(|| panic!("{} not listed: {v}", p.display()))
+    };
+    let c = file(&cursor);
+    assert_eq!(c["present"], true);
+    assert_eq!(c["scope"], "project");
+    assert_eq!(c["servers"][1]["name"], "shared");
+    assert!(c["servers"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("`command` must be a string"));
+    let g = file(&gemini);
+    assert_eq!(
+        (&g["scope"], &g["format"]),
+        (&json!("user"), &json!("gemini-cli"))
+    );
+    assert_eq!(g["servers"][0]["name"], "gem");
+    assert_eq!(g["shadowed"], json!(["shared"]));
+    let z = file(&zed);
+    assert!(z["servers"].as_array().unwrap().is_empty());
+    assert!(z["notes"][0].as_str().unwrap().contains("extension"));
+    let w = file(&windsurf);
+    assert!(
+        w["error"].as_str().unwrap().contains("not valid JSON"),
+        "{w}"
+    );
+    let absent = file(&sb.project().join(".mcp.json"));
+    assert_eq!(absent["present"], false);
+
+    let o = sb.run(&["servers", "--sources"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = |p: &Path| {
+        out.lines()
+            .find(|l| l.ends_with(&p.display().to_string()))
+            .unwrap_or_else(|| panic!("{} not in {out}", p.display()))
+            .to_string()
+    };
+    assert!(line(&cursor).starts_with("read") && line(&cursor).contains("project"));
+    assert!(line(&windsurf).starts_with("error"), "{out}");
+    assert!(line(&sb.project().join(".mcp.json")).starts_with("absent"));
+    assert!(
+        out.contains("    server bad: invalid entry: `command` must be a string"),
+        "{out}"
+    );
+    assert!(out.contains("    shadowed shared"), "{out}");
+    assert!(out.contains("    skipped `context_servers.ext`"), "{out}");
+
+    // The Gemini entry's tool list applies when the servers run.
+    let o = sb.run(&["servers", "--json", "--no-project-config"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let gem = server(&listing, "gem");
+    assert_eq!(gem["status"], "connected", "{gem}");
+    assert_eq!(gem["tools"], 1, "{gem}");
+    assert!(server(&listing, "shared")["tools"].as_u64().unwrap() > 10);
+}
+
+#[test]
+fn vscode_inputs_without_a_terminal_name_the_input() {
+    let sb = Sandbox::new("inputs");
+    let ts = test_server();
+    let user = sb.root.join("config/Code/User/mcp.json");
+    sb.write(
+        &user,
+        &json!({
+            "inputs": [{"type": "promptString", "id": "log", "description": "Log file", "password": true}],
+            "servers": {
+                "asks": {"type": "stdio", "command": ts, "args": ["--log-file", "${input:log}"]},
+                "plain": {"type": "stdio", "command": ts, "args": ["--max-lifetime", "${env:LIFE}"]}
+            }
+        }),
+    );
+    let o = sb.run(&["tools", "--server", "asks"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("asks for input `log` (Log file): run it on a terminal"),
+        "{}",
+        text(&o)
+    );
+    // `${env:LIFE}` is the variable when the server starts.
+    let o = sb.run(&["tools", "--server", "plain"], &[("LIFE", "60")]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = sb.run(&["servers", "--json"], &[("LIFE", "60")]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let asks = server(&listing, "asks");
+    assert_eq!(asks["status"], "failed");
+    assert!(asks["error"]
+        .as_str()
+        .unwrap()
+        .contains("input `log` (Log file) has no value"));
+    assert_eq!(server(&listing, "plain")["status"], "connected");
 }

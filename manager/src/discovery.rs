@@ -1,44 +1,73 @@
 //! Finding server definitions: explicit files, then the project's, then
 //! the user's. The **first definition of a name wins**; later ones are
 //! kept in [`Discovered::shadowed`] so a host can say why its entry is not
-//! used.
+//! used, and [`Discovered::files`] says what each file contributed.
 //!
-//! | # | scope    | file                                             | servers under |
-//! |---|----------|--------------------------------------------------|---------------|
-//! | 1 | explicit | each file given with [`Discovery::file`], in order | `mcpServers` (or `servers`) |
-//! | 2 | project  | `<project>/.mcp.json`                            | `mcpServers`  |
-//! | 3 | project  | `<project>/mcp.json`                             | `mcpServers`  |
-//! | 4 | project  | `<project>/.cursor/mcp.json`                     | `mcpServers`  |
-//! | 5 | project  | `<project>/.vscode/mcp.json`                     | `servers`     |
-//! | 6 | user     | `~/.cursor/mcp.json`                             | `mcpServers`  |
-//! | 7 | user     | Claude Desktop's `claude_desktop_config.json` (see [`crate::paths::claude_desktop_config`]) | `mcpServers` |
-//! | 8 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
-//! | 9 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
+//! | #  | scope    | file                                             | servers under |
+//! |----|----------|--------------------------------------------------|---------------|
+//! | 1  | explicit | each file given with [`Discovery::file`], in order (`.toml`: Codex) | `mcpServers` (or `servers`) |
+//! | 2  | project  | `<project>/.mcp.json` (Claude Code, Copilot CLI)  | `mcpServers`  |
+//! | 3  | project  | `<project>/mcp.json`                             | `mcpServers`  |
+//! | 4  | project  | `<project>/.cursor/mcp.json` (Cursor)            | `mcpServers`  |
+//! | 5  | project  | `<project>/.vscode/mcp.json` (VS Code)           | `servers`, VS Code's variables and `inputs` |
+//! | 6  | project  | `<project>/.gemini/settings.json` (Gemini CLI)   | `mcpServers`, Gemini's fields |
+//! | 7  | project  | `<project>/.codex/config.toml` (Codex)           | `[mcp_servers.NAME]` |
+//! | 8  | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
+//! | 9  | user     | Claude Desktop's `claude_desktop_config.json` (see [`paths::claude_desktop_config`]) | `mcpServers` |
+//! | 10 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
+//! | 11 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
+//! | 12 | user     | GitHub Copilot CLI: `~/.copilot/mcp-config.json`  | `mcpServers`, Copilot's fields |
+//! | 13 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
+//! | 14 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
+//! | 15 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
+//! | 16 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
+//! | 17 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
 //!
 //! `<project>` is the project directory (default: the current directory;
 //! parents are not searched). [`Discovery::project_files`]`(false)` skips
-//! rows 2–5 — the switch for a checkout you do not trust to start
-//! programs. A JSON file may hold its servers under `mcpServers` or
+//! rows 2–7 — the switch for a checkout you do not trust to start
+//! programs; when read, their servers are [`Scope::Project`] and need the
+//! user's approval ([`crate::consent`]). Every JSON file may have
+//! comments and trailing commas (JSONC, as VS Code, Zed and Cursor
+//! write). A plain JSON file may hold its servers under `mcpServers` or
 //! `servers` (the first present is used). Missing discovered files are
 //! skipped silently; a missing explicit file, an unreadable file or one
 //! that does not parse is a [`SourceError`] and the other files are still
 //! read. A single bad entry becomes a [`ServerEntry`] whose `config` is the
-//! error; the rest of its file is used. `"disabled": true` (Cline, Roo)
-//! counts as `"enabled": false`.
+//! error, naming the field; the rest of its file is used.
 //!
-//! Codex entries map as: `command`, `args`, `env`, `cwd`, `url`,
-//! `enabled` as is; `http_headers` → `headers`; `env_http_headers`
-//! `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` →
-//! `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms).
+//! How each host's fields map (anything not listed is ignored):
+//!
+//! | host | fields |
+//! |------|--------|
+//! | Claude, Cursor, VS Code | `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout` (ms), `enabled`; `"disabled": true` (Cline, Roo, Windsurf) counts as `"enabled": false` |
+//! | VS Code | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${input:ID}` (`inputs` of type `promptString`) and `envFile`: see [`vscode`] |
+//! | Windsurf | as above; `serverUrl` → `url`; `disabledTools` → [`ToolFilter::exclude`] |
+//! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all) |
+//! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`]; `$NAME` → `${NAME}` |
+//! | Zed | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
+//! | Codex | `command`, `args`, `env`, `cwd`, `url`, `enabled` as is; `http_headers` → `headers`; `env_http_headers` `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` → `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms); `startup_timeout_sec` (or `_ms`) → [`ServerEntry::startup_timeout`]; `enabled_tools` / `disabled_tools` → [`ToolFilter`]; `env_vars` is checked and needs no mapping (a server inherits the manager's environment) |
+//!
+//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` is checked (the values come from the inherited environment, Goose's keyring is not read); `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note |
+//!
 //! The variables are expanded when the manager starts the server.
 
-use std::collections::{BTreeMap, HashSet};
+mod goose;
+mod hosts;
+mod jsonc;
+pub mod vscode;
+
+pub use vscode::{resolve_inputs, Input};
+
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mcpwire::config::ServerConfig;
 use serde_json::Value;
 
 use crate::paths::{self, Env};
+use hosts::{Dialect, FileServers};
 
 /// Where a definition came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +104,63 @@ pub enum Format {
     ClaudeCode,
     /// Codex's `config.toml`, `[mcp_servers.NAME]`.
     CodexToml,
+    /// VS Code's `mcp.json`: `servers`, `inputs`, its variables, `envFile`.
+    VsCode,
+    /// GitHub Copilot CLI's `mcp-config.json`.
+    Copilot,
+    /// Windsurf's `mcp_config.json`.
+    Windsurf,
+    /// Gemini CLI's `settings.json`.
+    Gemini,
+    /// Zed's `settings.json`, `context_servers`.
+    Zed,
+    /// Goose's `config.yaml`, `extensions`.
+    Goose,
+}
+
+impl Format {
+    /// A short name of the host or format, for listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::McpJson => "mcp.json",
+            Format::ClaudeCode => "claude-code",
+            Format::CodexToml => "codex",
+            Format::VsCode => "vscode",
+            Format::Copilot => "copilot-cli",
+            Format::Windsurf => "windsurf",
+            Format::Gemini => "gemini-cli",
+            Format::Zed => "zed",
+            Format::Goose => "goose",
+        }
+    }
+}
+
+/// Which of a server's tools a host's entry lets the agent see and call
+/// (Gemini's `includeTools` / `excludeTools`, Codex's `enabled_tools` /
+/// `disabled_tools`, Copilot's `tools`, Windsurf's `disabledTools`). The
+/// manager leaves other tools out of [`crate::Manager::tools`], so calls
+/// to them are refused as unknown tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Only these tools (`None`: every tool).
+    pub include: Option<Vec<String>>,
+    /// Never these tools (wins over `include`).
+    pub exclude: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool named `tool` (the server's name for it) is exposed.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.include
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|t| t == tool))
+            && !self.exclude.iter().any(|t| t == tool)
+    }
+
+    /// Whether every tool is exposed.
+    pub fn is_all(&self) -> bool {
+        self.include.is_none() && self.exclude.is_empty()
+    }
 }
 
 /// One file discovery reads.
@@ -104,6 +190,16 @@ pub struct ServerEntry {
     pub project: Option<PathBuf>,
     /// The entry, unexpanded, or why it could not be read.
     pub config: Result<ServerConfig, String>,
+    /// The tools of the server the host's entry exposes (default all).
+    pub tools: ToolFilter,
+    /// How long each connection attempt (start and handshake) may take,
+    /// when the host's entry says (Codex's `startup_timeout_sec`); default
+    /// the manager's connect timeout.
+    pub startup_timeout: Option<Duration>,
+    /// The values the entry asks the user for (VS Code's `${input:ID}`),
+    /// supplied by the host when the server starts
+    /// ([`crate::ManagerOptions::inputs`]).
+    pub inputs: Vec<Input>,
 }
 
 impl ServerEntry {
@@ -115,6 +211,9 @@ impl ServerEntry {
             scope: Scope::Code,
             project: None,
             config: Ok(config),
+            tools: ToolFilter::default(),
+            startup_timeout: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -141,6 +240,24 @@ impl std::fmt::Display for SourceError {
     }
 }
 
+/// What one file contributed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceReport {
+    /// The file, its scope and format.
+    pub source: Source,
+    /// Whether it was there.
+    pub present: bool,
+    /// Names it defined first (their entries are in
+    /// [`Discovered::servers`], a bad entry's `config` says why).
+    pub servers: Vec<String>,
+    /// Names it defined that an earlier file had defined.
+    pub shadowed: Vec<String>,
+    /// Why it could not be used, if so.
+    pub error: Option<String>,
+    /// Entries it skipped on purpose, and why.
+    pub notes: Vec<String>,
+}
+
 /// What discovery found.
 #[derive(Debug, Clone, Default)]
 pub struct Discovered {
@@ -152,6 +269,8 @@ pub struct Discovered {
     pub errors: Vec<SourceError>,
     /// The files that were looked at, in order (present or not).
     pub searched: Vec<PathBuf>,
+    /// Every file looked at and what it contributed, in order.
+    pub files: Vec<SourceReport>,
 }
 
 impl Discovered {
@@ -267,13 +386,15 @@ impl Discovery {
         };
         if self.project_files {
             let p = self.project();
-            for rel in [
-                ".mcp.json",
-                "mcp.json",
-                ".cursor/mcp.json",
-                ".vscode/mcp.json",
+            for (rel, format) in [
+                (".mcp.json", Format::McpJson),
+                ("mcp.json", Format::McpJson),
+                (".cursor/mcp.json", Format::McpJson),
+                (".vscode/mcp.json", Format::VsCode),
+                (".gemini/settings.json", Format::Gemini),
+                (".codex/config.toml", Format::CodexToml),
             ] {
-                out.push(found(p.join(rel), Scope::Project, Format::McpJson));
+                out.push(found(p.join(rel), Scope::Project, format));
             }
         }
         if self.user_files {
@@ -295,8 +416,19 @@ impl Discovery {
                     Format::ClaudeCode,
                 ));
             }
-            if let Some(p) = paths::codex_config(&self.env) {
-                out.push(found(p, Scope::User, Format::CodexToml));
+            let hosts = [
+                (paths::codex_config(&self.env), Format::CodexToml),
+                (paths::copilot_config(&self.env), Format::Copilot),
+                (paths::windsurf_config(&self.env), Format::Windsurf),
+                (paths::gemini_settings(&self.env), Format::Gemini),
+                (paths::zed_settings(&self.env), Format::Zed),
+                (paths::vscode_user_mcp(&self.env), Format::VsCode),
+                (paths::goose_config(&self.env), Format::Goose),
+            ];
+            for (path, format) in hosts {
+                if let Some(p) = path {
+                    out.push(found(p, Scope::User, format));
+                }
             }
         }
         out
@@ -307,244 +439,133 @@ impl Discovery {
         let mut d = Discovered::default();
         let mut seen: HashSet<String> = HashSet::new();
         let project = self.project();
+        let home = paths::home_dir(&self.env);
         for source in self.sources() {
             d.searched.push(source.path.clone());
-            let bytes = match std::fs::read(&source.path) {
-                Ok(b) => b,
-                Err(e) if !source.required && e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    d.errors.push(SourceError {
-                        path: source.path.clone(),
-                        message: format!("cannot read: {e}"),
-                    });
+            let mut report = SourceReport {
+                source: source.clone(),
+                present: false,
+                servers: Vec::new(),
+                shadowed: Vec::new(),
+                error: None,
+                notes: Vec::new(),
+            };
+            let read = match std::fs::read(&source.path) {
+                Ok(bytes) => {
+                    report.present = true;
+                    parse(source.format, &bytes, &project, home.as_deref())
+                }
+                Err(e) if !source.required && e.kind() == std::io::ErrorKind::NotFound => {
+                    d.files.push(report);
                     continue;
                 }
+                Err(e) => Err(format!("cannot read: {e}")),
             };
-            let entries = match source.format {
-                Format::McpJson => parse_mcp_json(&bytes),
-                Format::ClaudeCode => parse_claude_code(&bytes, &project),
-                Format::CodexToml => parse_codex(&bytes),
-            };
-            let entries = match entries {
-                Ok(e) => e,
+            let found = match read {
+                Ok(f) => f,
                 Err(message) => {
+                    report.error = Some(message.clone());
                     d.errors.push(SourceError {
                         path: source.path.clone(),
                         message,
                     });
+                    d.files.push(report);
                     continue;
                 }
             };
-            for (name, config) in entries {
+            report.notes = found.notes;
+            for (name, parsed) in found.entries {
+                let (config, tools, startup_timeout, inputs) = match parsed {
+                    Ok(p) => (Ok(p.config), p.tools, p.startup_timeout, p.inputs),
+                    Err(e) => (Err(e), ToolFilter::default(), None, Vec::new()),
+                };
                 let entry = ServerEntry {
                     name: name.clone(),
                     source: Some(source.path.clone()),
                     scope: source.scope,
                     project: (source.scope == Scope::Project).then(|| project.clone()),
                     config,
+                    tools,
+                    startup_timeout,
+                    inputs,
                 };
-                if seen.insert(name) {
+                if seen.insert(name.clone()) {
+                    report.servers.push(name);
                     d.servers.push(entry);
                 } else {
+                    report.shadowed.push(name);
                     d.shadowed.push(entry);
                 }
             }
+            d.files.push(report);
         }
         d
     }
 }
 
-type Entries = Vec<(String, Result<ServerConfig, String>)>;
+/// Reads one file's servers.
+fn parse(
+    format: Format,
+    bytes: &[u8],
+    project: &Path,
+    home: Option<&Path>,
+) -> Result<FileServers, String> {
+    let (key, dialect) = match format {
+        Format::VsCode => {
+            let ctx = vscode::Context {
+                workspace: project,
+                home,
+            };
+            return vscode::servers(&json_object(bytes)?, &ctx);
+        }
+        Format::CodexToml => return hosts::codex(bytes),
+        Format::Goose => return goose::servers(bytes),
+        Format::ClaudeCode => return claude_code(&json_object(bytes)?, project),
+        Format::McpJson => {
+            let obj = json_object(bytes)?;
+            let key = if obj.contains_key("mcpServers") || !obj.contains_key("servers") {
+                "mcpServers"
+            } else {
+                "servers"
+            };
+            return hosts::json_servers(&obj, key, Dialect::Standard);
+        }
+        Format::Copilot => ("mcpServers", Dialect::Copilot),
+        Format::Windsurf => ("mcpServers", Dialect::Windsurf),
+        Format::Gemini => ("mcpServers", Dialect::Gemini),
+        Format::Zed => ("context_servers", Dialect::Zed),
+    };
+    hosts::json_servers(&json_object(bytes)?, key, dialect)
+}
 
-fn parse_json(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, String> {
-    match serde_json::from_slice::<Value>(bytes) {
+/// A JSON (or JSONC) file's top-level object.
+fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, String> {
+    let text = jsonc::strip(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    match serde_json::from_slice::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("not a JSON object".into()),
         Err(e) => Err(format!("not valid JSON: {e}")),
     }
 }
 
-/// `mcpServers` (else `servers`) of a JSON object; absent is no servers.
-fn servers_of(obj: &serde_json::Map<String, Value>) -> Result<Entries, String> {
-    let (key, servers) = match (obj.get("mcpServers"), obj.get("servers")) {
-        (Some(s), _) => ("mcpServers", s),
-        (None, Some(s)) => ("servers", s),
-        (None, None) => return Ok(Vec::new()),
-    };
-    let Value::Object(map) = servers else {
-        return Err(format!("`{key}` is not an object"));
-    };
-    Ok(map
-        .iter()
-        .map(|(name, v)| (name.clone(), entry_from_json(v)))
-        .collect())
-}
-
-fn entry_from_json(v: &Value) -> Result<ServerConfig, String> {
-    if !v.is_object() {
-        return Err("invalid entry: not an object".into());
-    }
-    let mut config: ServerConfig =
-        serde_json::from_value(v.clone()).map_err(|e| format!("invalid entry: {e}"))?;
-    if config.enabled.is_none() && v.get("disabled") == Some(&Value::Bool(true)) {
-        config.enabled = Some(false);
-    }
-    Ok(config)
-}
-
-fn parse_mcp_json(bytes: &[u8]) -> Result<Entries, String> {
-    servers_of(&parse_json(bytes)?)
-}
-
-fn parse_claude_code(bytes: &[u8], project: &Path) -> Result<Entries, String> {
-    let obj = parse_json(bytes)?;
-    let mut out = Vec::new();
+/// Claude Code's `~/.claude.json`: this project's local servers, then the
+/// user's.
+fn claude_code(
+    obj: &serde_json::Map<String, Value>,
+    project: &Path,
+) -> Result<FileServers, String> {
+    let mut out = FileServers::default();
     if let Some(Value::Object(projects)) = obj.get("projects") {
         let mut keys = vec![project.to_string_lossy().into_owned()];
         if let Ok(c) = project.canonicalize() {
             keys.push(c.to_string_lossy().into_owned());
         }
         if let Some(Value::Object(p)) = keys.iter().find_map(|k| projects.get(k)) {
-            if let Some(servers) = p.get("mcpServers") {
-                let mut local = serde_json::Map::new();
-                local.insert("mcpServers".into(), servers.clone());
-                out.extend(servers_of(&local)?);
-            }
+            let local = hosts::json_servers(p, "mcpServers", Dialect::Standard)?;
+            out.entries.extend(local.entries);
         }
     }
-    let mut user = serde_json::Map::new();
-    if let Some(s) = obj.get("mcpServers") {
-        user.insert("mcpServers".into(), s.clone());
-    }
-    out.extend(servers_of(&user)?);
+    let user = hosts::json_servers(obj, "mcpServers", Dialect::Standard)?;
+    out.entries.extend(user.entries);
     Ok(out)
-}
-
-fn parse_codex(bytes: &[u8]) -> Result<Entries, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
-    let table: toml::Table = toml::from_str(text).map_err(|e| format!("not valid TOML: {e}"))?;
-    let Some(servers) = table.get("mcp_servers") else {
-        return Ok(Vec::new());
-    };
-    let toml::Value::Table(servers) = servers else {
-        return Err("`mcp_servers` is not a table".into());
-    };
-    Ok(servers
-        .iter()
-        .map(|(name, v)| (name.clone(), codex_entry(v)))
-        .collect())
-}
-
-fn codex_entry(v: &toml::Value) -> Result<ServerConfig, String> {
-    let toml::Value::Table(t) = v else {
-        return Err("invalid entry: not a table".into());
-    };
-    let bad = |key: &str, what: &str| format!("invalid entry: `{key}` must be {what}");
-    let string = |key: &str| -> Result<Option<String>, String> {
-        match t.get(key) {
-            None => Ok(None),
-            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(bad(key, "a string")),
-        }
-    };
-    let strings = |key: &str| -> Result<BTreeMap<String, String>, String> {
-        match t.get(key) {
-            None => Ok(BTreeMap::new()),
-            Some(toml::Value::Table(m)) => m
-                .iter()
-                .map(|(k, v)| match v {
-                    toml::Value::String(s) => Ok((k.clone(), s.clone())),
-                    _ => Err(bad(&format!("{key}.{k}"), "a string")),
-                })
-                .collect(),
-            Some(_) => Err(bad(key, "a table of strings")),
-        }
-    };
-    let mut c = ServerConfig {
-        kind: string("type")?,
-        command: string("command")?,
-        cwd: string("cwd")?,
-        url: string("url")?,
-        env: strings("env")?,
-        headers: strings("http_headers")?,
-        ..ServerConfig::default()
-    };
-    match t.get("args") {
-        None => {}
-        Some(toml::Value::Array(a)) => {
-            for item in a {
-                match item {
-                    toml::Value::String(s) => c.args.push(s.clone()),
-                    _ => return Err(bad("args", "an array of strings")),
-                }
-            }
-        }
-        Some(_) => return Err(bad("args", "an array of strings")),
-    }
-    for (header, var) in strings("env_http_headers")? {
-        c.headers.insert(header, format!("${{{var}}}"));
-    }
-    if let Some(var) = string("bearer_token_env_var")? {
-        c.headers
-            .insert("Authorization".into(), format!("Bearer ${{{var}}}"));
-    }
-    match t.get("enabled") {
-        None => {}
-        Some(toml::Value::Boolean(b)) => c.enabled = Some(*b),
-        Some(_) => return Err(bad("enabled", "true or false")),
-    }
-    match t.get("tool_timeout_sec") {
-        None => {}
-        Some(toml::Value::Integer(s)) if *s >= 0 => c.timeout = Some(*s as u64 * 1000),
-        Some(toml::Value::Float(s)) if *s >= 0.0 => c.timeout = Some((*s * 1000.0) as u64),
-        Some(_) => return Err(bad("tool_timeout_sec", "a number of seconds")),
-    }
-    Ok(c)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codex_mapping() {
-        let entries = parse_codex(
-            br#"
-model = "o3"
-[mcp_servers.docs]
-command = "npx"
-args = ["-y", "docs-server"]
-env = { "API_KEY" = "k" }
-tool_timeout_sec = 2.5
-
-[mcp_servers.remote]
-url = "https://h/mcp"
-bearer_token_env_var = "TOKEN"
-http_headers = { "X-A" = "a" }
-env_http_headers = { "X-B" = "B_VAR" }
-enabled = false
-
-[mcp_servers.bad]
-command = 5
-"#,
-        )
-        .unwrap();
-        let get = |n: &str| entries.iter().find(|e| e.0 == n).unwrap().1.clone();
-        let docs = get("docs").unwrap();
-        assert_eq!(docs.command.as_deref(), Some("npx"));
-        assert_eq!(docs.args, ["-y", "docs-server"]);
-        assert_eq!(docs.env["API_KEY"], "k");
-        assert_eq!(docs.timeout, Some(2500));
-        let remote = get("remote").unwrap();
-        assert_eq!(remote.url.as_deref(), Some("https://h/mcp"));
-        assert_eq!(remote.headers["Authorization"], "Bearer ${TOKEN}");
-        assert_eq!(remote.headers["X-A"], "a");
-        assert_eq!(remote.headers["X-B"], "${B_VAR}");
-        assert_eq!(remote.enabled, Some(false));
-        assert!(get("bad")
-            .unwrap_err()
-            .contains("`command` must be a string"));
-        assert!(parse_codex(b"model = \"x\"").unwrap().is_empty());
-        assert!(parse_codex(b"[mcp_servers").unwrap_err().contains("TOML"));
-    }
 }

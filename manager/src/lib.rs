@@ -24,9 +24,16 @@
 //! ```
 //!
 //! - **Discovery** ([`discovery`]): explicit files, then project files
-//!   (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`),
-//!   then user files (`~/.cursor/mcp.json`, Claude Desktop, `~/.claude.json`,
-//!   Codex `config.toml`); the first definition of a name wins.
+//!   (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`,
+//!   `.gemini/settings.json`, `.codex/config.toml`), then user files
+//!   (`~/.cursor/mcp.json`, Claude Desktop, `~/.claude.json`, Codex,
+//!   Copilot CLI, Windsurf, Gemini CLI, Zed, VS Code, Goose); the first definition of a
+//!   name wins. JSON files may have comments and trailing commas.
+//! - **Tool lists**: a host entry's allow and deny lists (Gemini's
+//!   `includeTools` / `excludeTools`, Codex's `enabled_tools` /
+//!   `disabled_tools`, Copilot's `tools`, Windsurf's `disabledTools`) are a
+//!   [`ToolFilter`] on the [`ServerEntry`]: other tools are not exposed and
+//!   calls to them are refused as unknown.
 //!   `${VAR}` / `${VAR:-default}` are expanded when a server is started;
 //!   each entry is validated on its own and a bad one only fails itself.
 //! - **Consent** ([`consent`]): a server of a project's file (a cloned
@@ -62,9 +69,11 @@ pub mod paths;
 mod supervisor;
 
 pub use consent::{Approvals, ConsentPolicy, TrustAll};
-pub use discovery::{Discovered, Discovery, Scope, ServerEntry, SourceError};
+pub use discovery::{
+    Discovered, Discovery, Input, Scope, ServerEntry, SourceError, SourceReport, ToolFilter,
+};
 pub use error::Error;
-pub use manager::{AgentTool, CallOptions, Manager, ManagerOptions, ServerStatus};
+pub use manager::{AgentTool, CallOptions, InputFn, Manager, ManagerOptions, ServerStatus};
 pub use mcpwire::manager::policy::{RetryPolicy, ServerState};
 pub use paths::Env;
 

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::cache_file::CacheFile;
 use crate::consent::{self, Approvals, ConsentPolicy};
-use crate::discovery::{Scope, ServerEntry};
+use crate::discovery::{resolve_inputs, Input, Scope, ServerEntry, ToolFilter};
 use crate::paths::{self, Env};
 use crate::supervisor;
 use crate::Error;
@@ -37,7 +37,11 @@ pub struct ManagerOptions {
     pub(crate) env: Env,
     pub(crate) seed: Option<u64>,
     pub(crate) consent: Option<Arc<dyn ConsentPolicy>>,
+    pub(crate) inputs: Option<Arc<InputFn>>,
 }
+
+/// Supplies the value of an entry's input ([`ManagerOptions::inputs`]).
+pub type InputFn = dyn Fn(&ServerEntry, &Input) -> Option<String> + Send + Sync;
 
 #[derive(Clone, Debug)]
 pub(crate) enum CacheSetting {
@@ -71,7 +75,21 @@ impl ManagerOptions {
             env: Env::process(),
             seed: None,
             consent: None,
+            inputs: None,
         }
+    }
+
+    /// Supplies the values of VS Code's `${input:ID}` ([`ServerEntry::inputs`]),
+    /// asked once per starting server that has inputs (after consent).
+    /// `None` fails that server, naming the input. Default: no values.
+    /// The values replace the references literally and are never part of
+    /// the tool cache's key or an approval's hash.
+    pub fn inputs(
+        mut self,
+        f: impl Fn(&ServerEntry, &Input) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.inputs = Some(Arc::new(f));
+        self
     }
 
     /// Who decides whether a server of a project's file may start
@@ -298,6 +316,8 @@ pub(crate) struct Slot {
     tools_live: bool,
     agent_names: Vec<String>,
     request_timeout: Option<Duration>,
+    /// The host entry's tool list: tools it leaves out are never exposed.
+    filter: ToolFilter,
 }
 
 pub(crate) struct State {
@@ -391,6 +411,7 @@ impl Shared {
             let mut st = self.lock();
             let slot = &mut st.slots[idx];
             slot.tools = tools;
+            slot.tools.retain(|t| slot.filter.allows(&t.name));
             slot.tools_live = true;
             st.recompute_names();
         }
@@ -511,8 +532,10 @@ impl Manager {
                     ServerMachine::needs_approval()
                 }
                 Ok(raw) => {
-                    let checked = expand_config(raw, options.env.as_fn())
-                        .map_err(|e| e.to_string())
+                    let checked = with_inputs(&entry, raw, options.inputs.as_deref())
+                        .and_then(|c| {
+                            expand_config(&c, options.env.as_fn()).map_err(|e| e.to_string())
+                        })
                         .and_then(|c| match c.transport() {
                             Ok(_) => Ok(c),
                             Err(e) => Err(format!("invalid entry: {e}")),
@@ -530,7 +553,10 @@ impl Manager {
                                 config,
                                 raw: raw.clone(),
                                 machine: machine.clone(),
-                                connect: connect.clone(),
+                                connect: match entry.startup_timeout {
+                                    Some(t) => connect.clone().connect_timeout(t),
+                                    None => connect.clone(),
+                                },
                             });
                             machine
                         }
@@ -554,10 +580,15 @@ impl Manager {
                 client: None,
                 generation: 0,
                 transport: None,
-                tools: cached.unwrap_or_default(),
+                tools: cached
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| entry.tools.allows(&t.name))
+                    .collect(),
                 tools_live: false,
                 agent_names: Vec::new(),
                 request_timeout,
+                filter: entry.tools.clone(),
             });
         }
         let mut state = State {
@@ -859,6 +890,34 @@ impl Manager {
 
 /// The client refused the call locally because its connection is closed:
 /// nothing was sent, so it is safe to send it on the next connection.
+/// The entry with its inputs' values in place (the entry itself when it
+/// has none).
+fn with_inputs(
+    entry: &ServerEntry,
+    raw: &ServerConfig,
+    inputs: Option<&InputFn>,
+) -> Result<ServerConfig, String> {
+    if entry.inputs.is_empty() {
+        return Ok(raw.clone());
+    }
+    let mut values = HashMap::new();
+    for input in &entry.inputs {
+        let Some(v) = inputs.and_then(|f| f(entry, input)) else {
+            let what = input
+                .description
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            return Err(format!(
+                "input `{}`{what} has no value: the host did not supply it",
+                input.id
+            ));
+        };
+        values.insert(input.id.clone(), v);
+    }
+    resolve_inputs(raw, &|id| values.get(id).cloned())
+}
+
 fn refused_as_closed(e: &mcpwire_tokio::Error) -> bool {
     matches!(
         e,

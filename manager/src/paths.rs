@@ -1,5 +1,5 @@
-//! Where things are: the home directory, the Claude Desktop config, Codex's
-//! config, the cache directory. Every environment read goes through an
+//! Where things are: the home directory, each host's config file, the
+//! cache directory. Every environment read goes through an
 //! [`Env`], so tests can point it all at a temporary directory.
 
 use std::path::PathBuf;
@@ -100,6 +100,73 @@ pub fn codex_config(env: &Env) -> Option<PathBuf> {
         .path("CODEX_HOME")
         .or_else(|| home_dir(env).map(|h| h.join(".codex")))?;
     Some(dir.join("config.toml"))
+}
+
+/// Windsurf's `mcp_config.json`: `~/.codeium/windsurf/mcp_config.json`.
+pub fn windsurf_config(env: &Env) -> Option<PathBuf> {
+    Some(home_dir(env)?.join(".codeium/windsurf/mcp_config.json"))
+}
+
+/// GitHub Copilot CLI's `~/.copilot/mcp-config.json`.
+pub fn copilot_config(env: &Env) -> Option<PathBuf> {
+    Some(home_dir(env)?.join(".copilot/mcp-config.json"))
+}
+
+/// Gemini CLI's user settings: `~/.gemini/settings.json`.
+pub fn gemini_settings(env: &Env) -> Option<PathBuf> {
+    Some(home_dir(env)?.join(".gemini/settings.json"))
+}
+
+/// Zed's user `settings.json`: `~/.config/zed/` on macOS,
+/// `%APPDATA%\Zed\` on Windows, elsewhere `$XDG_CONFIG_HOME/zed/`
+/// (default `~/.config/zed/`).
+pub fn zed_settings(env: &Env) -> Option<PathBuf> {
+    let dir = if cfg!(target_os = "macos") {
+        home_dir(env)?.join(".config/zed")
+    } else if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+            .join("Zed")
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+            .join("zed")
+    };
+    Some(dir.join("settings.json"))
+}
+
+/// VS Code's user-profile `mcp.json`: `Code/User/mcp.json` in
+/// `~/Library/Application Support/` on macOS, `%APPDATA%` on Windows,
+/// elsewhere `$XDG_CONFIG_HOME` (default `~/.config`).
+pub fn vscode_user_mcp(env: &Env) -> Option<PathBuf> {
+    let dir = if cfg!(target_os = "macos") {
+        home_dir(env)?.join("Library/Application Support")
+    } else if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+    };
+    Some(dir.join("Code").join("User").join("mcp.json"))
+}
+
+/// Goose's `config.yaml`: `%APPDATA%\Block\goose\config\` on Windows,
+/// elsewhere `$XDG_CONFIG_HOME/goose/` (default `~/.config/goose/`, macOS
+/// included).
+pub fn goose_config(env: &Env) -> Option<PathBuf> {
+    let dir = if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
+            .join("Block")
+            .join("goose")
+            .join("config")
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
+            .join("goose")
+    };
+    Some(dir.join("config.yaml"))
 }
 
 /// mcpwire's cache directory: `$XDG_CACHE_HOME/mcpwire` when set, else

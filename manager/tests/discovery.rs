@@ -90,6 +90,14 @@ impl World {
                 "p_vscode",
             ),
             (
+                self.mcp(p.join(".gemini/settings.json"), "mcpServers", "p_gemini"),
+                "p_gemini",
+            ),
+            (
+                self.codex(p.join(".codex/config.toml"), "p_codex"),
+                "p_codex",
+            ),
+            (
                 self.mcp(h.join(".cursor/mcp.json"), "mcpServers", "u_cursor"),
                 "u_cursor",
             ),
@@ -113,16 +121,41 @@ impl World {
             .to_string(),
         );
         files.push((claude, "u_claude"));
-        let codex = h.join(".codex/config.toml");
-        let tag = codex.to_string_lossy().into_owned();
+        files.push((
+            self.codex(h.join(".codex/config.toml"), "u_codex"),
+            "u_codex",
+        ));
+        let e = &self.env;
+        for (path, key, unique) in [
+            (paths::copilot_config(e), "mcpServers", "u_copilot"),
+            (paths::windsurf_config(e), "mcpServers", "u_windsurf"),
+            (paths::gemini_settings(e), "mcpServers", "u_gemini"),
+            (paths::zed_settings(e), "context_servers", "u_zed"),
+            (paths::vscode_user_mcp(e), "servers", "u_vscode"),
+        ] {
+            files.push((self.mcp(path.unwrap(), key, unique), unique));
+        }
+        let goose = paths::goose_config(e).unwrap();
+        let tag = goose.to_string_lossy().into_owned();
         self.write(
-            &codex,
+            &goose,
             &format!(
-                "model = \"o4\"\n[mcp_servers.shared]\ncommand = {tag:?}\n\n[mcp_servers.u_codex]\ncommand = {tag:?}\nargs = [\"-y\"]\n"
+                "extensions:\n  shared:\n    type: stdio\n    cmd: {tag:?}\n  u_goose:\n    type: stdio\n    cmd: {tag:?}\n"
             ),
         );
-        files.push((codex, "u_codex"));
+        files.push((goose, "u_goose"));
         files
+    }
+
+    /// A Codex `config.toml` with `shared` and `unique`.
+    fn codex(&self, path: PathBuf, unique: &str) -> PathBuf {
+        let tag = path.to_string_lossy().into_owned();
+        self.write(
+            &path,
+            &format!(
+                "model = \"o4\"\n[mcp_servers.shared]\ncommand = {tag:?}\n\n[mcp_servers.{unique}]\ncommand = {tag:?}\nargs = [\"-y\"]\n"
+            ),
+        )
     }
 }
 
@@ -156,7 +189,10 @@ fn the_documented_order_first_definition_wins() {
 
     // `shared` comes from the first file; every other file's is shadowed.
     assert_eq!(command_of(&d, "shared"), files[0].0.to_string_lossy());
-    assert_eq!(d.shadowed.iter().filter(|s| s.name == "shared").count(), 7);
+    assert_eq!(
+        d.shadowed.iter().filter(|s| s.name == "shared").count(),
+        files.len() - 1
+    );
     for (path, unique) in &files {
         let e = d.get(unique).unwrap_or_else(|| panic!("{unique} missing"));
         assert_eq!(e.source.as_deref(), Some(path.as_path()), "{unique}");
@@ -166,7 +202,19 @@ fn the_documented_order_first_definition_wins() {
             Scope::User
         };
         assert_eq!(e.scope, scope, "{unique}");
+        // Project entries carry their project: the consent rule's key.
+        let project = (scope == Scope::Project).then(|| w.project.canonicalize().unwrap());
+        assert_eq!(e.project, project, "{unique}");
     }
+    // Each file's report: present, what it contributed, what it lost.
+    assert_eq!(d.files.len(), files.len());
+    for (report, (path, unique)) in d.files.iter().zip(&files) {
+        assert_eq!(&report.source.path, path);
+        assert!(report.present && report.error.is_none(), "{report:?}");
+        assert!(report.servers.iter().any(|n| n == unique), "{report:?}");
+    }
+    assert_eq!(d.files[0].servers, ["p_dot_mcp", "shared"]);
+    assert!(d.files[1..].iter().all(|r| r.shadowed == ["shared"]));
     // Claude Code's local scope for this project, not for others.
     assert!(d.get("u_claude_local").is_some());
     assert!(d.get("elsewhere").is_none());
@@ -180,6 +228,11 @@ fn the_documented_order_first_definition_wins() {
     assert!(pos("p_dot_mcp") < pos("p_vscode") && pos("p_vscode") < pos("u_cursor"));
     assert!(pos("u_desktop") < pos("u_claude_local") && pos("u_claude_local") < pos("u_claude"));
     assert!(pos("u_claude") < pos("u_codex"));
+    assert!(pos("p_vscode") < pos("p_gemini") && pos("p_gemini") < pos("p_codex"));
+    assert!(pos("p_codex") < pos("u_cursor"));
+    assert!(pos("u_codex") < pos("u_copilot") && pos("u_copilot") < pos("u_windsurf"));
+    assert!(pos("u_windsurf") < pos("u_gemini") && pos("u_gemini") < pos("u_zed"));
+    assert!(pos("u_zed") < pos("u_vscode") && pos("u_vscode") < pos("u_goose"));
 }
 
 #[test]
@@ -253,7 +306,10 @@ fn broken_files_and_entries_do_not_stop_the_rest() {
     assert!(bad[3].1.contains("not valid TOML"), "{bad:?}");
     assert!(d.get("ok").unwrap().config.is_ok());
     let e = d.get("badargs").unwrap().config.clone().unwrap_err();
-    assert!(e.contains("invalid entry") && e.contains("sequence"), "{e}");
+    assert!(
+        e.contains("invalid entry") && e.contains("`args` must be an array of strings"),
+        "{e}"
+    );
     assert!(d.get("notobj").unwrap().config.is_err());
     assert_eq!(
         d.get("off").unwrap().config.as_ref().unwrap().enabled,
@@ -277,13 +333,38 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
     let w = World::new("formats");
     let d = w.discovery();
     let sources = d.sources();
-    assert_eq!(sources.len(), 8);
+    let formats: Vec<(Scope, Format)> = sources.iter().map(|s| (s.scope, s.format)).collect();
+    use Format::*;
+    use Scope::{Project as P, User as U};
+    assert_eq!(
+        formats,
+        [
+            (P, McpJson),
+            (P, McpJson),
+            (P, McpJson),
+            (P, VsCode),
+            (P, Gemini),
+            (P, CodexToml),
+            (U, McpJson),
+            (U, McpJson),
+            (U, ClaudeCode),
+            (U, CodexToml),
+            (U, Copilot),
+            (U, Windsurf),
+            (U, Gemini),
+            (U, Zed),
+            (U, VsCode),
+            (U, Goose),
+        ]
+    );
     assert!(sources.iter().all(|s| !s.required));
-    assert_eq!(sources[6].format, Format::ClaudeCode);
-    assert_eq!(sources[7].format, Format::CodexToml);
     let found = d.discover();
     assert!(found.servers.is_empty() && found.errors.is_empty());
-    assert_eq!(found.searched.len(), 8);
+    assert_eq!(found.searched.len(), 16);
+    assert!(found
+        .files
+        .iter()
+        .all(|f| !f.present && f.servers.is_empty()));
     let toml = w.write(
         &w.home.join("servers.toml"),
         "[mcp_servers.t]\ncommand = \"x\"\n",
@@ -340,4 +421,533 @@ fn platform_paths() {
             Some(PathBuf::from("/h/Library/Caches/mcpwire"))
         );
     }
+}
+
+fn config_of(d: &mcpwire_manager::Discovered, name: &str) -> mcpwire_manager::ServerConfig {
+    d.get(name)
+        .unwrap_or_else(|| panic!("no {name}: {:?}", d.servers))
+        .config
+        .clone()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// VS Code's `.vscode/mcp.json` as its editor writes it: comments, a
+/// trailing comma, `inputs`, `type` on every server.
+#[test]
+fn vscode_jsonc() {
+    let w = World::new("vscode");
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	// 💡 Inputs are prompted on first server start, then stored securely by VS Code.
+	"inputs": [
+		{
+			"type": "promptString",
+			"id": "perplexity-key",
+			"description": "Perplexity API Key",
+			"password": true
+		}
+	],
+	"servers": {
+		// https://github.com/ppl-ai/modelcontextprotocol/
+		"Perplexity": {
+			"type": "stdio",
+			"command": "npx",
+			"args": ["-y", "server-perplexity-ask"],
+			"env": {
+				"PERPLEXITY_API_KEY": "${input:perplexity-key}"
+			},
+		},
+		/* remote */
+		"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
+	},
+}
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let p = config_of(&d, "Perplexity");
+    assert_eq!(p.args, ["-y", "server-perplexity-ask"]);
+    assert_eq!(p.env["PERPLEXITY_API_KEY"], "${input:perplexity-key}");
+    assert_eq!(
+        config_of(&d, "github").url.as_deref(),
+        Some("https://api.githubcopilot.com/mcp/")
+    );
+    let e = d.get("github").unwrap();
+    assert_eq!(e.scope, Scope::Project);
+    assert!(e.project.is_some());
+}
+
+/// Zed's user `settings.json`: JSONC full of other settings; servers in
+/// the newer flat shape, the older `{path, args, env}` shape, a remote
+/// one and an extension's.
+#[test]
+fn zed_settings() {
+    let w = World::new("zed");
+    let path = paths::zed_settings(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"// Zed settings
+//
+// For information on how to configure Zed, see the Zed
+// documentation: https://zed.dev/docs/configuring-zed
+{
+  "ui_font_size": 16,
+  "buffer_font_size": 15,
+  "theme": {
+    "mode": "system",
+    "light": "One Light",
+    "dark": "One Dark"
+  },
+  "vim_mode": false,
+  "context_servers": {
+    "mcp-server-github": {
+      "source": "custom",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}" }
+    },
+    "old-style": {
+      "command": {
+        "path": "/usr/local/bin/old-server",
+        "args": ["--stdio"],
+        "env": {}
+      },
+      "settings": {}
+    },
+    "remote": {
+      "url": "https://mcp.example.com/mcp",
+      "headers": { "Authorization": "Bearer ${TOKEN}" }
+    },
+    "mcp-server-context7": {
+      "source": "extension",
+      "enabled": true,
+      "settings": { "default_minimum_tokens": "10000" }
+    },
+    "off": { "command": "x", "enabled": false },
+  },
+  "languages": { "Rust": { "tab_size": 4 } },
+}
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = config_of(&d, "mcp-server-github");
+    assert_eq!(gh.command.as_deref(), Some("npx"));
+    assert_eq!(gh.args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert_eq!(gh.env["GITHUB_PERSONAL_ACCESS_TOKEN"], "${GITHUB_TOKEN}");
+    let old = config_of(&d, "old-style");
+    assert_eq!(old.command.as_deref(), Some("/usr/local/bin/old-server"));
+    assert_eq!(old.args, ["--stdio"]);
+    let remote = config_of(&d, "remote");
+    assert_eq!(remote.url.as_deref(), Some("https://mcp.example.com/mcp"));
+    assert_eq!(remote.headers["Authorization"], "Bearer ${TOKEN}");
+    assert!(remote.transport().is_ok());
+    assert_eq!(config_of(&d, "off").enabled, Some(false));
+    // The extension's server is not run, and the report says why.
+    assert!(d.get("mcp-server-context7").is_none());
+    let report = d.files.iter().find(|f| f.source.path == path).unwrap();
+    assert_eq!(report.notes.len(), 1, "{report:?}");
+    assert!(
+        report.notes[0].contains("mcp-server-context7") && report.notes[0].contains("extension")
+    );
+    assert_eq!(d.get("remote").unwrap().scope, Scope::User);
+}
+
+/// Gemini CLI's user settings (the nested v2 layout, servers still under
+/// `mcpServers`) and a project's `.gemini/settings.json`.
+#[test]
+fn gemini_settings() {
+    let w = World::new("gemini");
+    w.write(
+        &w.home.join(".gemini/settings.json"),
+        r#"{
+  "general": { "vimMode": false },
+  "ui": { "theme": "GitHub" },
+  "security": { "auth": { "selectedType": "oauth-personal" } },
+  "mcpServers": {
+    "pythonTools": {
+      "command": "python",
+      "args": ["-m", "my_mcp_server", "--port", "8080"],
+      "cwd": "./mcp-servers/python",
+      "env": { "DATABASE_URL": "$DB_CONNECTION_STRING", "API_KEY": "${EXTERNAL_API_KEY}" },
+      "timeout": 15000,
+      "includeTools": ["safe_tool", "file_reader"],
+      "excludeTools": ["file_reader"]
+    },
+    "httpServer": {
+      "httpUrl": "http://localhost:3000/mcp",
+      "headers": { "Authorization": "Bearer your-api-token" },
+      "timeout": 5000
+    },
+    "sseServer": { "url": "http://localhost:8080/sse", "trust": true },
+    "typed": { "type": "http", "url": "http://localhost:9/mcp" },
+    "bad": { "command": "x", "includeTools": "all" }
+  }
+}
+"#,
+    );
+    w.write(
+        &w.project.join(".gemini/settings.json"),
+        r#"{ "mcpServers": { "projectServer": { "command": "node", "args": ["tools.js"] } } }"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let py = d.get("pythonTools").unwrap();
+    let c = py.config.as_ref().unwrap();
+    assert_eq!(c.cwd.as_deref(), Some("./mcp-servers/python"));
+    assert_eq!(c.timeout, Some(15000));
+    assert_eq!(c.env["API_KEY"], "${EXTERNAL_API_KEY}");
+    assert_eq!(c.env["DATABASE_URL"], "${DB_CONNECTION_STRING}");
+    assert!(py.tools.allows("safe_tool"));
+    assert!(!py.tools.allows("file_reader"), "exclude wins");
+    assert!(!py.tools.allows("other"));
+    let http = config_of(&d, "httpServer");
+    assert_eq!(http.kind.as_deref(), Some("http"));
+    assert_eq!(http.url.as_deref(), Some("http://localhost:3000/mcp"));
+    assert_eq!(
+        http.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(
+        config_of(&d, "sseServer").transport(),
+        Ok(mcpwire::config::TransportKind::LegacySse)
+    );
+    assert_eq!(config_of(&d, "typed").kind.as_deref(), Some("http"));
+    let bad = d.get("bad").unwrap().config.clone().unwrap_err();
+    assert!(
+        bad.contains("`includeTools` must be an array of strings"),
+        "{bad}"
+    );
+    let project = d.get("projectServer").unwrap();
+    assert_eq!(project.scope, Scope::Project);
+    assert_eq!(
+        project.project.as_deref(),
+        Some(w.project.canonicalize().unwrap().as_path())
+    );
+}
+
+/// GitHub Copilot CLI's `~/.copilot/mcp-config.json` as `/mcp add`
+/// writes it.
+#[test]
+fn copilot_cli() {
+    let w = World::new("copilot");
+    w.write(
+        &w.home.join(".copilot/mcp-config.json"),
+        r#"{
+  "mcpServers": {
+    "playwright": {
+      "type": "local",
+      "command": "npx",
+      "args": ["@playwright/mcp@latest"],
+      "env": {},
+      "tools": ["*"]
+    },
+    "context7": {
+      "type": "http",
+      "url": "https://mcp.context7.com/mcp",
+      "headers": { "CONTEXT7_API_KEY": "YOUR-API-KEY" },
+      "tools": ["resolve-library-id", "get-library-docs"]
+    },
+    "legacy": { "type": "sse", "url": "https://h/sse", "tools": [] }
+  }
+}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let pw = d.get("playwright").unwrap();
+    let c = pw.config.as_ref().unwrap();
+    assert_eq!(c.kind.as_deref(), Some("stdio"));
+    assert_eq!(c.transport(), Ok(mcpwire::config::TransportKind::Stdio));
+    assert!(pw.tools.is_all(), "[\"*\"] is every tool");
+    let c7 = d.get("context7").unwrap();
+    assert!(c7.tools.allows("get-library-docs") && !c7.tools.allows("other"));
+    assert_eq!(
+        c7.config.as_ref().unwrap().headers["CONTEXT7_API_KEY"],
+        "YOUR-API-KEY"
+    );
+    let legacy = d.get("legacy").unwrap();
+    assert!(!legacy.tools.allows("anything"), "an empty list is no tool");
+    assert_eq!(legacy.scope, Scope::User);
+}
+
+/// Windsurf's `~/.codeium/windsurf/mcp_config.json`: remote servers as
+/// `serverUrl`, tools turned off in its UI as `disabledTools`.
+#[test]
+fn windsurf() {
+    let w = World::new("windsurf");
+    w.write(
+        &w.home.join(".codeium/windsurf/mcp_config.json"),
+        r#"{
+  "mcpServers": {
+    "github": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "<YOUR_PERSONAL_ACCESS_TOKEN>" },
+      "disabledTools": ["create_repository"]
+    },
+    "figma": {
+      "serverUrl": "https://mcp.figma.com/sse",
+      "headers": { "Authorization": "Bearer ${env:FIGMA_TOKEN}" }
+    },
+    "off": { "command": "x", "disabled": true }
+  }
+}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = d.get("github").unwrap();
+    assert!(!gh.tools.allows("create_repository") && gh.tools.allows("get_issue"));
+    let figma = config_of(&d, "figma");
+    assert_eq!(figma.url.as_deref(), Some("https://mcp.figma.com/sse"));
+    assert!(figma.transport().is_ok());
+    assert_eq!(config_of(&d, "off").enabled, Some(false));
+}
+
+/// A trusted project's `.codex/config.toml`: project scope, with the tool
+/// lists and the startup timeout.
+#[test]
+fn codex_project() {
+    let w = World::new("codexproj");
+    w.write(
+        &w.project.join(".codex/config.toml"),
+        r#"# Project-scoped Codex settings
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-server-docs"]
+cwd = "tools"
+env_vars = ["DOCS_TOKEN"]
+startup_timeout_sec = 20
+tool_timeout_sec = 60
+enabled_tools = ["search", "open"]
+disabled_tools = ["open"]
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_OAUTH_TOKEN"
+http_headers = { "X-Figma-Region" = "us-east-1" }
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let docs = d.get("docs").unwrap();
+    assert_eq!(docs.scope, Scope::Project);
+    assert!(docs.project.is_some());
+    assert_eq!(
+        docs.startup_timeout,
+        Some(std::time::Duration::from_secs(20))
+    );
+    let c = docs.config.as_ref().unwrap();
+    assert_eq!(c.cwd.as_deref(), Some("tools"));
+    assert_eq!(c.timeout, Some(60_000));
+    assert!(docs.tools.allows("search") && !docs.tools.allows("open"));
+    let figma = config_of(&d, "figma");
+    assert_eq!(
+        figma.headers["Authorization"],
+        "Bearer ${FIGMA_OAUTH_TOKEN}"
+    );
+    // Off for an untrusted checkout.
+    let d = w.discovery().project_files(false).discover();
+    assert!(d.get("docs").is_none());
+}
+
+/// Errors name the file and the field; JSONC is accepted in Claude's and
+/// Cursor's files too.
+#[test]
+fn errors_name_file_and_field_and_jsonc_everywhere() {
+    let w = World::new("fields");
+    w.write(
+        &w.project.join(".cursor/mcp.json"),
+        "{\n  // Cursor\n  \"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": 1}},},\n}",
+    );
+    let desktop = w.claude_desktop();
+    w.write(
+        &desktop,
+        "{\"mcpServers\": {\"b\": {\"command\": \"y\",}}, /* c */}",
+    );
+    let zed = paths::zed_settings(&w.env).unwrap();
+    w.write(&zed, "{\"context_servers\": {\"z\": {\"command\": 3}}}");
+    let gemini = w.home.join(".gemini/settings.json");
+    w.write(&gemini, "{ /* unterminated");
+    let d = w.discovery().discover();
+    let a = d.get("a").unwrap();
+    assert!(a.origin().ends_with(".cursor/mcp.json"));
+    assert!(a
+        .config
+        .clone()
+        .unwrap_err()
+        .contains("`env.K` must be a string"));
+    assert_eq!(config_of(&d, "b").command.as_deref(), Some("y"));
+    let z = d.get("z").unwrap().config.clone().unwrap_err();
+    assert!(
+        z.contains("`command` must be a string or {path, args, env}"),
+        "{z}"
+    );
+    assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+    assert_eq!(d.errors[0].path, gemini);
+    assert!(d.errors[0].to_string().contains("unterminated /* comment"));
+    let report = d.files.iter().find(|f| f.source.path == gemini).unwrap();
+    assert!(report.present && report.error.is_some());
+}
+
+/// VS Code's variables, `envFile` and `inputs`, in the project's and the
+/// user profile's `mcp.json`.
+#[test]
+fn vscode_variables_env_file_and_inputs() {
+    let w = World::new("vscodevars");
+    w.write(
+        &w.project.join(".env"),
+        "# secrets\nAPI_BASE=https://api.example.com\nexport REGION='eu ${lit}'\nDEBUG=0\n",
+    );
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	"inputs": [
+		{"type": "promptString", "id": "api-key", "description": "API Key", "password": true},
+		{"type": "promptString", "id": "user", "description": "User name", "default": "ada"},
+		{"type": "pickString", "id": "flavour", "description": "Pick", "options": ["a", "b"]}
+	],
+	"servers": {
+		"local": {
+			"type": "stdio",
+			"command": "${workspaceFolder}/bin/server",
+			"args": ["--root", "${workspaceFolder}", "--cache", "${userHome}${/}.cache"],
+			"env": {"API_KEY": "${input:api-key}", "USER_NAME": "${input:user}", "TOKEN": "${env:MY_TOKEN}", "DEBUG": "1"},
+			"envFile": "${workspaceFolder}/.env"
+		},
+		"relative": {"command": "x", "envFile": ".env"},
+		"missing": {"command": "x", "envFile": "nope.env"},
+		"picky": {"command": "x", "args": ["${input:flavour}"]},
+		"undeclared": {"command": "x", "args": ["${input:ghost}"]},
+		"cmdvar": {"command": "x", "args": ["${command:pickProcess}"]},
+	},
+}"#,
+    );
+    let user = paths::vscode_user_mcp(&w.env).unwrap();
+    w.write(
+        &user,
+        r#"{"servers": {"profile": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:tok}"}}},
+            "inputs": [{"type": "promptString", "id": "tok", "password": true}]}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let ws = w.project.canonicalize().unwrap();
+    let ws = ws.to_string_lossy();
+    let local = d.get("local").unwrap();
+    let c = local.config.as_ref().unwrap();
+    assert_eq!(
+        c.command.as_deref(),
+        Some(format!("{ws}/bin/server").as_str())
+    );
+    let cache = format!("{}{}.cache", w.home.display(), std::path::MAIN_SEPARATOR);
+    assert_eq!(c.args, ["--root", &*ws, "--cache", &cache]);
+    assert_eq!(c.env["API_KEY"], "${input:api-key}");
+    assert_eq!(c.env["TOKEN"], "${MY_TOKEN:-}");
+    assert_eq!(c.env["DEBUG"], "1", "env wins over envFile");
+    assert_eq!(c.env["API_BASE"], "https://api.example.com");
+    assert_eq!(c.env["REGION"], "eu $${lit}", "envFile values are literal");
+    let ids: Vec<(&str, bool, Option<&str>)> = local
+        .inputs
+        .iter()
+        .map(|i| (i.id.as_str(), i.password, i.default.as_deref()))
+        .collect();
+    assert_eq!(ids, [("api-key", true, None), ("user", false, Some("ada"))]);
+    assert_eq!(config_of(&d, "relative").env["DEBUG"], "0");
+    let err = |n: &str| d.get(n).unwrap().config.clone().unwrap_err();
+    assert!(err("missing").contains("`envFile`") && err("missing").contains("nope.env"));
+    assert!(err("picky").contains("pickString"), "{}", err("picky"));
+    assert!(err("undeclared").contains("no input `ghost`"));
+    assert!(
+        err("cmdvar").contains("`args[0]`") && err("cmdvar").contains("${command:pickProcess}")
+    );
+    let profile = d.get("profile").unwrap();
+    assert_eq!(profile.scope, Scope::User);
+    assert_eq!(profile.inputs[0].id, "tok");
+}
+
+/// Goose's `config.yaml` as `goose configure` writes it: built-in
+/// extensions next to command-line and remote ones.
+#[test]
+fn goose_config_yaml() {
+    let w = World::new("goose");
+    let path = paths::goose_config(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"GOOSE_PROVIDER: anthropic
+GOOSE_MODEL: claude-sonnet-4
+GOOSE_MODE: smart_approve
+extensions:
+  developer:
+    available_tools: []
+    bundled: true
+    display_name: Developer
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+  github:
+    args:
+    - -y
+    - '@modelcontextprotocol/server-github'
+    available_tools: []
+    bundled: null
+    cmd: npx
+    description: GitHub repositories, issues and pull requests
+    enabled: true
+    env_keys:
+    - GITHUB_PERSONAL_ACCESS_TOKEN
+    envs:
+      GITHUB_API_URL: https://api.github.com
+    name: github
+    timeout: 300
+    type: stdio
+  remote-sse:
+    enabled: false
+    envs: {}
+    name: remote-sse
+    timeout: 60
+    type: sse
+    uri: http://localhost:8000/sse
+  context7:
+    available_tools:
+    - resolve-library-id
+    enabled: true
+    headers:
+      Authorization: Bearer ${CONTEXT7_TOKEN}
+    name: context7
+    timeout: 2.5
+    type: streamable_http
+    uri: https://mcp.context7.com/mcp
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = d.get("github").unwrap();
+    let c = gh.config.as_ref().unwrap();
+    assert_eq!(c.command.as_deref(), Some("npx"));
+    assert_eq!(c.args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert_eq!(c.env["GITHUB_API_URL"], "https://api.github.com");
+    assert_eq!(c.timeout, Some(300_000));
+    assert!(gh.tools.is_all(), "an empty available_tools is every tool");
+    let sse = config_of(&d, "remote-sse");
+    assert_eq!(
+        sse.transport(),
+        Ok(mcpwire::config::TransportKind::LegacySse)
+    );
+    assert_eq!(sse.enabled, Some(false));
+    let c7 = d.get("context7").unwrap();
+    let c = c7.config.as_ref().unwrap();
+    assert_eq!(
+        c.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(c.headers["Authorization"], "Bearer ${CONTEXT7_TOKEN}");
+    assert_eq!(c.timeout, Some(2500));
+    assert!(c7.tools.allows("resolve-library-id") && !c7.tools.allows("get-library-docs"));
+    assert!(d.get("developer").is_none());
+    let report = d.files.iter().find(|f| f.source.path == path).unwrap();
+    assert_eq!(report.notes.len(), 1, "{report:?}");
+    assert!(
+        report.notes[0].contains("`extensions.developer`") && report.notes[0].contains("builtin")
+    );
 }

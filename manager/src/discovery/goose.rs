@@ -1,0 +1,190 @@
+//! Goose's `config.yaml`: servers are the `extensions` map.
+//!
+//! | Goose                     | becomes                                        |
+//! |---------------------------|------------------------------------------------|
+//! | `type: stdio`, `cmd`, `args`, `envs` | `command`, `args`, `env`            |
+//! | `type: sse`, `uri`        | `type: sse`, `url`                             |
+//! | `type: streamable_http`, `uri`, `headers` | `type: http`, `url`, `headers` |
+//! | `enabled`                 | `enabled`                                      |
+//! | `timeout` (seconds)       | `timeout` (ms)                                 |
+//! | `available_tools` (non-empty) | [`ToolFilter::include`](super::ToolFilter::include) |
+//! | `env_keys`                | checked; the values come from the manager's environment, which the server inherits (Goose's keyring is not read) |
+//! | `type: builtin`, `platform`, `frontend`, `inline_python` | skipped with a note: they run inside Goose |
+
+use serde_json::{Map, Number, Value};
+use yaml_rust2::{Yaml, YamlLoader};
+
+use super::hosts::{self, Dialect, FileServers};
+
+/// A YAML value as JSON (the first document); mapping keys become strings.
+fn to_json(y: &Yaml) -> Result<Value, String> {
+    Ok(match y {
+        Yaml::Null | Yaml::BadValue => Value::Null,
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Integer(i) => Value::Number((*i).into()),
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(Number::from_f64)
+            .map_or(Value::Null, Value::Number),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Array(a) => Value::Array(a.iter().map(to_json).collect::<Result<_, _>>()?),
+        Yaml::Hash(h) => {
+            let mut m = Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) => s.clone(),
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Real(r) => r.clone(),
+                    Yaml::Boolean(b) => b.to_string(),
+                    _ => return Err("a mapping key is not a scalar".into()),
+                };
+                m.insert(key, to_json(v)?);
+            }
+            Value::Object(m)
+        }
+        Yaml::Alias(_) => return Err("YAML aliases are not supported".into()),
+    })
+}
+
+/// The servers of a Goose `config.yaml`.
+pub(crate) fn servers(bytes: &[u8]) -> Result<FileServers, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let Some(doc) = docs.first() else {
+        return Ok(FileServers::default());
+    };
+    let Value::Object(top) = to_json(doc)? else {
+        return Err("not a YAML mapping".into());
+    };
+    let Some(extensions) = top.get("extensions").filter(|v| !v.is_null()) else {
+        return Ok(FileServers::default());
+    };
+    let Value::Object(extensions) = extensions else {
+        return Err("`extensions` is not a mapping".into());
+    };
+    let mut out = FileServers::default();
+    for (name, v) in extensions {
+        match entry(v) {
+            Ok(Some(e)) => out.entries.push((name.clone(), Ok(e))),
+            Ok(None) => out.notes.push(format!(
+                "`extensions.{name}`: a Goose {} extension (it runs inside Goose): skipped",
+                v.get("type").and_then(Value::as_str).unwrap_or("?")
+            )),
+            Err(e) => out.entries.push((name.clone(), Err(e))),
+        }
+    }
+    Ok(out)
+}
+
+/// One extension in the standard shape, `None` for one that runs inside
+/// Goose.
+fn entry(v: &Value) -> Result<Option<hosts::Parsed>, String> {
+    let Value::Object(g) = v else {
+        return Err("invalid entry: not a mapping".into());
+    };
+    let kind = match g.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err("invalid entry: `type` must be a string".into()),
+        None => return Err("invalid entry: `type` is missing".into()),
+    };
+    let kind = match kind {
+        "stdio" => "stdio",
+        "sse" => "sse",
+        "streamable_http" => "http",
+        "builtin" | "platform" | "frontend" | "inline_python" => return Ok(None),
+        other => return Err(format!("invalid entry: unknown `type` `{other}`")),
+    };
+    // Goose's keys under the standard names, then the shared reader.
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String(kind.into()));
+    for (from, to) in [
+        ("cmd", "command"),
+        ("args", "args"),
+        ("envs", "env"),
+        ("uri", "url"),
+        ("headers", "headers"),
+        ("enabled", "enabled"),
+    ] {
+        if let Some(x) = g.get(from) {
+            m.insert(to.into(), x.clone());
+        }
+    }
+    let rename = |e: String| {
+        e.replace("`command`", "`cmd`")
+            .replace("`env", "`envs")
+            .replace("`url`", "`uri`")
+    };
+    let mut p = hosts::json_entry(&Value::Object(m), Dialect::Standard)
+        .map_err(rename)?
+        .map_err(rename)?;
+    let secs = |key: &str| -> Result<Option<u64>, String> {
+        match g.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(s) if s >= 0.0 => Ok(Some((s * 1000.0) as u64)),
+                _ => Err(format!(
+                    "invalid entry: `{key}` must be a number of seconds"
+                )),
+            },
+            Some(_) => Err(format!(
+                "invalid entry: `{key}` must be a number of seconds"
+            )),
+        }
+    };
+    p.config.timeout = secs("timeout")?;
+    let list = |key: &str| -> Result<Vec<String>, String> {
+        match g.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("invalid entry: `{key}` must be a list of strings")),
+            Some(_) => Err(format!("invalid entry: `{key}` must be a list of strings")),
+        }
+    };
+    list("env_keys")?;
+    let tools = list("available_tools")?;
+    if !tools.is_empty() {
+        p.tools.include = Some(tools);
+    }
+    Ok(Some(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goose_errors_name_goose_fields() {
+        let f = servers(
+            b"extensions:\n  a:\n    type: stdio\n    cmd: 5\n  b:\n    type: stdio\n    cmd: x\n    envs:\n      K: [1]\n  c:\n    type: websocket\n  d:\n    type: sse\n    uri: http://h/sse\n    timeout: ten\n  e:\n    cmd: x\n",
+        )
+        .unwrap();
+        let err = |n: &str| {
+            f.entries
+                .iter()
+                .find(|e| e.0 == n)
+                .unwrap()
+                .1
+                .clone()
+                .unwrap_err()
+        };
+        assert!(err("a").contains("`cmd` must be a string"), "{}", err("a"));
+        assert!(
+            err("b").contains("`envs.K` must be a string"),
+            "{}",
+            err("b")
+        );
+        assert!(err("c").contains("unknown `type` `websocket`"));
+        assert!(err("d").contains("`timeout` must be a number of seconds"));
+        assert!(err("e").contains("`type` is missing"));
+        assert!(servers(b"extensions: [1]")
+            .unwrap_err()
+            .contains("`extensions`"));
+        assert!(servers(b"a: [\n").unwrap_err().contains("not valid YAML"));
+        assert!(servers(b"").unwrap().entries.is_empty());
+        assert!(servers(b"GOOSE_MODEL: x\n").unwrap().entries.is_empty());
+    }
+}
