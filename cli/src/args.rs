@@ -1,0 +1,196 @@
+//! The command line: arguments, commands and the failure every command
+//! ends with (its exit code).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use mcpwire_tokio::{Error, RequestError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcpwire",
+    version,
+    about = "Inspect and call any MCP server (stdio, Streamable HTTP, legacy SSE)",
+    after_help = "TARGET: `-- <command> [args...]` (stdio), --url <URL>, --sse <URL>, or --server <NAME> [--config F].\n\
+                  --server without --config searches the project's .mcp.json, mcp.json, .cursor/mcp.json, .vscode/mcp.json,\n\
+                  .gemini/settings.json, .codex/config.toml, then the user's ~/.cursor/mcp.json, Claude Desktop's config,\n\
+                  ~/.claude.json, ~/.codex/config.toml, ~/.copilot/mcp-config.json, Windsurf's, Gemini CLI's and Zed's\n\
+                  settings, VS Code's user mcp.json and Goose's config.yaml (first definition wins;\n\
+                  `mcpwire servers --sources` lists them).\n\
+                  Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
+                  Try: mcpwire demo"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Cmd>,
+    /// Streamable HTTP endpoint (falls back to legacy SSE per the spec).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// Legacy HTTP+SSE endpoint.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) sse: Option<String>,
+    /// A server by name from the MCP config files (see --config).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) server: Option<String>,
+    /// The only mcpServers file for --server and `servers` (default: discover
+    /// the project's and the user's config files).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Ignore the project's config files (.mcp.json, mcp.json, .cursor/,
+    /// .vscode/, .gemini/, .codex/): for checkouts you do not trust to
+    /// start programs.
+    #[arg(long, global = true)]
+    pub(crate) no_project_config: bool,
+    /// Approve the project's servers this command starts (--server NAME:
+    /// that one; `servers`: every one listed), as `mcpwire approve` does.
+    #[arg(long, global = true)]
+    pub(crate) approve: bool,
+    /// Machine-readable result on stdout.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Per-request timeout in milliseconds.
+    #[arg(long, global = true, value_name = "MS")]
+    pub(crate) timeout: Option<u64>,
+    /// Follow an HTTP redirect to another origin (scheme, host or port);
+    /// Authorization, Cookie and Mcp-Session-Id are not sent there.
+    /// Without it such a redirect is an error.
+    #[arg(long, global = true)]
+    pub(crate) allow_cross_origin_redirect: bool,
+    /// Extra HTTP header 'Name: value' (repeatable; HTTP only).
+    #[arg(long = "header", global = true, value_name = "K: V")]
+    pub(crate) headers: Vec<String>,
+    /// Environment variable K=V for a stdio server (repeatable).
+    #[arg(long = "env", global = true, value_name = "K=V")]
+    pub(crate) envs: Vec<String>,
+    /// More logging on stderr (-v: server stderr and protocol notes; -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Less logging on stderr.
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+    /// Log in (OAuth) if the HTTP server asks for it: opens the browser and
+    /// stores the tokens for later runs. Without a command: log in and show
+    /// `info`.
+    #[arg(long, global = true)]
+    pub(crate) login: bool,
+    /// With --login: print the authorization URL instead of opening a
+    /// browser (the redirect still comes back to 127.0.0.1).
+    #[arg(long, global = true)]
+    pub(crate) no_browser: bool,
+    /// Where OAuth tokens are kept (default ~/.config/mcpwire/tokens.json).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) token_store: Option<PathBuf>,
+    /// A pre-registered OAuth client id (else the client registers itself).
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+    /// The secret of --client-id, for a confidential client.
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub(crate) client_secret: Option<String>,
+    /// The OAuth scope to ask for (else the server's challenge decides).
+    #[arg(long, global = true, value_name = "SCOPE")]
+    pub(crate) scope: Option<String>,
+    /// Protocol era: auto (probe for 2026-07-28, fall back to the
+    /// 2025-11-25 handshake), legacy, or modern.
+    #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]
+    pub(crate) era: Option<String>,
+}
+
+impl Cli {
+    /// The command (`info` when only `--login` was given).
+    pub(crate) fn cmd(&self) -> &Cmd {
+        self.command.as_ref().unwrap_or(&Cmd::Info)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Cmd {
+    /// List the server's tools.
+    Tools,
+    /// Call a tool: `call echo --args '{"message":"hi"}'` or `call echo message=hi`.
+    Call {
+        /// The tool.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Arguments as key=value pairs (values parsed as JSON when they can be).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// List the server's resources.
+    Resources,
+    /// Read a resource.
+    Read {
+        /// Its URI.
+        uri: String,
+    },
+    /// List the server's prompts.
+    Prompts,
+    /// Get a prompt.
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Arguments as key=value pairs.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// Check the server answers.
+    Ping,
+    /// Server name, version, protocol, transport, capabilities, instructions.
+    Info,
+    /// Walk through a session with the built-in demo server.
+    Demo,
+    /// List the configured servers with their status and tool counts.
+    Servers {
+        /// List the config files instead (nothing is started): every file
+        /// searched, whether it is there, its scope and host, the servers
+        /// it defines, the ones an earlier file defined, and its errors.
+        #[arg(long)]
+        sources: bool,
+    },
+    /// Approve a server of the project's config files, so that it may run
+    /// (kept per user, for this project and this definition).
+    Approve {
+        /// The server's name.
+        name: String,
+    },
+    /// Run a server on stdio.
+    Serve {
+        /// The built-in demo server.
+        #[arg(long)]
+        demo: bool,
+    },
+}
+
+/// A failure with its exit code.
+pub(crate) struct Fail {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+}
+
+impl Fail {
+    pub(crate) fn usage(message: impl Into<String>) -> Fail {
+        Fail {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        let code = match &e {
+            Error::Request(RequestError::Timeout { .. }) => 4,
+            Error::Request(RequestError::Cancelled { .. }) => 130,
+            Error::Config(_) => 2,
+            _ => 3,
+        };
+        Fail {
+            code,
+            message: e.to_string(),
+        }
+    }
+}

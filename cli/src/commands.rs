@@ -1,0 +1,160 @@
+//! The commands that talk to one server: tools, call, resources, read,
+//! prompts, prompt, ping, info.
+
+use std::time::{Duration, Instant};
+
+use mcpwire_tokio::{CallOptions, CancelToken, Client};
+use serde_json::json;
+
+use crate::args::*;
+use crate::render::*;
+use crate::target::*;
+
+pub(crate) async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, Fail> {
+    let mut call_opts = CallOptions::new().cancel_token(cancel);
+    if let Some(ms) = cli.timeout {
+        call_opts = call_opts.timeout(Duration::from_millis(ms));
+    }
+    match cli.cmd() {
+        Cmd::Tools => {
+            let tools = client.list_tools().await?;
+            if cli.json {
+                print_json(&json!({ "tools": tools }));
+            } else {
+                for t in tools {
+                    let desc = t.description.as_deref().unwrap_or("");
+                    println!("{:<28} {}", t.name, first_line(desc));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Call { tool, args, pairs } => {
+            let arguments = parse_args(args.as_deref(), pairs)?;
+            let progress = Progress::new(cli.quiet);
+            let p = progress.clone();
+            let result = client
+                .call_tool_with(tool, arguments, call_opts.on_progress(move |pr| p.show(pr)))
+                .await;
+            progress.done();
+            let result = result?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                print_call(&result);
+            }
+            Ok(if result.is_error() { 1 } else { 0 })
+        }
+        Cmd::Resources => {
+            let resources = client.list_resources().await?;
+            if cli.json {
+                print_json(&json!({ "resources": resources }));
+            } else {
+                for r in resources {
+                    println!("{:<40} {}", r.uri, r.title.as_deref().unwrap_or(&r.name));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Read { uri } => {
+            let result = client.read_resource(uri).await?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                for c in &result.contents {
+                    print_contents(c);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Prompts => {
+            let prompts = client.list_prompts().await?;
+            if cli.json {
+                print_json(&json!({ "prompts": prompts }));
+            } else {
+                for p in prompts {
+                    let args: Vec<String> = p
+                        .arguments
+                        .iter()
+                        .map(|a| {
+                            if a.required == Some(true) {
+                                a.name.clone()
+                            } else {
+                                format!("[{}]", a.name)
+                            }
+                        })
+                        .collect();
+                    println!(
+                        "{:<24} {:<24} {}",
+                        p.name,
+                        args.join(" "),
+                        first_line(p.description.as_deref().unwrap_or(""))
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Prompt { name, args, pairs } => {
+            let arguments = parse_args(args.as_deref(), pairs)?;
+            let result = client.get_prompt(name, arguments).await?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                for m in &result.messages {
+                    print!("{}: ", m.role);
+                    print_content(&m.content);
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Ping => {
+            let t = Instant::now();
+            client.ping().await?;
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            if cli.json {
+                print_json(&json!({ "ok": true, "ms": ms }));
+            } else {
+                println!("pong ({ms:.1} ms)");
+            }
+            Ok(0)
+        }
+        Cmd::Info => {
+            let s = client.server();
+            if cli.json {
+                print_json(&json!({
+                    "serverInfo": s.server_info,
+                    "protocolVersion": s.protocol_version,
+                    "transport": client.transport(),
+                    "capabilities": s.capabilities,
+                    "instructions": s.instructions,
+                }));
+            } else {
+                println!(
+                    "server:       {} {}",
+                    s.server_info.name, s.server_info.version
+                );
+                println!("protocol:     {}", s.protocol_version);
+                println!("transport:    {}", client.transport());
+                let caps = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                let names: Vec<&String> = caps
+                    .as_object()
+                    .map(|m| m.keys().collect())
+                    .unwrap_or_default();
+                println!(
+                    "capabilities: {}",
+                    names
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                if let Some(i) = &s.instructions {
+                    println!("instructions: {i}");
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
+            unreachable!("handled before connecting")
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! Which server a command talks to: `-- cmd`, `--url`, `--sse` or
+//! `--server NAME` (discovery, consent, VS Code inputs, `${VAR}`), and the
+//! connection to it.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use mcpwire::manager::expand::expand_config;
+use mcpwire_manager::{
+    consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry,
+};
+use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
+use mcpwire_tokio::{
+    AuthOptions, Client, ConnectOptions, FileStore, LoopbackRedirect, MemoryStore, ServerConfig,
+};
+use serde_json::{Map, Value};
+
+use crate::args::*;
+
+pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
+    let chosen = [
+        !server_cmd.is_empty(),
+        cli.url.is_some(),
+        cli.sse.is_some(),
+        cli.server.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if chosen == 0 {
+        return Err(Fail::usage(
+            "no server given: add `-- <command> [args...]`, --url <URL>, --sse <URL> or --server <NAME> (try `mcpwire demo`)",
+        ));
+    }
+    if chosen > 1 {
+        return Err(Fail::usage(
+            "give only one of `-- <command>`, --url, --sse and --server",
+        ));
+    }
+    let mut config = if let Some((cmd, args)) = server_cmd.split_first() {
+        ServerConfig::stdio(cmd.clone()).args(args.iter().cloned())
+    } else if let Some(url) = &cli.url {
+        ServerConfig::http(url.clone())
+    } else if let Some(url) = &cli.sse {
+        ServerConfig::sse(url.clone())
+    } else {
+        let name = cli.server.as_deref().unwrap_or_default();
+        load_named(cli, name)?
+    };
+    for h in &cli.headers {
+        let (k, v) = parse_header(h)?;
+        config.headers.insert(k, v);
+    }
+    if let Some(era) = &cli.era {
+        config.protocol_era = Some(era.clone());
+    }
+    for e in &cli.envs {
+        let (k, v) = e
+            .split_once('=')
+            .ok_or_else(|| Fail::usage(format!("--env needs K=V, got {e:?}")))?;
+        config.env.insert(k.to_string(), v.to_string());
+    }
+    if !cli.headers.is_empty() && config.command.is_some() {
+        return Err(Fail::usage("--header is for HTTP servers"));
+    }
+    if !cli.envs.is_empty() && config.url.is_some() {
+        return Err(Fail::usage("--env is for stdio servers"));
+    }
+    Ok(config)
+}
+
+/// A `--header 'Name: value'`, checked before anything is started: the
+/// name a token (RFC 9110), the value free of control characters.
+pub(crate) fn parse_header(h: &str) -> Result<(String, String), Fail> {
+    let bad = |why: &str| {
+        Fail::usage(format!(
+            "invalid --header {h:?}: {why} (expected 'Name: value')"
+        ))
+    };
+    let (k, v) = h.split_once(':').ok_or_else(|| bad("no ':'"))?;
+    let (k, v) = (k.trim(), v.trim());
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if k.is_empty() || !k.chars().all(token) {
+        return Err(bad(
+            "the name must be a token (letters, digits, !#$%&'*+-.^_`|~)",
+        ));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(bad("the value has a control character"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// The discovery `--server` and `servers` use: `--config F` alone, or the
+/// project's and the user's files.
+pub(crate) fn discovery(cli: &Cli) -> Discovery {
+    match &cli.config {
+        Some(f) => Discovery::only_files([f]),
+        None => Discovery::new().project_files(!cli.no_project_config),
+    }
+}
+
+pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
+    let found = discovery(cli).discover();
+    if cli.config.is_some() {
+        if let Some(e) = found.errors.first() {
+            return Err(Fail::usage(e.to_string()));
+        }
+    }
+    let Some(entry) = found.get(name) else {
+        for e in &found.errors {
+            tracing::warn!("skipped {e}");
+        }
+        let place = match &cli.config {
+            Some(f) => f.display().to_string(),
+            None if found.servers.is_empty() => {
+                return Err(Fail::usage(format!(
+                    "no server named {name:?}: no MCP config file defines any (searched {}); \
+                     add --config <FILE>",
+                    found
+                        .searched
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+            None => "the discovered config files".to_string(),
+        };
+        return Err(Fail::usage(format!(
+            "no server named {name:?} in {place} (it has: {})",
+            server_names(&found)
+        )));
+    };
+    let origin = entry.origin();
+    let raw = entry
+        .config
+        .clone()
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    consent_to(cli, entry, &raw)?;
+    let mut values = HashMap::new();
+    for input in &entry.inputs {
+        let value = ask_input(entry, input).ok_or_else(|| {
+            Fail::usage(format!(
+                "server {name:?} in {origin} asks for input `{}`{}: run it on a terminal",
+                input.id,
+                input
+                    .description
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ))
+        })?;
+        values.insert(input.id.clone(), value);
+    }
+    let raw = discovery::resolve_inputs(&raw, &|id| values.get(id).cloned())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    expand_config(&raw, &|var| std::env::var(var).ok())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+}
+
+/// Asks for a VS Code input on the terminal (a password without echo);
+/// `None` without a terminal.
+pub(crate) fn ask_input(entry: &ServerEntry, input: &Input) -> Option<String> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    let prompt = input_prompt(entry, input);
+    let answer = if input.password {
+        rpassword::prompt_password(prompt).ok()?
+    } else {
+        eprint!("{prompt}");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).ok()?;
+        line
+    };
+    Some(input_answer(input, &answer))
+}
+
+/// `mcpwire: server "x" (file) asks for API key [default: d]: `
+pub(crate) fn input_prompt(entry: &ServerEntry, input: &Input) -> String {
+    let what = input.description.as_deref().unwrap_or(&input.id);
+    let default = match (&input.default, input.password) {
+        (Some(d), false) => format!(" [default: {d}]"),
+        (Some(_), true) => " [default: the configured one]".to_string(),
+        (None, _) => String::new(),
+    };
+    format!(
+        "mcpwire: server {:?} ({}) asks for {what}{default}: ",
+        entry.name,
+        entry.origin()
+    )
+}
+
+/// The typed line without its line end; empty means the default.
+pub(crate) fn input_answer(input: &Input, typed: &str) -> String {
+    let typed = typed.trim_end_matches(['\r', '\n']);
+    match (&input.default, typed.is_empty()) {
+        (Some(d), true) => d.clone(),
+        _ => typed.to_string(),
+    }
+}
+
+/// A project's server runs only once approved: already, by `--approve`,
+/// or by the user's answer on a terminal; else exit 2 naming the command
+/// that approves.
+pub(crate) fn consent_to(cli: &Cli, entry: &ServerEntry, raw: &ServerConfig) -> Result<(), Fail> {
+    if !consent::needs_consent(entry) {
+        return Ok(());
+    }
+    let mut approvals = user_approvals()?;
+    if approvals.is_approved(entry) {
+        return Ok(());
+    }
+    let name = &entry.name;
+    let asked = !cli.approve && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !cli.approve && !asked {
+        return Err(Fail::usage(format!(
+            "server {name:?} is defined by this project ({}) and not approved: it runs {}.              Approve it with `mcpwire approve {name}` (or add --approve)",
+            entry.origin(),
+            describe_definition(raw)
+        )));
+    }
+    if asked {
+        eprint!(
+            "mcpwire: {} defines server {name:?}, which runs {}.
+Start it? [y/N] ",
+            entry.origin(),
+            describe_definition(raw)
+        );
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+            return Err(Fail::usage(format!("server {name:?} not approved")));
+        }
+    }
+    approvals
+        .approve(entry)
+        .map_err(|e| Fail::usage(format!("cannot record the approval: {e}")))
+}
+
+pub(crate) fn user_approvals() -> Result<Approvals, Fail> {
+    Approvals::load_user(&Env::process()).map_err(|e| Fail::usage(e.to_string()))
+}
+
+/// What a definition runs, for the question: the command line or the URL.
+pub(crate) fn describe_definition(config: &ServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(cmd), _) => {
+            let mut line = shell_words(std::iter::once(cmd).chain(&config.args));
+            if !config.env.is_empty() {
+                let keys: Vec<&str> = config.env.keys().map(String::as_str).collect();
+                line.push_str(&format!(" (env: {})", keys.join(", ")));
+            }
+            format!("`{line}`")
+        }
+        (None, Some(url)) => format!("nothing locally; it connects to {url}"),
+        (None, None) => "nothing".to_string(),
+    }
+}
+
+pub(crate) fn shell_words<'a>(words: impl Iterator<Item = &'a String>) -> String {
+    words
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@%+,".contains(&b))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The names discovery found, for messages.
+pub(crate) fn server_names(found: &Discovered) -> String {
+    found
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(crate) fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Value, Fail> {
+    let mut map = match json_args {
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(Fail::usage("--args must be a JSON object")),
+            Err(e) => return Err(Fail::usage(format!("--args is not JSON: {e}"))),
+        },
+        None => Map::new(),
+    };
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| Fail::usage(format!("expected key=value, got {p:?}")))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        map.insert(k.to_string(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+/// OAuth for an HTTP server: stored tokens always; the browser only with
+/// `--login`.
+pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
+    let mut auth = if cli.login {
+        let redirect = LoopbackRedirect::bind(!cli.no_browser).map_err(|e| Fail {
+            code: 3,
+            message: format!("cannot listen on 127.0.0.1 for the login redirect: {e}"),
+        })?;
+        AuthOptions::new(redirect)
+    } else {
+        AuthOptions::new(FnRedirect::new("http://127.0.0.1/callback", |_: &str| {
+            Err("log in first with --login".to_string())
+        }))
+        .interactive(false)
+    };
+    auth = match cli.token_store.clone().or_else(FileStore::default_path) {
+        Some(path) => auth.store(FileStore::new(path)),
+        None => auth.store(MemoryStore::default()),
+    };
+    match (&cli.client_id, &cli.client_secret) {
+        (Some(id), secret) => {
+            let mut c = ClientCredentials::public(id.clone());
+            c.client_secret = secret.clone();
+            auth = auth.client(c);
+        }
+        (None, Some(_)) => return Err(Fail::usage("--client-secret needs --client-id")),
+        (None, None) => {}
+    }
+    if let Some(scope) = &cli.scope {
+        auth = auth.scope(scope.clone());
+    }
+    Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
+}
+
+pub(crate) async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, Fail> {
+    let mut options = ConnectOptions::new()
+        .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
+        .allow_cross_origin_redirects(cli.allow_cross_origin_redirect);
+    if let Some(ms) = cli.timeout {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    if config.url.is_some() {
+        options = options.auth(auth_options(cli)?);
+    } else if cli.login {
+        return Err(Fail::usage("--login is for HTTP servers (--url, --sse)"));
+    }
+    Client::connect_with(config, options)
+        .await
+        .map_err(Fail::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(password: bool, default: Option<&str>) -> Input {
+        Input {
+            id: "api-key".into(),
+            description: Some("API Key".into()),
+            password,
+            default: default.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn input_prompts_and_answers() {
+        let entry = ServerEntry::new("srv", ServerConfig::stdio("x"));
+        assert_eq!(
+            input_prompt(&entry, &input(false, Some("ada"))),
+            "mcpwire: server \"srv\" (code) asks for API Key [default: ada]: "
+        );
+        // A secret default is never shown.
+        let p = input_prompt(&entry, &input(true, Some("s3cret")));
+        assert!(!p.contains("s3cret"), "{p}");
+        let mut bare = input(false, None);
+        bare.description = None;
+        assert!(input_prompt(&entry, &bare).contains("asks for api-key: "));
+
+        assert_eq!(input_answer(&input(false, Some("ada")), "\n"), "ada");
+        assert_eq!(input_answer(&input(false, Some("ada")), "bob\r\n"), "bob");
+        assert_eq!(input_answer(&input(true, None), ""), "");
+        assert_eq!(input_answer(&input(true, None), " x y \n"), " x y ");
+    }
+}
