@@ -701,24 +701,16 @@ impl LegacySse {
     /// refused — the session cannot start — or failed before its head:
     /// sent again once, then given up.
     fn confirming_failed(&mut self, refused: bool, failure: RequestFailure) {
-        if refused {
-            return self.fatal(format!(
-                "the server refused notifications/initialized: {failure}"
-            ));
-        }
-        let Some(c) = self.confirming.as_mut() else {
+        let retried = self.confirming.as_mut().map(|c| &mut c.retried);
+        let note = match crate::transport::initialized_failed(refused, retried, &failure) {
+            None => return,
+            Some(Err(fatal)) => return self.fatal(fatal),
+            Some(Ok(note)) => note,
+        };
+        let Some(message) = self.confirming.as_ref().map(|c| c.message.clone()) else {
             return;
         };
-        if c.retried {
-            return self.fatal(format!(
-                "notifications/initialized could not be sent (twice): {failure}"
-            ));
-        }
-        c.retried = true;
-        let message = c.message.clone();
-        self.events.push_back(LegacyEvent::Diagnostic(format!(
-            "the POST of notifications/initialized failed ({failure}); sending it again"
-        )));
+        self.events.push_back(LegacyEvent::Diagnostic(note));
         match self.post(message, SendKind::Notification) {
             Some(ex) => {
                 if let Some(c) = self.confirming.as_mut() {

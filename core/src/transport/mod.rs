@@ -26,6 +26,33 @@ pub use crate::exchange::{
     url, ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, RedirectError, ResponseHead,
 };
 
+/// The POST of `notifications/initialized` ended without a 2xx head, in
+/// either HTTP transport: refused, the session cannot start; failed
+/// before its head, it is sent once more (`retried` records that), then
+/// given up. `Err` is the fatal message, `Ok` the diagnostic of the retry.
+/// `retried` is `None` when nothing is being confirmed any more.
+pub(crate) fn initialized_failed(
+    refused: bool,
+    retried: Option<&mut bool>,
+    why: &dyn fmt::Display,
+) -> Option<Result<String, String>> {
+    if refused {
+        return Some(Err(format!(
+            "the server refused notifications/initialized: {why}"
+        )));
+    }
+    let retried = retried?;
+    if *retried {
+        return Some(Err(format!(
+            "notifications/initialized could not be sent (twice): {why}"
+        )));
+    }
+    *retried = true;
+    Some(Ok(format!(
+        "the POST of notifications/initialized failed ({why}); sending it again"
+    )))
+}
+
 /// Options of the HTTP transports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpConfig {

@@ -453,25 +453,19 @@ impl StreamableHttp {
     /// session cannot start — or failed (`error`): sent again once, then
     /// given up. Either way nothing held goes out before it.
     fn confirming_failed(&mut self, body: Body, error: &str) {
-        if let Body::Error(e) = body {
-            return self.fatal(format!(
-                "the server refused notifications/initialized: {}",
-                e.message()
-            ));
-        }
-        let Some(c) = self.confirming.as_mut() else {
-            return;
+        let (refused, why) = match body {
+            Body::Error(e) => (true, e.message()),
+            _ => (false, error.to_owned()),
         };
-        if c.retried {
-            return self.fatal(format!(
-                "notifications/initialized could not be sent (twice): {error}"
-            ));
+        let retried = self.confirming.as_mut().map(|c| &mut c.retried);
+        match crate::transport::initialized_failed(refused, retried, &why) {
+            None => {}
+            Some(Err(fatal)) => self.fatal(fatal),
+            Some(Ok(note)) => {
+                self.diag(note);
+                self.post_confirming();
+            }
         }
-        c.retried = true;
-        self.diag(format!(
-            "the POST of notifications/initialized failed ({error}); sending it again"
-        ));
-        self.post_confirming();
     }
 
     /// A 404 answered an exchange carrying the session id of `generation`.
