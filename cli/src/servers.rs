@@ -148,12 +148,7 @@ pub(crate) async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> 
     } else if status.is_empty() {
         println!(
             "no MCP servers configured (searched {})",
-            found
-                .searched
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            searched_files(&found)
         );
     } else {
         println!(

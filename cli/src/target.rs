@@ -118,12 +118,7 @@ pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
                 return Err(Fail::usage(format!(
                     "no server named {name:?}: no MCP config file defines any (searched {}); \
                      add --config <FILE>",
-                    found
-                        .searched
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    searched_files(&found)
                 )))
             }
             None => "the discovered config files".to_string(),
@@ -274,6 +269,16 @@ pub(crate) fn shell_words<'a>(words: impl Iterator<Item = &'a String>) -> String
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The files discovery looked at, for messages.
+pub(crate) fn searched_files(found: &Discovered) -> String {
+    found
+        .searched
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The names discovery found, for messages.
