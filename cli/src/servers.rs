@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mcpwire_manager::{consent, Discovered, Manager, ManagerOptions, ServerState};
+use mcpwire_manager::tokio::Manager;
+use mcpwire_manager::{consent, Discovered, ManagerOptions, ServerState};
 use mcpwire_tokio::ConnectOptions;
 use serde_json::{json, Value};
 

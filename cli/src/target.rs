@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use mcpwire::manager::expand::expand_config;
+use mcpwire_manager::policy::expand::expand_config;
 use mcpwire_manager::{
     consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry,
 };

@@ -11,7 +11,6 @@
 //! the lowest is at the bottom.
 //!
 //! ```text
-//!   manager/     host policy: ${VAR} expansion, tool cache, reconnect   imports config, mcp
 //!   connection/  one connection: routes engine, wire, auth, the era    imports every floor below
 //!   config       an mcpServers entry and the transport it selects      imports modern
 //!   transport/   stdio | Streamable HTTP | legacy HTTP+SSE machines    imports exchange, rpc, codec
@@ -48,7 +47,6 @@ pub mod codec;
 pub mod config;
 pub mod connection;
 pub mod exchange;
-pub mod manager;
 pub mod mcp;
 pub mod modern;
 pub mod rpc;

@@ -28,7 +28,6 @@ const FLOORS: &[(&str, &[&str])] = &[
             "config",
         ],
     ),
-    ("manager", &["config", "mcp"]),
 ];
 
 #[test]

@@ -1,22 +1,40 @@
 //! The tool cache on disk: read once at startup, rewritten (read, update,
 //! write to a temporary file, rename) after every successful listing. The
-//! format and its rules are core's [`mcpwire::manager::cache`].
+//! format and its rules are [`crate::policy::cache`].
+//!
+//! Writes go to one writer thread per cache file, in the order they were
+//! asked for, so that no runtime's worker (nor a blocking caller) waits
+//! on the disk; [`CacheFile::flush`] waits for them (the manager's close).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use mcpwire::config::ServerConfig;
-use mcpwire::manager::cache::ToolCache;
 use mcpwire::mcp::types::Tool;
+
+use crate::policy::cache::ToolCache;
+
+enum Job {
+    Store(Box<Store>),
+    /// Answered once every earlier job is done.
+    Flush(async_channel::Sender<()>),
+}
+
+struct Store {
+    server: String,
+    config: ServerConfig,
+    tools: Vec<Tool>,
+}
 
 /// Where the cache lives and how long entries last.
 #[derive(Debug)]
 pub(crate) struct CacheFile {
     path: PathBuf,
     ttl: Duration,
-    /// Writes of this process, one at a time.
-    lock: tokio::sync::Mutex<()>,
+    /// The writer thread's queue, started with the first write.
+    writer: Mutex<Option<async_channel::Sender<Job>>>,
 }
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -26,7 +44,7 @@ impl CacheFile {
         CacheFile {
             path,
             ttl,
-            lock: tokio::sync::Mutex::new(()),
+            writer: Mutex::new(None),
         }
     }
 
@@ -34,7 +52,7 @@ impl CacheFile {
         &self.path
     }
 
-    fn read_sync(path: &Path, ttl: Duration) -> ToolCache {
+    fn read(path: &Path, ttl: Duration) -> ToolCache {
         match std::fs::read(path) {
             Ok(bytes) => ToolCache::parse(&bytes).with_ttl(ttl),
             Err(_) => ToolCache::new().with_ttl(ttl),
@@ -42,40 +60,98 @@ impl CacheFile {
     }
 
     /// The whole cache (empty when missing or corrupt).
-    pub(crate) async fn load(&self) -> ToolCache {
-        let (path, ttl) = (self.path.clone(), self.ttl);
-        tokio::task::spawn_blocking(move || Self::read_sync(&path, ttl))
-            .await
-            .unwrap_or_default()
+    pub(crate) fn load(&self) -> ToolCache {
+        Self::read(&self.path, self.ttl)
     }
 
-    /// Records `tools` for (`server`, unexpanded `config`). Failures are
-    /// logged, never fatal: the cache is an optimisation.
-    pub(crate) async fn store(&self, server: &str, config: &ServerConfig, tools: Vec<Tool>) {
-        let _guard = self.lock.lock().await;
-        let (path, ttl) = (self.path.clone(), self.ttl);
-        let (server, config) = (server.to_string(), config.clone());
-        let result = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let mut cache = Self::read_sync(&path, ttl);
-            cache.insert(&server, &config, tools, SystemTime::now());
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = path.with_extension(format!(
-                "tmp.{}.{}",
-                std::process::id(),
-                TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::write(&tmp, cache.to_json())?;
-            std::fs::rename(&tmp, &path).inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
-        })
-        .await;
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("tool cache {}: {e}", self.path.display()),
-            Err(e) => tracing::warn!("tool cache {}: {e}", self.path.display()),
+    /// Records `tools` for (`server`, unexpanded `config`), in the
+    /// background. Failures are logged, never fatal: the cache is an
+    /// optimisation.
+    pub(crate) fn store(&self, server: &str, config: &ServerConfig, tools: Vec<Tool>) {
+        self.send(Job::Store(Box::new(Store {
+            server: server.to_string(),
+            config: config.clone(),
+            tools,
+        })));
+    }
+
+    /// Waits until every write asked for so far is done.
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = async_channel::bounded(1);
+        if self.send(Job::Flush(tx)) {
+            let _ = rx.recv().await;
         }
     }
+
+    /// [`CacheFile::flush`], blocking.
+    pub(crate) fn flush_blocking(&self) {
+        let (tx, rx) = async_channel::bounded(1);
+        if self.send(Job::Flush(tx)) {
+            let _ = rx.recv_blocking();
+        }
+    }
+
+    /// Queues `job`, starting the writer if needed; whether it is queued.
+    fn send(&self, job: Job) -> bool {
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if writer.is_none() {
+            if matches!(job, Job::Flush(_)) {
+                return false;
+            }
+            let (tx, rx) = async_channel::unbounded();
+            let (path, ttl) = (self.path.clone(), self.ttl);
+            let spawned = std::thread::Builder::new()
+                .name("mcpwire-tool-cache".into())
+                .spawn(move || {
+                    while let Ok(job) = rx.recv_blocking() {
+                        match job {
+                            Job::Store(job) => {
+                                let Store {
+                                    server,
+                                    config,
+                                    tools,
+                                } = *job;
+                                if let Err(e) = write(&path, ttl, &server, &config, tools) {
+                                    tracing::warn!("tool cache {}: {e}", path.display());
+                                }
+                            }
+                            Job::Flush(done) => {
+                                let _ = done.try_send(());
+                            }
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => *writer = Some(tx),
+                Err(e) => {
+                    tracing::warn!("tool cache {}: no writer thread: {e}", self.path.display());
+                    return false;
+                }
+            }
+        }
+        writer.as_ref().is_some_and(|tx| tx.try_send(job).is_ok())
+    }
+}
+
+fn write(
+    path: &Path,
+    ttl: Duration,
+    server: &str,
+    config: &ServerConfig,
+    tools: Vec<Tool>,
+) -> std::io::Result<()> {
+    let mut cache = CacheFile::read(path, ttl);
+    cache.insert(server, config, tools, SystemTime::now());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!(
+        "tmp.{}.{}",
+        std::process::id(),
+        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&tmp, cache.to_json())?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }

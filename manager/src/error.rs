@@ -66,7 +66,7 @@ pub enum Error {
         server: String,
         /// The client's error.
         #[source]
-        source: mcpwire_tokio::Error,
+        source: mcpwire_adapter::Error,
     },
 }
 
@@ -82,7 +82,7 @@ impl Error {
     }
 
     /// The client's error, when the call got that far.
-    pub fn client_error(&self) -> Option<&mcpwire_tokio::Error> {
+    pub fn client_error(&self) -> Option<&mcpwire_adapter::Error> {
         match self {
             Error::Client { source, .. } => Some(source),
             _ => None,

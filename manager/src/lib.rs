@@ -1,13 +1,24 @@
 //! # mcpwire-manager — many MCP servers for an agent host
 //!
-//! What a host needs on top of one [`mcpwire_tokio::Client`]: server
-//! definitions found where MCP hosts keep them, all servers started in
-//! parallel behind a short startup deadline (slow ones are offered from a
-//! tool cache until they connect), connections that come back after a
-//! crash, and tool names an agent can use.
+//! What a host needs on top of one MCP client: server definitions found
+//! where MCP hosts keep them, all servers started in parallel behind a
+//! short startup deadline (slow ones are offered from a tool cache until
+//! they connect), connections that come back after a crash, and tool names
+//! an agent can use.
+//!
+//! The same manager runs on every runtime mcpwire does, one front end each
+//! over one policy ([`policy`]) and one shared state:
+//!
+//! | runtime | type | feature |
+//! |---|---|---|
+//! | tokio | `tokio::Manager` = `Manager<Tokio>` | `tokio` (default) |
+//! | smol / async-io | `smol::Manager` = `Manager<Smol>` | `smol` |
+//! | another executor | [`Manager<R>`](Manager) for your [`Runtime`] | — |
+//! | no runtime (threads) | `blocking::Manager` | `blocking` |
 //!
 //! ```no_run
-//! use mcpwire_manager::{CallOptions, Discovery, Manager, ManagerOptions};
+//! use mcpwire_manager::tokio::Manager;
+//! use mcpwire_manager::{CallOptions, Discovery, ManagerOptions};
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), mcpwire_manager::Error> {
@@ -54,9 +65,9 @@
 //!   exponential backoff and jitter up to a maximum number of attempts,
 //!   then the server is failed with the last error; tools are re-listed
 //!   after each connect and on `notifications/tools/list_changed`. The
-//!   policy is core's sans-IO [`mcpwire::manager::policy`].
+//!   policy is the sans-IO [`policy::machine`].
 //! - **Names**: `mcp__<server>__<tool>`, `[A-Za-z0-9_-]`, at most 64
-//!   characters, collision-free ([`mcpwire::manager::names`]).
+//!   characters, collision-free ([`policy::names`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -65,16 +76,28 @@ pub mod consent;
 pub mod discovery;
 mod error;
 mod manager;
+mod options;
 pub mod paths;
-mod supervisor;
+pub mod policy;
+mod state;
+
+#[cfg(feature = "blocking")]
+pub mod blocking;
+#[cfg(feature = "smol")]
+pub mod smol;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use consent::{Approvals, ConsentPolicy, TrustAll};
 pub use discovery::{
     Discovered, Discovery, Input, Scope, ServerEntry, SourceError, SourceReport, ToolFilter,
 };
 pub use error::Error;
-pub use manager::{AgentTool, CallOptions, InputFn, Manager, ManagerOptions, ServerStatus};
-pub use mcpwire::manager::policy::{RetryPolicy, ServerState};
+pub use manager::Manager;
+pub use options::{CallOptions, InputFn, ManagerOptions};
 pub use paths::Env;
+pub use policy::{RetryPolicy, ServerState};
+pub use state::{AgentTool, Changes, ServerStatus};
 
-pub use mcpwire_tokio::{CancelToken, Client, ConnectOptions, ServerConfig};
+pub use mcpwire::config::ServerConfig;
+pub use mcpwire_adapter::{CancelToken, ConnectOptions, Runtime};

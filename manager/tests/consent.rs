@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::*;
 use mcpwire_manager::{
-    Approvals, CallOptions, ConsentPolicy, Discovery, Env, Error, Manager, ManagerOptions,
-    ServerEntry, ServerState, TrustAll,
+    Approvals, CallOptions, ConsentPolicy, Discovery, Env, Error, ManagerOptions, ServerEntry,
+    ServerState, TrustAll,
 };
 use serde_json::json;
 
@@ -34,45 +34,40 @@ fn project(dir: &TempDir) -> (Vec<ServerEntry>, Env) {
     (found.servers, env)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn project_servers_wait_for_approval_by_default() {
+fn project_servers_wait_for_approval_by_default<M: Front>() {
     let dir = TempDir::new("consent-default");
     let (entries, env) = project(&dir);
     let options = || ManagerOptions::new().no_cache().env(env.clone());
-    let m = Manager::start(entries.clone(), options()).await;
-    m.wait_settled(Duration::from_secs(10)).await;
+    let m = M::start(entries.clone(), options());
+    m.wait_settled(Duration::from_secs(10));
     for name in ["pwn", "ts"] {
         assert_eq!(status_of(&m, name).state, ServerState::NeedsApproval);
     }
-    match m
-        .call("mcp__ts__echo", json!({"message": "x"}), CallOptions::new())
-        .await
-    {
+    match m.call("mcp__ts__echo", json!({"message": "x"}), CallOptions::new()) {
         Err(Error::NeedsApproval(s)) | Err(Error::UnknownTool(s)) => assert!(s.contains("ts")),
         other => panic!("{other:?}"),
     }
-    m.close().await;
+    m.close();
     assert!(!dir.path().join("project/PWNED").exists());
 
     // Approved in the user's file: that one starts, the other still not.
     let mut approvals = Approvals::load_user(&env).unwrap();
     let ts = entries.iter().find(|e| e.name == "ts").unwrap();
     approvals.approve(ts).unwrap();
-    let m = Manager::start(entries.clone(), options()).await;
-    m.wait_settled(Duration::from_secs(10)).await;
+    let m = M::start(entries.clone(), options());
+    m.wait_settled(Duration::from_secs(10));
     assert!(
         is_connected(&status_of(&m, "ts")),
         "{:?}",
         status_of(&m, "ts")
     );
     assert_eq!(status_of(&m, "pwn").state, ServerState::NeedsApproval);
-    m.close().await;
+    m.close();
     assert!(!dir.path().join("project/PWNED").exists());
 }
 
 /// A host with its own consent UI: its policy decides, per entry.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hosts_policy_decides() {
+fn a_hosts_policy_decides<M: Front>() {
     #[derive(Debug)]
     struct OnlyTs;
     impl ConsentPolicy for OnlyTs {
@@ -82,28 +77,31 @@ async fn a_hosts_policy_decides() {
     }
     let dir = TempDir::new("consent-hook");
     let (entries, env) = project(&dir);
-    let m = Manager::start(
+    let m = M::start(
         entries.clone(),
         ManagerOptions::new()
             .no_cache()
             .env(env.clone())
             .consent(OnlyTs),
-    )
-    .await;
-    m.wait_settled(Duration::from_secs(10)).await;
+    );
+    m.wait_settled(Duration::from_secs(10));
     assert!(is_connected(&status_of(&m, "ts")));
     assert_eq!(status_of(&m, "pwn").state, ServerState::NeedsApproval);
-    m.close().await;
+    m.close();
 
-    let m = Manager::start(
+    let m = M::start(
         entries,
         ManagerOptions::new().no_cache().env(env).consent(TrustAll),
-    )
-    .await;
-    m.wait_settled(Duration::from_secs(10)).await;
-    m.close().await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    );
+    m.wait_settled(Duration::from_secs(10));
+    m.close();
+    std::thread::sleep(Duration::from_millis(200));
     // TrustAll ran the checkout's command: the rule is the default, not a
     // hard-wired ban.
     assert!(dir.path().join("project/PWNED").exists());
 }
+
+on_every_front_end!(
+    project_servers_wait_for_approval_by_default,
+    a_hosts_policy_decides,
+);

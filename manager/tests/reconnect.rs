@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mcpwire_manager::{
-    CallOptions, Error, Manager, ManagerOptions, RetryPolicy, ServerConfig, ServerEntry,
-    ServerState,
+    CallOptions, Error, ManagerOptions, RetryPolicy, ServerConfig, ServerEntry, ServerState,
 };
 use serde_json::json;
 
@@ -23,17 +22,17 @@ fn quick_retry(max_attempts: u32, initial_ms: u64) -> RetryPolicy {
     }
 }
 
-fn options(retry: RetryPolicy) -> ManagerOptions {
+fn options<F>(retry: RetryPolicy) -> ManagerOptions<F> {
     ManagerOptions::new().no_cache().retry(retry).seed(7)
 }
 
 /// Records every state label `name` goes through.
-fn record_states(m: &Manager, name: &'static str) -> Arc<Mutex<Vec<String>>> {
+fn record_states<M: Front>(m: &M, name: &'static str) -> Arc<Mutex<Vec<String>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (m, s) = (m.clone(), seen.clone());
     let mut changes = m.changes();
-    tokio::spawn(async move {
-        while changes.changed().await.is_ok() {
+    std::thread::spawn(move || {
+        while changes.wait(None).is_ok() {
             let label = status_of(&m, name).state.label().to_string();
             let mut v = s.lock().unwrap();
             if v.last() != Some(&label) {
@@ -44,15 +43,13 @@ fn record_states(m: &Manager, name: &'static str) -> Arc<Mutex<Vec<String>>> {
     seen
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds() {
+fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds<M: Front>() {
     let dir = TempDir::new("crash");
     let log = dir.path().join("server.log");
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("ts", server_with_log(&log))],
         options(quick_retry(3, 200)),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "ts")), "{:?}", m.status());
     let names: Vec<String> = m.tools().into_iter().map(|t| t.name).collect();
     assert!(names.contains(&"mcp__ts__echo".to_string()), "{names:?}");
@@ -67,7 +64,6 @@ async fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds() {
             json!({"code": 3, "message": "boom"}),
             CallOptions::new().timeout(Duration::from_secs(5)),
         )
-        .await
         .unwrap_err();
     assert!(matches!(err, Error::Client { .. }), "{err}");
 
@@ -78,7 +74,6 @@ async fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds() {
             json!({"message": "after the crash"}),
             CallOptions::new().timeout(Duration::from_secs(10)),
         )
-        .await
         .unwrap();
     assert_eq!(out.text(), "Echo: after the crash");
 
@@ -102,14 +97,12 @@ async fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds() {
             let seen = states.lock().unwrap();
             seen.windows(2).any(|w| w == ["reconnecting", "connected"])
         },
-    )
-    .await;
-    m.close().await;
+    );
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg(unix)]
-async fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly() {
+fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly<M: Front>() {
     let dir = TempDir::new("giveup");
     let marker = dir.path().join("started-once");
     // Runs the test server once; every restart exits at once with 9.
@@ -117,17 +110,14 @@ async fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly() {
         r#"if [ -e "$0" ]; then echo "no second life" >&2; exit 9; fi; : > "$0"; exec "$1""#;
     let config =
         ServerConfig::stdio("sh").args(["-c", script, &marker.to_string_lossy(), &test_server()]);
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("once", config)],
         options(quick_retry(3, 50)),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "once")), "{:?}", m.status());
     let states = record_states(&m, "once");
 
-    let _ = m
-        .call("mcp__once__crash", json!({"code": 1}), CallOptions::new())
-        .await;
+    let _ = m.call("mcp__once__crash", json!({"code": 1}), CallOptions::new());
     let started = Instant::now();
     let err = m
         .call(
@@ -135,7 +125,6 @@ async fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly() {
             json!({"message": "never"}),
             CallOptions::new().timeout(Duration::from_secs(10)),
         )
-        .await
         .unwrap_err();
     let text = err.to_string();
     let Error::Failed { server, error } = &err else {
@@ -156,30 +145,24 @@ async fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly() {
     assert!(m.tools().is_empty(), "a failed server offers no tools");
     eventually(Duration::from_secs(5), "the recorder saw `failed`", || {
         states.lock().unwrap().last().map(String::as_str) == Some("failed")
-    })
-    .await;
+    });
     let seen = states.lock().unwrap().clone();
     assert!(seen.contains(&"reconnecting".to_string()), "{seen:?}");
-    m.close().await;
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting() {
+fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting<M: Front>() {
     let dir = TempDir::new("wait");
     let log = dir.path().join("server.log");
     // A long first backoff keeps the server in `reconnecting`.
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("ts", server_with_log(&log))],
         options(quick_retry(2, 5_000)),
-    )
-    .await;
-    let _ = m
-        .call("mcp__ts__crash", json!({}), CallOptions::new())
-        .await;
+    );
+    let _ = m.call("mcp__ts__crash", json!({}), CallOptions::new());
     eventually(Duration::from_secs(5), "reconnecting", || {
         matches!(status_of(&m, "ts").state, ServerState::Reconnecting { .. })
-    })
-    .await;
+    });
     let st = status_of(&m, "ts");
     assert!(
         st.describe(Instant::now())
@@ -199,7 +182,6 @@ async fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting() {
             json!({"message": "x"}),
             CallOptions::new().timeout(Duration::from_millis(300)),
         )
-        .await
         .unwrap_err();
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(err.is_timeout(), "{err}");
@@ -216,37 +198,32 @@ async fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting() {
             json!({"message": "x"}),
             CallOptions::new().wait_for_connection(false),
         )
-        .await
         .unwrap_err();
     assert!(matches!(err, Error::Reconnecting { .. }), "{err:?}");
 
     // Closing does not wait for the backoff.
     let t = Instant::now();
-    m.close().await;
+    m.close();
     assert!(t.elapsed() < Duration::from_secs(4));
     assert!(matches!(
-        m.call("mcp__ts__echo", json!({"message": "x"}), CallOptions::new())
-            .await,
+        m.call("mcp__ts__echo", json!({"message": "x"}), CallOptions::new()),
         Err(Error::Closed)
     ));
     assert_eq!(status_of(&m, "ts").state, ServerState::Closed);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tools_list_changed_relists_that_server() {
+fn tools_list_changed_relists_that_server<M: Front>() {
     let dir = TempDir::new("listchanged");
     let log = dir.path().join("server.log");
     let cache = dir.path().join("cache/tools.json");
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("ts", server_with_log(&log))],
         ManagerOptions::new().cache_file(&cache),
-    )
-    .await;
+    );
     assert_eq!(tools_list_count(&log), 1);
     eventually(Duration::from_secs(5), "the cache written", || {
         cache.is_file()
-    })
-    .await;
+    });
     std::fs::remove_file(&cache).unwrap();
     // The server sends notifications/tools/list_changed before answering.
     m.call(
@@ -254,37 +231,30 @@ async fn tools_list_changed_relists_that_server() {
         json!({"count": 1}),
         CallOptions::new(),
     )
-    .await
     .unwrap();
     eventually(Duration::from_secs(5), "a second tools/list", || {
         tools_list_count(&log) == 2
-    })
-    .await;
+    });
     eventually(Duration::from_secs(5), "the cache written again", || {
         std::fs::read_to_string(&cache).is_ok_and(|t| t.contains("notify_first"))
-    })
-    .await;
-    m.close().await;
+    });
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_tools_and_cancel_while_waiting() {
-    let m = Manager::start(
+fn unknown_tools_and_cancel_while_waiting<M: Front>() {
+    let m = M::start(
         [ServerEntry::new("ts", ServerConfig::stdio(test_server()))],
         options(quick_retry(2, 5_000)),
-    )
-    .await;
+    );
     assert!(matches!(
-        m.call("mcp__ts__nope", json!({}), CallOptions::new()).await,
+        m.call("mcp__ts__nope", json!({}), CallOptions::new()),
         Err(Error::UnknownTool(_))
     ));
-    let _ = m
-        .call("mcp__ts__crash", json!({}), CallOptions::new())
-        .await;
+    let _ = m.call("mcp__ts__crash", json!({}), CallOptions::new());
     let token = mcpwire_manager::CancelToken::new();
     let t2 = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
         t2.cancel();
     });
     let err = m
@@ -295,11 +265,19 @@ async fn unknown_tools_and_cancel_while_waiting() {
                 .timeout(Duration::from_secs(10))
                 .cancel_token(token),
         )
-        .await
         .unwrap_err();
     assert!(
         err.client_error().is_some_and(|e| e.is_cancelled()),
         "{err:?}"
     );
-    m.close().await;
+    m.close();
 }
+
+on_every_front_end!(
+    crash_reconnects_relists_and_a_call_during_the_outage_succeeds,
+    #[cfg(unix)]
+    gives_up_after_max_attempts_and_waiting_calls_fail_clearly,
+    calls_while_reconnecting_wait_their_timeout_then_say_reconnecting,
+    tools_list_changed_relists_that_server,
+    unknown_tools_and_cancel_while_waiting,
+);

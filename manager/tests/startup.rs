@@ -6,10 +6,10 @@ mod common;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::*;
-use mcpwire::manager::cache::ToolCache;
 use mcpwire::mcp::types::Tool;
+use mcpwire_manager::policy::cache::ToolCache;
 use mcpwire_manager::{
-    CallOptions, Env, Error, Manager, ManagerOptions, ServerConfig, ServerEntry, ServerState,
+    CallOptions, Env, Error, ManagerOptions, ServerConfig, ServerEntry, ServerState,
 };
 use serde_json::json;
 
@@ -33,8 +33,7 @@ fn slow_server(secs: u32) -> ServerConfig {
 }
 
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits() {
+fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits<M: Front>() {
     let dir = TempDir::new("warm");
     let cache_path = dir.path().join("tools.json");
     let slow = slow_server(2);
@@ -43,14 +42,13 @@ async fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits() {
     std::fs::write(&cache_path, cache.to_json()).unwrap();
 
     let started = Instant::now();
-    let m = Manager::start(
+    let m = M::start(
         [
             ServerEntry::new("fast", ServerConfig::stdio(test_server())),
             ServerEntry::new("slow", slow.clone()),
         ],
         ManagerOptions::new().cache_file(&cache_path),
-    )
-    .await;
+    );
     let ready_after = started.elapsed();
     // Not a benchmark: the slow server needs 2 s, so returning well
     // before that means it was not waited for.
@@ -77,7 +75,6 @@ async fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits() {
             json!({"message": "worth the wait"}),
             CallOptions::new().timeout(Duration::from_secs(10)),
         )
-        .await
         .unwrap();
     assert_eq!(out.text(), "Echo: worth the wait");
     let s = status_of(&m, "slow");
@@ -93,37 +90,32 @@ async fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits() {
         cache
             .get("slow", &slow, SystemTime::now())
             .is_some_and(|listed| listed.len() > 1 && listed.iter().any(|t| t.name == "crash"))
-    })
-    .await;
-    m.close().await;
+    });
+    m.close();
 }
 
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn servers_without_a_cache_are_awaited() {
+fn servers_without_a_cache_are_awaited<M: Front>() {
     let dir = TempDir::new("cold");
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("slow", slow_server(1))],
         ManagerOptions::new().cache_file(dir.path().join("tools.json")),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "slow")), "{:?}", m.status());
     assert!(m.tools().iter().any(|t| t.name == "mcp__slow__echo"));
-    m.close().await;
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_corrupt_cache_is_a_miss_and_is_rewritten() {
+fn a_corrupt_cache_is_a_miss_and_is_rewritten<M: Front>() {
     let dir = TempDir::new("corrupt");
     let cache_path = dir.write("cache/tools.json", "{ this is not json");
     let config = ServerConfig::stdio(test_server());
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("ts", config.clone())],
         ManagerOptions::new().cache_file(&cache_path),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "ts")));
-    m.close().await;
+    m.close();
     let cache = ToolCache::parse(&std::fs::read(&cache_path).unwrap());
     assert!(cache.get("ts", &config, SystemTime::now()).is_some());
     // Another config of the same name misses.
@@ -136,13 +128,12 @@ async fn a_corrupt_cache_is_a_miss_and_is_rewritten() {
         .is_none());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_entry_is_validated_alone() {
+fn each_entry_is_validated_alone<M: Front>() {
     let entry = |name: &str, v: serde_json::Value| {
         ServerEntry::new(name, serde_json::from_value::<ServerConfig>(v).unwrap())
     };
     let ts = test_server();
-    let m = Manager::start(
+    let m = M::start(
         [
             entry("good", json!({"command": ts})),
             entry(
@@ -164,8 +155,7 @@ async fn each_entry_is_validated_alone() {
             },
         ],
         ManagerOptions::new().no_cache(),
-    )
-    .await;
+    );
     let failed = |name: &str| match status_of(&m, name).state {
         ServerState::Failed { error } => error,
         other => panic!("{name}: {other:?}"),
@@ -185,11 +175,10 @@ async fn each_entry_is_validated_alone() {
     assert!(failed("unparsable").contains("expected a sequence"));
     assert!(m.tools().iter().all(|t| t.server == "good"));
     assert!(!m.tools().is_empty());
-    m.close().await;
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn variables_are_expanded_but_the_cache_keeps_the_unexpanded_entry() {
+fn variables_are_expanded_but_the_cache_keeps_the_unexpanded_entry<M: Front>() {
     let dir = TempDir::new("expand");
     let cache_path = dir.path().join("tools.json");
     let raw: ServerConfig = serde_json::from_value(json!({
@@ -203,32 +192,29 @@ async fn variables_are_expanded_but_the_cache_keeps_the_unexpanded_entry() {
         ("LOG_DIR", dir.path().to_string_lossy().into_owned()),
         ("SECRET", "hunter2-do-not-store".to_string()),
     ]);
-    let m = Manager::start(
+    let m = M::start(
         [ServerEntry::new("x", raw.clone())],
         ManagerOptions::new().cache_file(&cache_path).env(env),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "x")), "{:?}", m.status());
     assert!(dir.path().join("server.log").exists(), "args were expanded");
-    m.close().await;
+    m.close();
     let text = std::fs::read_to_string(&cache_path).unwrap();
     assert!(!text.contains("hunter2"), "no secret in the cache");
     let cache = ToolCache::parse(text.as_bytes());
     assert!(cache.get("x", &raw, SystemTime::now()).is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn names_are_unique_across_servers() {
+fn names_are_unique_across_servers<M: Front>() {
     let ts = test_server();
-    let m = Manager::start(
+    let m = M::start(
         [
             ServerEntry::new("a.b", ServerConfig::stdio(&ts)),
             ServerEntry::new("a_b", ServerConfig::stdio(&ts)),
             ServerEntry::new("plain", ServerConfig::stdio(&ts)),
         ],
         ManagerOptions::new().no_cache(),
-    )
-    .await;
+    );
     let tools = m.tools();
     let names: std::collections::HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), tools.len());
@@ -248,34 +234,30 @@ async fn names_are_unique_across_servers() {
             json!({"message": "via a.b"}),
             CallOptions::new(),
         )
-        .await
         .unwrap();
     assert_eq!(out.text(), "Echo: via a.b");
     assert!(matches!(
-        m.call("mcp__a_b__echo", json!({}), CallOptions::new())
-            .await,
+        m.call("mcp__a_b__echo", json!({}), CallOptions::new()),
         Err(Error::UnknownTool(_))
     ));
-    m.close().await;
+    m.close();
 }
 
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_never_answers_fails_at_its_own_connect_timeout() {
+fn a_server_that_never_answers_fails_at_its_own_connect_timeout<M: Front>() {
     let ts = test_server();
     let hung: ServerConfig = serde_json::from_value(json!({
         "command": "sh", "args": ["-c", "exec sleep 30"], "timeout": 300
     }))
     .unwrap();
     let started = Instant::now();
-    let m = Manager::start(
+    let m = M::start(
         [
             ServerEntry::new("hung", hung),
             ServerEntry::new("ok", ServerConfig::stdio(ts)),
         ],
         ManagerOptions::new().no_cache(),
-    )
-    .await;
+    );
     // Its own 300 ms, not the 30 s default (and not the others' waits).
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(is_connected(&status_of(&m, "ok")));
@@ -283,5 +265,15 @@ async fn a_server_that_never_answers_fails_at_its_own_connect_timeout() {
         ServerState::Failed { error } => assert!(error.contains("300ms"), "{error}"),
         other => panic!("{other:?}"),
     }
-    m.close().await;
+    m.close();
 }
+
+on_every_front_end!(
+    slow_server_with_a_warm_cache_is_deferred_and_its_call_waits,
+    servers_without_a_cache_are_awaited,
+    a_corrupt_cache_is_a_miss_and_is_rewritten,
+    each_entry_is_validated_alone,
+    variables_are_expanded_but_the_cache_keeps_the_unexpanded_entry,
+    names_are_unique_across_servers,
+    a_server_that_never_answers_fails_at_its_own_connect_timeout,
+);

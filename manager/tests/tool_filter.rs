@@ -8,11 +8,10 @@ mod common;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::*;
-use mcpwire::manager::cache::ToolCache;
 use mcpwire::mcp::types::Tool;
+use mcpwire_manager::policy::cache::ToolCache;
 use mcpwire_manager::{
-    CallOptions, Error, Input, Manager, ManagerOptions, ServerConfig, ServerEntry, ServerState,
-    ToolFilter,
+    CallOptions, Error, Input, ManagerOptions, ServerConfig, ServerEntry, ServerState, ToolFilter,
 };
 use serde_json::json;
 
@@ -31,7 +30,7 @@ fn filtered(
     }
 }
 
-fn names(m: &Manager, server: &str) -> Vec<String> {
+fn names<M: Front>(m: &M, server: &str) -> Vec<String> {
     let mut n: Vec<String> = m
         .tools()
         .into_iter()
@@ -42,18 +41,16 @@ fn names(m: &Manager, server: &str) -> Vec<String> {
     n
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hidden_tools_are_not_listed_and_their_calls_are_refused() {
+fn hidden_tools_are_not_listed_and_their_calls_are_refused<M: Front>() {
     let ts = ServerConfig::stdio(test_server());
-    let m = Manager::start(
+    let m = M::start(
         [
             filtered("only", ts.clone(), Some(&["echo", "add"]), &["add"]),
             filtered("but", ts.clone(), None, &["echo", "slow", "crash"]),
             ServerEntry::new("all", ts.clone()),
         ],
         ManagerOptions::new().no_cache(),
-    )
-    .await;
+    );
     for s in ["only", "but", "all"] {
         assert!(is_connected(&status_of(&m, s)), "{:?}", m.status());
     }
@@ -74,25 +71,20 @@ async fn hidden_tools_are_not_listed_and_their_calls_are_refused() {
             json!({"message": "hi"}),
             CallOptions::new(),
         )
-        .await
         .unwrap();
     assert_ne!(out.is_error, Some(true));
-    match m
-        .call(
-            "mcp__only__add",
-            json!({"a": 1, "b": 2}),
-            CallOptions::new(),
-        )
-        .await
-    {
+    match m.call(
+        "mcp__only__add",
+        json!({"a": 1, "b": 2}),
+        CallOptions::new(),
+    ) {
         Err(Error::UnknownTool(t)) => assert_eq!(t, "mcp__only__add"),
         other => panic!("a hidden tool was called: {other:?}"),
     }
     assert!(m
         .call("mcp__all__add", json!({"a": 1, "b": 2}), CallOptions::new())
-        .await
         .is_ok());
-    m.close().await;
+    m.close();
 }
 
 fn tool(name: &str) -> Tool {
@@ -102,8 +94,7 @@ fn tool(name: &str) -> Tool {
 /// Cached tools are filtered too: a hidden tool is not offered while the
 /// server is still connecting.
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt() {
+fn cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt<M: Front>() {
     let dir = TempDir::new("filter-cache");
     let cache_path = dir.path().join("tools.json");
     let slow = ServerConfig::stdio("sh").args([
@@ -125,13 +116,12 @@ async fn cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt()
         ..filtered("slow", slow.clone(), Some(&["echo"]), &[])
     };
     let started = Instant::now();
-    let m = Manager::start(
+    let m = M::start(
         [entry],
         ManagerOptions::new()
             .cache_file(&cache_path)
             .connect_timeout(Duration::from_secs(30)),
-    )
-    .await;
+    );
     assert_eq!(names(&m, "slow"), ["mcp__slow__echo"]);
     // The entry's 800 ms wins over the manager's 30 s: the first attempt
     // fails (and a failed first attempt is final) long before the server
@@ -140,18 +130,16 @@ async fn cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt()
         Duration::from_millis(2500),
         "the attempt to time out",
         || matches!(status_of(&m, "slow").state, ServerState::Failed { .. }),
-    )
-    .await;
+    );
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
-    m.close().await;
+    m.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inputs_come_from_the_host() {
+fn inputs_come_from_the_host<M: Front>() {
     let dir = TempDir::new("inputs");
     let log = dir.path().join("log.jsonl");
     let input = |id: &str| Input {
@@ -169,13 +157,12 @@ async fn inputs_come_from_the_host() {
         )
     };
     let log_path = log.to_string_lossy().into_owned();
-    let m = Manager::start(
+    let m = M::start(
         [entry("given"), entry("refused")],
         ManagerOptions::new()
             .no_cache()
             .inputs(move |e, i| (e.name == "given" && i.id == "log").then(|| log_path.clone())),
-    )
-    .await;
+    );
     assert!(is_connected(&status_of(&m, "given")), "{:?}", m.status());
     assert!(log.is_file(), "the input's value reached the server");
     match status_of(&m, "refused").state {
@@ -187,12 +174,18 @@ async fn inputs_come_from_the_host() {
         }
         other => panic!("{other:?}"),
     }
-    m.close().await;
+    m.close();
     // Without a supplier, every entry with inputs fails.
-    let m = Manager::start([entry("none")], ManagerOptions::new().no_cache()).await;
+    let m = M::start([entry("none")], ManagerOptions::new().no_cache());
     assert!(matches!(
         status_of(&m, "none").state,
         ServerState::Failed { .. }
     ));
-    m.close().await;
+    m.close();
 }
+
+on_every_front_end!(
+    hidden_tools_are_not_listed_and_their_calls_are_refused,
+    cached_tools_are_filtered_and_the_startup_timeout_bounds_each_attempt,
+    inputs_come_from_the_host,
+);

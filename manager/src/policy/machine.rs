@@ -23,7 +23,7 @@
 //! server has finished its first attempt, or at the deadline when every
 //! server still connecting has cached tools to show in the meantime.
 //!
-//! Driver contract (as for [`Connection`](crate::Connection)): after each
+//! Driver contract (as for `mcpwire::Connection`): after each
 //! `start`/`handle_*`/`close`, drain [`ServerMachine::poll_output`], then
 //! sleep until [`ServerMachine::poll_timeout`] and call `handle_timeout`.
 //! A spurious `handle_timeout` is a no-op.
@@ -367,14 +367,6 @@ impl ServerMachine {
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Action> {
         self.actions.pop_front()
-    }
-
-    /// The old name of [`poll_output`](Self::poll_output), kept until the
-    /// `mcpwire-manager` crate moves to it.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn poll_action(&mut self) -> Option<Action> {
-        self.poll_output()
     }
 
     /// When to call [`ServerMachine::handle_timeout`].

@@ -14,7 +14,7 @@
 //! `args`, `env` values, `cwd`, `url` and `headers` values; names, keys and
 //! `type` are never expanded.
 
-use crate::config::ServerConfig;
+use mcpwire::config::ServerConfig;
 
 /// Why a value could not be expanded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

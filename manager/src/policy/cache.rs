@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::ServerConfig;
-use crate::mcp::types::Tool;
+use mcpwire::config::ServerConfig;
+use mcpwire::mcp::types::Tool;
 
 /// The format version this code reads and writes.
 pub const CACHE_VERSION: u32 = 1;
