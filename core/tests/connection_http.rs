@@ -1502,27 +1502,166 @@ fn modern_http_is_sessionless_with_the_era_headers() {
     sim.end(call.exchange);
     assert!(matches!(sim.completion(id), Err(RequestError::Remote(e)) if e.code == -32601));
     assert!(sim.requests.is_empty(), "no re-initialize");
-    // A stream that ends without the response is not resumed: the request is lost.
+    // A stream that ends without the response is not resumed (no GET with
+    // Last-Event-ID): the request is issued again with a new id, up to
+    // three times, then the call fails.
     let id = sim
         .conn
         .send(sim.now, &CallTool::new("t", json!({})), opts())
         .unwrap();
     sim.drain();
-    let call = sim.next_request();
-    sim.sse_open(call.exchange);
-    sim.body(call.exchange, b"id: 1\nretry: 10\ndata: \n\n");
-    sim.end(call.exchange);
+    let mut call = sim.next_request();
+    for attempt in 1..=4u64 {
+        sim.sse_open(call.exchange);
+        sim.body(call.exchange, b"id: 1\nretry: 10\ndata: \n\n");
+        sim.end(call.exchange);
+        if attempt == 4 {
+            break;
+        }
+        assert!(sim.requests.is_empty(), "no GET with Last-Event-ID");
+        sim.advance(Duration::from_millis(100 << (attempt - 1)));
+        let again = sim.next_request();
+        assert_eq!(again.method, HttpMethod::Post);
+        assert_eq!(body(&again)["method"], "tools/call");
+        assert_eq!(body(&again)["params"]["name"], "t");
+        assert_ne!(body(&again)["id"], body(&call)["id"], "a new id");
+        assert_eq!(again.header("Mcp-Name"), Some("t"));
+        call = again;
+    }
     assert!(matches!(
         sim.completion(id),
-        Err(RequestError::Transport { .. })
+        Err(RequestError::Transport { message }) if message.contains("ended before its response")
     ));
     sim.advance(Duration::from_secs(1));
-    assert!(sim.requests.is_empty(), "no GET with Last-Event-ID");
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
     // Close: no DELETE.
     sim.conn.close(sim.now);
     sim.drain();
     assert!(sim.requests.is_empty(), "{:?}", sim.requests);
     assert!(matches!(sim.take_events().last(), Some(Output::Closed(_))));
+}
+
+/// A modern connection over HTTP, ready (discovered, no listener).
+fn modern_ready() -> Sim {
+    let mut sim = Sim::probing(
+        ConnectionConfig::default(),
+        TransportSpec::StreamableHttp(url(URL)),
+    );
+    let probe = sim.next_request();
+    sim.json(probe.exchange, &[], &reply(0, DISCOVER));
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+    sim
+}
+
+#[test]
+fn modern_http_a_lost_stream_is_issued_again_and_keeps_the_callers_id_progress_and_cancel() {
+    let mut sim = modern_ready();
+    let options = RequestOptions {
+        progress: true,
+        ..RequestOptions::default()
+    }
+    .timeout(Duration::from_secs(10));
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({"n": 1})), options)
+        .unwrap();
+    sim.drain();
+    let first = sim.next_request();
+    let first_id = body(&first)["id"].as_u64().unwrap();
+    assert_eq!(first_id, app);
+    sim.sse_open(first.exchange);
+    sim.body(first.exchange, b"id: a\ndata: \n\n");
+    sim.end(first.exchange);
+    assert!(
+        !sim.events
+            .iter()
+            .any(|e| matches!(e, Output::Complete { .. })),
+        "not failed: it is issued again"
+    );
+    sim.advance(Duration::from_millis(100));
+    let second = sim.next_request();
+    let second_id = body(&second)["id"].as_u64().unwrap();
+    assert_ne!(second_id, app);
+    assert_eq!(body(&second)["params"]["arguments"], json!({"n": 1}));
+    assert_eq!(
+        body(&second)["params"]["_meta"]["progressToken"],
+        json!(second_id),
+        "its own progress token"
+    );
+    assert_eq!(
+        body(&second)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28",
+        "the envelope too"
+    );
+    // Progress and the result of the new request reach the caller's id.
+    sim.sse_open(second.exchange);
+    sim.sse_message(
+        second.exchange,
+        &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": second_id, "progress": 1, "total": 2}}),
+    );
+    sim.sse_message(
+        second.exchange,
+        &json!({"jsonrpc": "2.0", "id": second_id,
+                "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}}),
+    );
+    sim.end(second.exchange);
+    let progress: Vec<u64> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Output::Progress { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, vec![app]);
+    assert_eq!(tool_text(&sim.completion(app).unwrap()), "done");
+
+    // Cancelled while it waits to be issued again: completes once,
+    // cancelled, and nothing more is sent.
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let r = sim.next_request();
+    sim.sse_open(r.exchange);
+    sim.end(r.exchange);
+    assert!(sim.conn.cancel(sim.now, app, "user"));
+    sim.drain();
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Cancelled { .. })
+    ));
+    sim.advance(Duration::from_secs(2));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+
+    // The deadline is the call's, not each request's: a re-issue gets the
+    // time that is left, and none is sent when it is up.
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &CallTool::new("slow", json!({})),
+            opts().timeout(Duration::from_millis(150)),
+        )
+        .unwrap();
+    sim.drain();
+    let r = sim.next_request();
+    sim.advance(Duration::from_millis(120));
+    sim.sse_open(r.exchange);
+    sim.end(r.exchange);
+    sim.advance(Duration::from_millis(29));
+    assert!(!sim
+        .events
+        .iter()
+        .any(|e| matches!(e, Output::Complete { .. })));
+    sim.advance(Duration::from_millis(1));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Timeout { ms: 150 })
+    ));
 }
 
 #[test]

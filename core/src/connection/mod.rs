@@ -245,6 +245,11 @@ impl Connection {
         {
             self.open_listen(now);
         }
+        if self.phase == Phase::Ready {
+            if let Some(m) = self.modern.as_mut() {
+                m.reissue_due(now, outbox!(self));
+            }
+        }
         if let Some(message) = self.wire.handle_timeout(now) {
             self.shut_down(now, CloseReason::ServerGone(message));
         }
@@ -614,6 +619,12 @@ impl Connection {
                 self.out.push_back(Output::Http(r))
             }
             WireOutput::Fail { id, error } => {
+                self.engine.fail(now, id, error);
+            }
+            WireOutput::Lost { id, error } => {
+                if let Some(m) = self.modern.as_mut() {
+                    m.stream_lost(id);
+                }
                 self.engine.fail(now, id, error);
             }
             WireOutput::Oversize {

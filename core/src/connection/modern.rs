@@ -9,11 +9,15 @@
 //! ```text
 //!  call (tools/call, prompts/get, resources/read) ─► result
 //!     resultType "input_required" ─► ServerRequest per input ─► respond … ─► retry (new id) ─► …
+//!  any call ─► its response stream ends before the response (HTTP) ─► backoff ─► the same
+//!     request again (new id), at most MAX_REISSUES times ─► … ─► the error
 //! ```
 //!
-//! The application keeps one id per call: the first request's. Retries get
-//! new JSON-RPC ids (the spec requires it) that map back to it
-//! ([`Modern::app_id`]). Each method takes what it touches as an
+//! The application keeps one id per call: the first request's. Retries and
+//! re-issues get new JSON-RPC ids (the spec requires it) that map back to
+//! it ([`Modern::app_id`]): progress, cancellation and the completion keep
+//! working across them. A re-issue keeps the call's deadline: it is sent
+//! with the time that is left. Each method takes what it touches as an
 //! [`Outbox`] and leaves the rest (pumping, phases) to the connection.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -41,6 +45,12 @@ const MAX_INPUT_ROUNDS: u32 = 16;
 /// Times `subscriptions/listen` is opened again in a row after it ended
 /// (1 s, 2 s, 4 s… apart) before the connection goes without it.
 const MAX_LISTEN_REOPENS: u32 = 5;
+/// Times one call is issued again after its response stream was lost
+/// (2026-07-28 has no resumption: the spec says the client MUST issue it
+/// again with a new id), [`REISSUE_BACKOFF`] · 2ⁿ apart.
+pub(super) const MAX_REISSUES: u32 = 3;
+/// The wait before the first re-issue.
+pub(super) const REISSUE_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What a sub-state may touch while it handles one event: the engine (to
 /// send and cancel), the wire (to note the era headers of what it builds)
@@ -53,13 +63,24 @@ pub(super) struct Outbox<'a> {
 
 type Outcome = Result<Box<RawValue>, RequestError>;
 
-/// A call that may meet `input_required`.
+/// A call of the application: issued again when its stream is lost, and
+/// (`tools/call`, `prompts/get`, `resources/read`) through its rounds of
+/// `input_required`.
 #[derive(Debug)]
 struct Call {
     method: String,
+    /// Whether `input_required` applies to it.
+    mrtr: bool,
     /// The params as the application gave them (no envelope).
     params: Value,
+    /// The params of the request last sent (envelope included), for a
+    /// re-issue.
+    sent: Value,
     options: RequestOptions,
+    /// When its time is up, if its options bound it.
+    deadline: Option<Instant>,
+    /// Re-issues after a lost stream so far.
+    reissues: u32,
     rounds: u32,
     /// The JSON-RPC request in flight, if any (none while inputs are
     /// being answered).
@@ -87,6 +108,11 @@ pub(super) struct Modern {
     /// When to open `subscriptions/listen` again, and the reopens so far.
     listen_retry: Option<Instant>,
     listen_reopens: u32,
+    /// Requests whose response stream was lost (engine ids): their
+    /// failure is a reason to issue them again.
+    lost: BTreeSet<u64>,
+    /// Calls to issue again, and when.
+    reissue_at: Vec<(Instant, u64)>,
     /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
     tools: ToolHeaders,
 }
@@ -104,6 +130,8 @@ impl Modern {
             tool_lists: BTreeSet::new(),
             listen_retry: None,
             listen_reopens: 0,
+            lost: BTreeSet::new(),
+            reissue_at: Vec::new(),
             tools: ToolHeaders::default(),
         }
     }
@@ -126,9 +154,11 @@ impl Modern {
 
     // ---- subscriptions/listen ---------------------------------------------
 
-    /// When `subscriptions/listen` is to be opened again, if it is.
+    /// When `subscriptions/listen` is to be opened again or a call is to
+    /// be issued again, whichever is first.
     pub(super) fn poll_timeout(&self) -> Option<Instant> {
-        self.listen_retry
+        let reissue = self.reissue_at.iter().map(|(t, _)| *t).min();
+        [self.listen_retry, reissue].into_iter().flatten().min()
     }
 
     /// Whether the reopening of `subscriptions/listen` is due at `now`
@@ -244,22 +274,91 @@ impl Modern {
         if method == "tools/list" && ob.wire.is_http() {
             self.tool_lists.insert(id);
         }
-        if INPUT_REQUIRED_METHODS.contains(&method) {
-            self.calls.insert(
-                id,
-                Call {
-                    method: method.to_owned(),
-                    params: value.unwrap_or(Value::Null),
-                    options,
-                    rounds: 0,
-                    engine_id: Some(id),
-                    asked: None,
-                    responses: Map::new(),
-                    awaiting: BTreeSet::new(),
-                },
-            );
-        }
+        self.calls.insert(
+            id,
+            Call {
+                method: method.to_owned(),
+                mrtr: INPUT_REQUIRED_METHODS.contains(&method),
+                params: value.unwrap_or(Value::Null),
+                sent: stamped,
+                options,
+                deadline: options.timeout.and_then(|t| now.checked_add(t)),
+                reissues: 0,
+                rounds: 0,
+                engine_id: Some(id),
+                asked: None,
+                responses: Map::new(),
+                awaiting: BTreeSet::new(),
+            },
+        );
         Ok(id)
+    }
+
+    // ---- lost streams ---------------------------------------------------------
+
+    /// Request `id`'s response stream was lost; its failure follows.
+    pub(super) fn stream_lost(&mut self, id: u64) {
+        self.lost.insert(id);
+    }
+
+    /// Issues again the calls whose backoff is over at `now`.
+    pub(super) fn reissue_due(&mut self, now: Instant, ob: &mut Outbox<'_>) {
+        let due: Vec<u64> = self
+            .reissue_at
+            .iter()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, app)| *app)
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        self.reissue_at.retain(|(t, _)| *t > now);
+        for app in due {
+            self.reissue(now, ob, app);
+        }
+    }
+
+    /// Sends call `app`'s last request again under a new id, with the time
+    /// left of its deadline.
+    fn reissue(&mut self, now: Instant, ob: &mut Outbox<'_>, app: u64) {
+        let Some(call) = self.calls.get_mut(&app) else {
+            return;
+        };
+        let mut options = call.options;
+        if let Some(deadline) = call.deadline {
+            let left = deadline.saturating_duration_since(now);
+            if left.is_zero() {
+                let ms = call.options.timeout.map_or(0, |t| t.as_millis() as u64);
+                let error = Err(RequestError::Timeout { ms });
+                return self.end_call(ob.out, app, error, "timed out");
+            }
+            options.timeout = Some(left);
+        }
+        let method = call.method.clone();
+        let sent = serde_json::value::to_raw_value(&call.sent)
+            .map_err(|e| e.to_string())
+            .and_then(|raw| {
+                ob.engine
+                    .request(now, &method, Some(&raw), options)
+                    .map_err(|e| e.to_string())
+            });
+        match sent {
+            Ok(id) => {
+                ob.wire
+                    .note_request(id, &method, Some(&call.sent), &self.tools);
+                call.engine_id = Some(id);
+                self.alias.insert(id, app);
+                if method == "tools/list" && ob.wire.is_http() {
+                    self.tool_lists.insert(id);
+                }
+            }
+            Err(e) => {
+                let message =
+                    format!("could not issue the request again after its stream was lost: {e}");
+                let error = Err(RequestError::Transport { message });
+                self.end_call(ob.out, app, error, "failed");
+            }
+        }
     }
 
     /// An answer to an input request, if `id` is one; `None` otherwise.
@@ -350,29 +449,51 @@ impl Modern {
         id: u64,
         outcome: Outcome,
     ) -> Option<(u64, Outcome)> {
-        if self.tool_lists.remove(&id) {
-            let outcome = match outcome {
-                Ok(raw) => Ok(self.tool_list_headers(ob, raw)),
-                e => e,
-            };
-            return Some((id, outcome));
-        }
         if self.listen_id == Some(id) {
             self.listen_ended(now, ob.out, outcome);
             return None;
         }
+        let tool_list = self.tool_lists.remove(&id);
+        let lost = self.lost.remove(&id);
         let app = self.alias.remove(&id).unwrap_or(id);
+        let outcome = match outcome {
+            Ok(raw) if tool_list => Ok(self.tool_list_headers(ob, raw)),
+            o => o,
+        };
         let Some(call) = self.calls.get_mut(&app) else {
             return Some((app, outcome));
         };
+        if call.engine_id != Some(id) {
+            // Not its request in flight (cannot happen: one at a time).
+            return Some((app, outcome));
+        }
         call.engine_id = None;
         let raw = match outcome {
             Ok(raw) => raw,
+            Err(e) if lost && call.reissues < MAX_REISSUES => {
+                call.reissues += 1;
+                let n = call.reissues;
+                let delay = REISSUE_BACKOFF.saturating_mul(1 << (n - 1));
+                // Never past the call's deadline: it fails then.
+                let at = now.checked_add(delay).unwrap_or(now);
+                let at = call.deadline.map_or(at, |d| at.min(d));
+                self.reissue_at.push((at, app));
+                ob.out
+                    .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                    "{e}; issuing it again with a new id in {} ms (attempt {n} of {MAX_REISSUES})",
+                    delay.as_millis()
+                ))));
+                return None;
+            }
             Err(e) => {
                 self.calls.remove(&app);
                 return Some((app, Err(e)));
             }
         };
+        if !call.mrtr {
+            self.calls.remove(&app);
+            return Some((app, Ok(raw)));
+        }
         let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
             self.calls.remove(&app);
             return Some((app, Ok(raw)));
@@ -541,13 +662,14 @@ impl Modern {
                 .map_err(|e| e.to_string())?;
             ob.wire
                 .note_request(id, &method, Some(&params), &self.tools);
-            Ok(id)
+            Ok((id, params))
         });
         match sent {
-            Ok(id) => {
+            Ok((id, params)) => {
                 self.alias.insert(id, app);
                 if let Some(call) = self.calls.get_mut(&app) {
                     call.engine_id = Some(id);
+                    call.sent = params;
                 }
             }
             Err(e) => {
@@ -562,6 +684,7 @@ impl Modern {
     /// input requests and completes it.
     fn end_call(&mut self, out: &mut VecDeque<Output>, app: u64, outcome: Outcome, why: &str) {
         self.calls.remove(&app);
+        self.reissue_at.retain(|(_, a)| *a != app);
         let open: Vec<RequestId> = self
             .inputs
             .iter()

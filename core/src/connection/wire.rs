@@ -42,6 +42,15 @@ pub(super) enum WireOutput {
     Output(Output),
     /// Emit this exchange; its `carries` is an engine id.
     Http(HttpRequest),
+    /// 2026-07-28: request `id`'s response stream ended before the
+    /// response; `error` is what the caller gets if it is not issued
+    /// again.
+    Lost {
+        /// The engine id.
+        id: u64,
+        /// Why.
+        error: RequestError,
+    },
     /// Complete our request `id` with this error.
     Fail {
         /// The engine id.
@@ -521,6 +530,13 @@ fn http_output(event: HttpEvent) -> Option<WireOutput> {
     Some(match event {
         HttpEvent::Request(r) => WireOutput::Http(r),
         HttpEvent::Abort(x) => WireOutput::Output(Output::AbortHttp(x)),
+        HttpEvent::Fail {
+            id,
+            failure: failure @ RequestFailure::StreamLost { .. },
+        } => WireOutput::Lost {
+            id,
+            error: request_error(failure),
+        },
         HttpEvent::Fail { id, failure } => fail(id, failure),
         HttpEvent::Skipped { glimpse, failure } => skipped(glimpse, failure),
         HttpEvent::Diagnostic(d) => {

@@ -135,6 +135,14 @@ pub enum RequestFailure {
         /// The request id.
         id: u64,
     },
+    /// 2026-07-28: the response stream ended before the response. That
+    /// era has no resumption; the request is lost, and the client must
+    /// issue it again with a new id (the connection does, a bounded
+    /// number of times).
+    StreamLost {
+        /// The request id.
+        id: u64,
+    },
     /// Anything else (connection refused, reset, bad framing…).
     Other(String),
     /// Authorization was needed and failed (or was not possible).
@@ -160,6 +168,10 @@ impl fmt::Display for RequestFailure {
             RequestFailure::NoResponse { id } => {
                 write!(f, "No response received for request ID {id}")
             }
+            RequestFailure::StreamLost { id } => write!(
+                f,
+                "the response stream of request {id} ended before its response"
+            ),
             RequestFailure::Other(m) => f.write_str(m),
             RequestFailure::Auth(m) => write!(f, "authorization failed: {m}"),
             RequestFailure::TooLarge { what, limit, size } => write!(

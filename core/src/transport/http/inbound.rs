@@ -741,8 +741,9 @@ impl StreamableHttp {
             return self.fail_pending(id, RequestFailure::SessionExpired);
         }
         if self.modern.is_some() {
-            // 2026-07-28 has no resumption: the request is lost.
-            return self.fail_pending(id, RequestFailure::NoResponse { id });
+            // 2026-07-28 has no resumption: the request is lost (the
+            // connection issues it again with a new id).
+            return self.fail_pending(id, RequestFailure::StreamLost { id });
         }
         let last = sse.last_event_id();
         let why = if last.is_empty() {
