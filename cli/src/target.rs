@@ -371,6 +371,7 @@ mod tests {
             description: Some("API Key".into()),
             password,
             default: default.map(str::to_string),
+            options: Vec::new(),
         }
     }
 

@@ -109,9 +109,9 @@ fn servers_discovers_project_and_user_files_and_the_project_switch() {
 fn server_name_uses_discovery_and_expands_variables() {
     let sb = Sandbox::new("named");
     sb.write(
-        &sb.project().join(".vscode/mcp.json"),
-        &json!({"servers": {"ts": {"type": "stdio", "command": "${TS_BIN}",
-                                   "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
+        &sb.project().join(".mcp.json"),
+        &json!({"mcpServers": {"ts": {"type": "stdio", "command": "${TS_BIN}",
+                                      "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
     );
     let ts = test_server();
     let o = sb.run(
@@ -180,7 +180,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
     assert!(o.status.success(), "{}", text(&o));
     let v = json_out(&o);
     let files = v["sources"].as_array().unwrap();
-    assert_eq!(files.len(), 16, "{v}");
+    assert_eq!(files.len(), 20, "{v}");
     let file = |p: &Path| {
         files
             .iter()
@@ -230,7 +230,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
         "{out}"
     );
     assert!(out.contains("    shadowed shared"), "{out}");
-    assert!(out.contains("    skipped `context_servers.ext`"), "{out}");
+    assert!(out.contains("    note: `context_servers.ext`"), "{out}");
 
     // The Gemini entry's tool list applies when the servers run.
     let o = sb.run(&["servers", "--json", "--no-project-config"], &[]);
