@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcpwire::manager::expand::expand_config;
 use mcpwire_manager::{
-    consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry,
+    consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry, ToolFilter,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
@@ -18,7 +18,17 @@ use serde_json::{Map, Value};
 
 use crate::args::*;
 
-pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
+/// The server a command talks to, and which of its tools it may see and
+/// call (`--server NAME`: the entry's tool list, as in the manager; every
+/// tool otherwise).
+pub(crate) struct Target {
+    pub(crate) config: ServerConfig,
+    pub(crate) tools: ToolFilter,
+    /// `server "NAME" (FILE)` for a discovered server, for messages.
+    pub(crate) label: Option<String>,
+}
+
+pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
     let chosen = [
         !server_cmd.is_empty(),
         cli.url.is_some(),
@@ -38,6 +48,8 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
             "give only one of `-- <command>`, --url, --sse and --server",
         ));
     }
+    let mut tools = ToolFilter::default();
+    let mut label = None;
     let mut config = if let Some((cmd, args)) = server_cmd.split_first() {
         ServerConfig::stdio(cmd.clone()).args(args.iter().cloned())
     } else if let Some(url) = &cli.url {
@@ -46,7 +58,10 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
         ServerConfig::sse(url.clone())
     } else {
         let name = cli.server.as_deref().unwrap_or_default();
-        load_named(cli, name)?
+        let (config, entry) = load_named(cli, name)?;
+        label = Some(format!("server {name:?} ({})", entry.origin()));
+        tools = entry.tools;
+        config
     };
     for h in &cli.headers {
         let (k, v) = parse_header(h)?;
@@ -67,7 +82,25 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
     if !cli.envs.is_empty() && config.url.is_some() {
         return Err(Fail::usage("--env is for stdio servers"));
     }
-    Ok(config)
+    Ok(Target {
+        config,
+        tools,
+        label,
+    })
+}
+
+impl Target {
+    /// A tool the entry's tool list hides is refused as unknown, before
+    /// anything is sent (as the manager refuses it).
+    pub(crate) fn check_tool(&self, tool: &str) -> Result<(), Fail> {
+        if self.tools.allows(tool) {
+            return Ok(());
+        }
+        let whose = self.label.as_deref().unwrap_or("the server");
+        Err(Fail::usage(format!(
+            "unknown tool `{tool}`: the entry of {whose} does not expose it"
+        )))
+    }
 }
 
 /// A `--header 'Name: value'`, checked before anything is started: the
@@ -101,7 +134,8 @@ pub(crate) fn discovery(cli: &Cli) -> Discovery {
     }
 }
 
-pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
+/// The named server's config, ready to start, and its entry.
+pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<(ServerConfig, ServerEntry), Fail> {
     let found = discovery(cli).discover();
     if cli.config.is_some() {
         if let Some(e) = found.errors.first() {
@@ -156,8 +190,9 @@ pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
     }
     let raw = discovery::resolve_inputs(&raw, &|id| values.get(id).cloned())
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
-    expand_config(&raw, &|var| std::env::var(var).ok())
-        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+    let config = expand_config(&raw, &|var| std::env::var(var).ok())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    Ok((config, entry.clone()))
 }
 
 /// Asks for a VS Code input on the terminal (a password without echo; a
