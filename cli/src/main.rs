@@ -11,9 +11,11 @@
 //! `--server NAME` finds NAME with the manager's discovery (explicit
 //! `--config F` only, else project files then user files; see
 //! `mcpwire_manager::discovery`), expanding `${VAR}` and
-//! `${VAR:-default}`. `servers` starts every discovered server and lists
-//! it with its status and tool count (a host entry's tool list, such as
-//! Gemini's `includeTools`, is applied); `servers --sources` starts
+//! `${VAR:-default}`, asking for VS Code's inputs on a terminal. The
+//! entry's tool list (Gemini's `includeTools`, …) applies: `tools` leaves
+//! hidden tools out and `call` refuses them as unknown before connecting.
+//! `servers` starts every discovered server and lists it with its status
+//! and tool count (the tool lists applied); `servers --sources` starts
 //! nothing and lists every file searched with what it contributed.
 //!
 //! A server of a project's file (`.mcp.json`, `.cursor/mcp.json`, …) runs
