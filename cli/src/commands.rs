@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcpwire_manager::ToolFilter;
 use mcpwire_tokio::{CallOptions, CancelToken, Client};
 use serde_json::json;
 
@@ -10,14 +11,24 @@ use crate::args::*;
 use crate::render::*;
 use crate::target::*;
 
-pub(crate) async fn command(cli: &Cli, client: &Client, cancel: CancelToken) -> Result<u8, Fail> {
+/// Runs the command on `client`; `tools` is the entry's tool list
+/// (`--server NAME`): hidden tools are not listed (calls to them were
+/// refused before connecting).
+pub(crate) async fn command(
+    cli: &Cli,
+    client: &Client,
+    tools: &ToolFilter,
+    cancel: CancelToken,
+) -> Result<u8, Fail> {
     let mut call_opts = CallOptions::new().cancel_token(cancel);
     if let Some(ms) = cli.timeout {
         call_opts = call_opts.timeout(Duration::from_millis(ms));
     }
     match cli.cmd() {
         Cmd::Tools => {
-            let tools = client.list_tools().await?;
+            let allowed = tools;
+            let mut tools = client.list_tools().await?;
+            tools.retain(|t| allowed.allows(&t.name));
             if cli.json {
                 print_json(&json!({ "tools": tools }));
             } else {

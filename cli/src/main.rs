@@ -11,9 +11,11 @@
 //! `--server NAME` finds NAME with the manager's discovery (explicit
 //! `--config F` only, else project files then user files; see
 //! `mcpwire_manager::discovery`), expanding `${VAR}` and
-//! `${VAR:-default}`. `servers` starts every discovered server and lists
-//! it with its status and tool count (a host entry's tool list, such as
-//! Gemini's `includeTools`, is applied); `servers --sources` starts
+//! `${VAR:-default}`, asking for VS Code's inputs on a terminal. The
+//! entry's tool list (Gemini's `includeTools`, …) applies: `tools` leaves
+//! hidden tools out and `call` refuses them as unknown before connecting.
+//! `servers` starts every discovered server and lists it with its status
+//! and tool count (the tool lists applied); `servers --sources` starts
 //! nothing and lists every file searched with what it contributed.
 //!
 //! A server of a project's file (`.mcp.json`, `.cursor/mcp.json`, …) runs
@@ -127,20 +129,25 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Approve { name } = cli.cmd() {
         return approve(&cli, name);
     }
-    let config = target(&cli, &server_cmd)?;
-    // Usage errors come before any connection is made.
+    let target = target(&cli, &server_cmd)?;
+    // Usage errors come before any connection is made; so does a call to
+    // a tool the entry's tool list hides.
     match cli.cmd() {
-        Cmd::Call { args, pairs, .. } | Cmd::Prompt { args, pairs, .. } => {
+        Cmd::Call { tool, args, pairs } => {
+            target.check_tool(tool)?;
+            parse_args(args.as_deref(), pairs)?;
+        }
+        Cmd::Prompt { args, pairs, .. } => {
             parse_args(args.as_deref(), pairs)?;
         }
         _ => {}
     }
     let quiet = cli.quiet;
-    let client = connect(&cli, config).await?;
+    let client = connect(&cli, target.config.clone()).await?;
     let logs = tokio::spawn(print_server_logs(client.clone(), quiet));
     let cancel = CancelToken::new();
     let outcome = {
-        let work = command(&cli, &client, cancel.clone());
+        let work = command(&cli, &client, &target.tools, cancel.clone());
         tokio::pin!(work);
         tokio::select! {
             r = &mut work => r,

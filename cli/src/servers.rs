@@ -247,7 +247,7 @@ pub(crate) fn print_sources(cli: &Cli, found: &Discovered) {
             println!("    shadowed {n} (defined by an earlier file)");
         }
         for note in &f.notes {
-            println!("    skipped {note}");
+            println!("    note: {note}");
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcpwire_manager::policy::expand::expand_config;
 use mcpwire_manager::{
-    consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry,
+    consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry, ToolFilter,
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
@@ -18,7 +18,17 @@ use serde_json::{Map, Value};
 
 use crate::args::*;
 
-pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, Fail> {
+/// The server a command talks to, and which of its tools it may see and
+/// call (`--server NAME`: the entry's tool list, as in the manager; every
+/// tool otherwise).
+pub(crate) struct Target {
+    pub(crate) config: ServerConfig,
+    pub(crate) tools: ToolFilter,
+    /// `server "NAME" (FILE)` for a discovered server, for messages.
+    pub(crate) label: Option<String>,
+}
+
+pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
     let chosen = [
         !server_cmd.is_empty(),
         cli.url.is_some(),
@@ -38,6 +48,8 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
             "give only one of `-- <command>`, --url, --sse and --server",
         ));
     }
+    let mut tools = ToolFilter::default();
+    let mut label = None;
     let mut config = if let Some((cmd, args)) = server_cmd.split_first() {
         ServerConfig::stdio(cmd.clone()).args(args.iter().cloned())
     } else if let Some(url) = &cli.url {
@@ -46,7 +58,10 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
         ServerConfig::sse(url.clone())
     } else {
         let name = cli.server.as_deref().unwrap_or_default();
-        load_named(cli, name)?
+        let (config, entry) = load_named(cli, name)?;
+        label = Some(format!("server {name:?} ({})", entry.origin()));
+        tools = entry.tools;
+        config
     };
     for h in &cli.headers {
         let (k, v) = parse_header(h)?;
@@ -67,7 +82,25 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<ServerConfig, F
     if !cli.envs.is_empty() && config.url.is_some() {
         return Err(Fail::usage("--env is for stdio servers"));
     }
-    Ok(config)
+    Ok(Target {
+        config,
+        tools,
+        label,
+    })
+}
+
+impl Target {
+    /// A tool the entry's tool list hides is refused as unknown, before
+    /// anything is sent (as the manager refuses it).
+    pub(crate) fn check_tool(&self, tool: &str) -> Result<(), Fail> {
+        if self.tools.allows(tool) {
+            return Ok(());
+        }
+        let whose = self.label.as_deref().unwrap_or("the server");
+        Err(Fail::usage(format!(
+            "unknown tool `{tool}`: the entry of {whose} does not expose it"
+        )))
+    }
 }
 
 /// A `--header 'Name: value'`, checked before anything is started: the
@@ -101,7 +134,8 @@ pub(crate) fn discovery(cli: &Cli) -> Discovery {
     }
 }
 
-pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
+/// The named server's config, ready to start, and its entry.
+pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<(ServerConfig, ServerEntry), Fail> {
     let found = discovery(cli).discover();
     if cli.config.is_some() {
         if let Some(e) = found.errors.first() {
@@ -138,27 +172,52 @@ pub(crate) fn load_named(cli: &Cli, name: &str) -> Result<ServerConfig, Fail> {
     for input in &entry.inputs {
         let value = ask_input(entry, input).ok_or_else(|| {
             Fail::usage(format!(
-                "server {name:?} in {origin} asks for input `{}`{}: run it on a terminal",
+                "server {name:?} in {origin} asks for input `{}`{}{}: run it on a terminal",
                 input.id,
                 input
                     .description
                     .as_ref()
                     .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if input.options.is_empty() {
+                    ""
+                } else {
+                    ", a choice without a default"
+                }
             ))
         })?;
         values.insert(input.id.clone(), value);
     }
     let raw = discovery::resolve_inputs(&raw, &|id| values.get(id).cloned())
         .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
-    expand_config(&raw, &|var| std::env::var(var).ok())
-        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))
+    let config = expand_config(&raw, &|var| std::env::var(var).ok())
+        .map_err(|e| Fail::usage(format!("server {name:?} in {origin}: {e}")))?;
+    Ok((config, entry.clone()))
 }
 
-/// Asks for a VS Code input on the terminal (a password without echo);
-/// `None` without a terminal.
+/// Asks for a VS Code input on the terminal (a password without echo; a
+/// `pickString` as a numbered choice, Enter for the default); `None`
+/// without a terminal, except a choice with a default, which is the
+/// default.
 pub(crate) fn ask_input(entry: &ServerEntry, input: &Input) -> Option<String> {
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !input.options.is_empty() {
+        if !terminal {
+            return input.default.clone();
+        }
+        eprint!("{}", pick_prompt(entry, input));
+        loop {
+            let mut line = String::new();
+            if std::io::stdin().read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            match pick_answer(input, &line) {
+                Ok(v) => return Some(v),
+                Err(e) => eprint!("mcpwire: {e}; choose again: "),
+            }
+        }
+    }
+    if !terminal {
         return None;
     }
     let prompt = input_prompt(entry, input);
@@ -186,6 +245,66 @@ pub(crate) fn input_prompt(entry: &ServerEntry, input: &Input) -> String {
         entry.name,
         entry.origin()
     )
+}
+
+/// The question of a `pickString` input: its options numbered from 1.
+///
+/// ```text
+/// mcpwire: server "x" (file) asks for Region:
+///   1) eu-west-1
+///   2) US East [default]
+/// choose 1-2 (Enter: 2):
+/// ```
+pub(crate) fn pick_prompt(entry: &ServerEntry, input: &Input) -> String {
+    let what = input.description.as_deref().unwrap_or(&input.id);
+    let mut out = format!(
+        "mcpwire: server {:?} ({}) asks for {what}:\n",
+        entry.name,
+        entry.origin()
+    );
+    let mut default = None;
+    for (i, o) in input.options.iter().enumerate() {
+        let is_default = input.default.as_deref() == Some(o.value.as_str());
+        if is_default {
+            default = Some(i + 1);
+        }
+        out.push_str(&format!(
+            "  {}) {}{}\n",
+            i + 1,
+            o.shown(),
+            if is_default { " [default]" } else { "" }
+        ));
+    }
+    let n = input.options.len();
+    match default {
+        Some(d) => out.push_str(&format!("choose 1-{n} (Enter: {d}): ")),
+        None => out.push_str(&format!("choose 1-{n}: ")),
+    }
+    out
+}
+
+/// The value a typed answer to a `pickString` chooses: a number from 1,
+/// an option's value or label, or nothing for the default.
+pub(crate) fn pick_answer(input: &Input, typed: &str) -> Result<String, String> {
+    let typed = typed.trim();
+    let n = input.options.len();
+    if typed.is_empty() {
+        return input
+            .default
+            .clone()
+            .ok_or_else(|| format!("there is no default: type a number from 1 to {n}"));
+    }
+    if let Ok(k) = typed.parse::<usize>() {
+        if (1..=n).contains(&k) {
+            return Ok(input.options[k - 1].value.clone());
+        }
+    }
+    input
+        .options
+        .iter()
+        .find(|o| o.value == typed || o.label.as_deref() == Some(typed))
+        .map(|o| o.value.clone())
+        .ok_or_else(|| format!("{typed:?} is not one of the choices 1 to {n}"))
 }
 
 /// The typed line without its line end; empty means the default.
@@ -371,7 +490,44 @@ mod tests {
             description: Some("API Key".into()),
             password,
             default: default.map(str::to_string),
+            options: Vec::new(),
         }
+    }
+
+    #[test]
+    fn pick_prompts_and_answers() {
+        use mcpwire_manager::discovery::PickOption;
+        let entry = ServerEntry::new("srv", ServerConfig::stdio("x"));
+        let mut pick = Input {
+            id: "region".into(),
+            description: Some("Region".into()),
+            default: Some("us-east-1".into()),
+            options: vec![
+                PickOption {
+                    label: None,
+                    value: "eu-west-1".into(),
+                },
+                PickOption {
+                    label: Some("US East".into()),
+                    value: "us-east-1".into(),
+                },
+            ],
+            ..Input::default()
+        };
+        assert_eq!(
+            pick_prompt(&entry, &pick),
+            "mcpwire: server \"srv\" (code) asks for Region:\n  1) eu-west-1\n  2) US East [default]\nchoose 1-2 (Enter: 2): "
+        );
+        assert_eq!(pick_answer(&pick, "\n").unwrap(), "us-east-1");
+        assert_eq!(pick_answer(&pick, " 1 \r\n").unwrap(), "eu-west-1");
+        assert_eq!(pick_answer(&pick, "US East\n").unwrap(), "us-east-1");
+        assert_eq!(pick_answer(&pick, "eu-west-1").unwrap(), "eu-west-1");
+        assert!(pick_answer(&pick, "3").unwrap_err().contains("1 to 2"));
+        assert!(pick_answer(&pick, "0").is_err());
+        assert!(pick_answer(&pick, "mars").unwrap_err().contains("\"mars\""));
+        pick.default = None;
+        assert!(pick_prompt(&entry, &pick).ends_with("choose 1-2: "));
+        assert!(pick_answer(&pick, "").unwrap_err().contains("no default"));
     }
 
     #[test]

@@ -109,9 +109,9 @@ fn servers_discovers_project_and_user_files_and_the_project_switch() {
 fn server_name_uses_discovery_and_expands_variables() {
     let sb = Sandbox::new("named");
     sb.write(
-        &sb.project().join(".vscode/mcp.json"),
-        &json!({"servers": {"ts": {"type": "stdio", "command": "${TS_BIN}",
-                                   "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
+        &sb.project().join(".mcp.json"),
+        &json!({"mcpServers": {"ts": {"type": "stdio", "command": "${TS_BIN}",
+                                      "args": ["--max-lifetime", "${LIFETIME:-60}"]}}}),
     );
     let ts = test_server();
     let o = sb.run(
@@ -180,7 +180,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
     assert!(o.status.success(), "{}", text(&o));
     let v = json_out(&o);
     let files = v["sources"].as_array().unwrap();
-    assert_eq!(files.len(), 16, "{v}");
+    assert_eq!(files.len(), 20, "{v}");
     let file = |p: &Path| {
         files
             .iter()
@@ -230,7 +230,7 @@ fn servers_sources_lists_every_file_and_what_it_gave() {
         "{out}"
     );
     assert!(out.contains("    shadowed shared"), "{out}");
-    assert!(out.contains("    skipped `context_servers.ext`"), "{out}");
+    assert!(out.contains("    note: `context_servers.ext`"), "{out}");
 
     // The Gemini entry's tool list applies when the servers run.
     let o = sb.run(&["servers", "--json", "--no-project-config"], &[]);
@@ -278,4 +278,71 @@ fn vscode_inputs_without_a_terminal_name_the_input() {
         .unwrap()
         .contains("input `log` (Log file) has no value"));
     assert_eq!(server(&listing, "plain")["status"], "connected");
+}
+
+/// VS Code's `pickString` without a terminal is its default (or an error
+/// naming the input when it has none); a `command` input fails its server
+/// naming the input and the file.
+#[test]
+fn vscode_pick_and_command_inputs_without_a_terminal() {
+    let sb = Sandbox::new("pick");
+    let ts = test_server();
+    let user = sb.root.join("config/Code/User/mcp.json");
+    sb.write(
+        &user,
+        &json!({
+            "inputs": [
+                {"type": "pickString", "id": "life", "description": "Lifetime", "options": ["60", {"label": "two minutes", "value": "120"}], "default": "120"},
+                {"type": "pickString", "id": "nodefault", "options": ["60"]},
+                {"type": "command", "id": "tok", "command": "extension.getToken"}
+            ],
+            "servers": {
+                "picked": {"type": "stdio", "command": ts, "args": ["--max-lifetime", "${input:life}"]},
+                "nodefault": {"type": "stdio", "command": ts, "args": ["--max-lifetime", "${input:nodefault}"]},
+                "cmd": {"type": "stdio", "command": ts, "env": {"TOKEN": "${input:tok}"}}
+            }
+        }),
+    );
+    let o = sb.run(&["tools", "--server", "picked"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("echo"));
+
+    let o = sb.run(&["tools", "--server", "nodefault"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "asks for input `nodefault`, a choice without a default: run it on a terminal"
+        ),
+        "{}",
+        text(&o)
+    );
+
+    let o = sb.run(&["tools", "--server", "cmd"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains(&format!("server \"cmd\" in {}", user.display()))
+            && out.contains("input `tok`")
+            && out.contains("extension.getToken")
+            && out.contains("cannot run outside VS Code"),
+        "{out}"
+    );
+
+    // `servers` starts the one with a default; the command input fails
+    // only its own server.
+    let o = sb.run(&["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    assert_eq!(
+        server(&listing, "picked")["status"],
+        "connected",
+        "{listing}"
+    );
+    assert_eq!(server(&listing, "nodefault")["status"], "failed");
+    let cmd = server(&listing, "cmd");
+    assert_eq!(cmd["status"], "failed");
+    assert!(
+        cmd["error"].as_str().unwrap().contains("input `tok`"),
+        "{cmd}"
+    );
 }

@@ -12,20 +12,24 @@
 //! | 5  | project  | `<project>/.vscode/mcp.json` (VS Code)           | `servers`, VS Code's variables and `inputs` |
 //! | 6  | project  | `<project>/.gemini/settings.json` (Gemini CLI)   | `mcpServers`, Gemini's fields |
 //! | 7  | project  | `<project>/.codex/config.toml` (Codex)           | `[mcp_servers.NAME]` |
-//! | 8  | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
-//! | 9  | user     | Claude Desktop's `claude_desktop_config.json` (see [`paths::claude_desktop_config`]) | `mcpServers` |
-//! | 10 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
-//! | 11 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
-//! | 12 | user     | GitHub Copilot CLI: `~/.copilot/mcp-config.json`  | `mcpServers`, Copilot's fields |
-//! | 13 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
-//! | 14 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
-//! | 15 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
-//! | 16 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
-//! | 17 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
+//! | 8  | project  | `<project>/.github/mcp.json` (Copilot CLI)       | `mcpServers`, Copilot's fields |
+//! | 9  | project  | `<project>/.zed/settings.json` (Zed)             | `context_servers` |
+//! | 10 | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
+//! | 11 | user     | Claude Desktop's `claude_desktop_config.json` (see [`paths::claude_desktop_config`]) | `mcpServers` |
+//! | 12 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
+//! | 13 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
+//! | 14 | user     | GitHub Copilot CLI: `$COPILOT_HOME/mcp-config.json` (default `~/.copilot/mcp-config.json`) | `mcpServers`, Copilot's fields |
+//! | 15 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
+//! | 16 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
+//! | 17 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
+//! | 18 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
+//! | 19 | user     | VS Code Insiders' (see [`paths::vscode_insiders_user_mcp`]) | as VS Code |
+//! | 20 | user     | VSCodium's (see [`paths::vscodium_user_mcp`])     | as VS Code |
+//! | 21 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
 //!
 //! `<project>` is the project directory (default: the current directory;
 //! parents are not searched). [`Discovery::project_files`]`(false)` skips
-//! rows 2–7 — the switch for a checkout you do not trust to start
+//! rows 2–9 — the switch for a checkout you do not trust to start
 //! programs; when read, their servers are [`Scope::Project`] and need the
 //! user's approval ([`crate::consent`]). Every JSON file may have
 //! comments and trailing commas (JSONC, as VS Code, Zed and Cursor
@@ -41,23 +45,22 @@
 //! | host | fields |
 //! |------|--------|
 //! | Claude, Cursor, VS Code | `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout` (ms), `enabled`; `"disabled": true` (Cline, Roo, Windsurf) counts as `"enabled": false` |
-//! | VS Code | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${input:ID}` (`inputs` of type `promptString`) and `envFile`: see [`vscode`] |
+//! | VS Code (and Insiders, VSCodium) | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${config:NAME}`, `${input:ID}` (`inputs` of type `promptString` and `pickString`) and `envFile`; other variables are errors naming the field: see [`vscode`] |
 //! | Windsurf | as above; `serverUrl` → `url`; `disabledTools` → [`ToolFilter::exclude`] |
-//! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all) |
-//! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`]; `$NAME` → `${NAME}` |
-//! | Zed | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
+//! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all). Its project files are `.mcp.json` (row 2, read as the shared format; Copilot also walks up to the Git root, mcpwire does not) and `.github/mcp.json` (row 8); there is no environment variable naming another file (`--additional-mcp-config` is a flag of its own command line) |
+//! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`]; `$NAME` → `${NAME}`. The file's server-name lists `mcp.allowed` / `mcp.excluded` (or v1's `allowMCPServers` / `excludeMCPServers`) apply to its own servers: one not allowed, or excluded, is disabled with a note. `trust` (skip Gemini's confirmation of tool calls) is ignored: mcpwire asks no such confirmation, a host does |
+//! | Zed (user and project `.zed/settings.json`) | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
 //! | Codex | `command`, `args`, `env`, `cwd`, `url`, `enabled` as is; `http_headers` → `headers`; `env_http_headers` `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` → `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms); `startup_timeout_sec` (or `_ms`) → [`ServerEntry::startup_timeout`]; `enabled_tools` / `disabled_tools` → [`ToolFilter`]; `env_vars` is checked and needs no mapping (a server inherits the manager's environment) |
-//!
-//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` is checked (the values come from the inherited environment, Goose's keyring is not read); `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note |
+//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` from the environment, else Goose's `secrets.yaml` (its keyring is not read; a key in neither fails the server); YAML anchors and aliases; `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note. See [`goose`] |
 //!
 //! The variables are expanded when the manager starts the server.
 
-mod goose;
+pub mod goose;
 mod hosts;
 mod jsonc;
 pub mod vscode;
 
-pub use vscode::{resolve_inputs, Input};
+pub use vscode::{resolve_inputs, Input, PickOption};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -393,6 +396,8 @@ impl Discovery {
                 (".vscode/mcp.json", Format::VsCode),
                 (".gemini/settings.json", Format::Gemini),
                 (".codex/config.toml", Format::CodexToml),
+                (".github/mcp.json", Format::Copilot),
+                (".zed/settings.json", Format::Zed),
             ] {
                 out.push(found(p.join(rel), Scope::Project, format));
             }
@@ -423,6 +428,8 @@ impl Discovery {
                 (paths::gemini_settings(&self.env), Format::Gemini),
                 (paths::zed_settings(&self.env), Format::Zed),
                 (paths::vscode_user_mcp(&self.env), Format::VsCode),
+                (paths::vscode_insiders_user_mcp(&self.env), Format::VsCode),
+                (paths::vscodium_user_mcp(&self.env), Format::VsCode),
                 (paths::goose_config(&self.env), Format::Goose),
             ];
             for (path, format) in hosts {
@@ -453,7 +460,13 @@ impl Discovery {
             let read = match std::fs::read(&source.path) {
                 Ok(bytes) => {
                     report.present = true;
-                    parse(source.format, &bytes, &project, home.as_deref())
+                    let ctx = FileCtx {
+                        source: &source,
+                        project: &project,
+                        home: home.as_deref(),
+                        env: &self.env,
+                    };
+                    parse(&ctx, &bytes)
                 }
                 Err(e) if !source.required && e.kind() == std::io::ErrorKind::NotFound => {
                     d.files.push(report);
@@ -503,24 +516,40 @@ impl Discovery {
     }
 }
 
+/// What reading one file needs besides its bytes.
+struct FileCtx<'a> {
+    source: &'a Source,
+    project: &'a Path,
+    home: Option<&'a Path>,
+    env: &'a Env,
+}
+
 /// Reads one file's servers.
-fn parse(
-    format: Format,
-    bytes: &[u8],
-    project: &Path,
-    home: Option<&Path>,
-) -> Result<FileServers, String> {
-    let (key, dialect) = match format {
+fn parse(ctx: &FileCtx<'_>, bytes: &[u8]) -> Result<FileServers, String> {
+    let (key, dialect) = match ctx.source.format {
         Format::VsCode => {
-            let ctx = vscode::Context {
-                workspace: project,
-                home,
+            // `${config:NAME}`: the settings next to this `mcp.json` (the
+            // workspace's or the profile's), then, for a project's file,
+            // VS Code's user profile.
+            let mut settings = vec![ctx.source.path.with_file_name("settings.json")];
+            if ctx.source.scope == Scope::Project {
+                if let Some(user) = paths::vscode_user_mcp(ctx.env) {
+                    settings.push(user.with_file_name("settings.json"));
+                }
+            }
+            let vs = vscode::Context {
+                workspace: ctx.project,
+                home: ctx.home,
+                settings,
             };
-            return vscode::servers(&json_object(bytes)?, &ctx);
+            return vscode::servers(&json_object(bytes)?, &vs);
         }
         Format::CodexToml => return hosts::codex(bytes),
-        Format::Goose => return goose::servers(bytes),
-        Format::ClaudeCode => return claude_code(&json_object(bytes)?, project),
+        Format::Goose => {
+            let secrets = ctx.source.path.with_file_name("secrets.yaml");
+            return goose::servers(bytes, ctx.env, &secrets);
+        }
+        Format::ClaudeCode => return claude_code(&json_object(bytes)?, ctx.project),
         Format::McpJson => {
             let obj = json_object(bytes)?;
             let key = if obj.contains_key("mcpServers") || !obj.contains_key("servers") {
@@ -530,16 +559,21 @@ fn parse(
             };
             return hosts::json_servers(&obj, key, Dialect::Standard);
         }
+        Format::Gemini => {
+            let obj = json_object(bytes)?;
+            let mut found = hosts::json_servers(&obj, "mcpServers", Dialect::Gemini)?;
+            hosts::gemini_server_lists(&obj, &mut found)?;
+            return Ok(found);
+        }
         Format::Copilot => ("mcpServers", Dialect::Copilot),
         Format::Windsurf => ("mcpServers", Dialect::Windsurf),
-        Format::Gemini => ("mcpServers", Dialect::Gemini),
         Format::Zed => ("context_servers", Dialect::Zed),
     };
     hosts::json_servers(&json_object(bytes)?, key, dialect)
 }
 
 /// A JSON (or JSONC) file's top-level object.
-fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, String> {
+pub(crate) fn json_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, String> {
     let text = jsonc::strip(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
     match serde_json::from_slice::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),

@@ -34,12 +34,14 @@
 //! # let _ = out; Ok(()) }
 //! ```
 //!
-//! - **Discovery** ([`discovery`]): explicit files, then project files
-//!   (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`,
-//!   `.gemini/settings.json`, `.codex/config.toml`), then user files
+//! - **Discovery** ([`discovery`], whose table lists every file): explicit
+//!   files, then project files (`.mcp.json`, `mcp.json`, `.cursor/mcp.json`,
+//!   `.vscode/mcp.json`, `.gemini/settings.json`, `.codex/config.toml`,
+//!   `.github/mcp.json`, `.zed/settings.json`), then user files
 //!   (`~/.cursor/mcp.json`, Claude Desktop, `~/.claude.json`, Codex,
-//!   Copilot CLI, Windsurf, Gemini CLI, Zed, VS Code, Goose); the first definition of a
-//!   name wins. JSON files may have comments and trailing commas.
+//!   Copilot CLI, Windsurf, Gemini CLI, Zed, VS Code and its Insiders and
+//!   VSCodium builds, Goose); the first definition of a name wins. JSON
+//!   files may have comments and trailing commas.
 //! - **Tool lists**: a host entry's allow and deny lists (Gemini's
 //!   `includeTools` / `excludeTools`, Codex's `enabled_tools` /
 //!   `disabled_tools`, Copilot's `tools`, Windsurf's `disabledTools`) are a

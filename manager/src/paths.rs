@@ -107,9 +107,13 @@ pub fn windsurf_config(env: &Env) -> Option<PathBuf> {
     Some(home_dir(env)?.join(".codeium/windsurf/mcp_config.json"))
 }
 
-/// GitHub Copilot CLI's `~/.copilot/mcp-config.json`.
+/// GitHub Copilot CLI's `mcp-config.json` in its configuration
+/// directory: `$COPILOT_HOME` when set, else `~/.copilot`.
 pub fn copilot_config(env: &Env) -> Option<PathBuf> {
-    Some(home_dir(env)?.join(".copilot/mcp-config.json"))
+    let dir = env
+        .path("COPILOT_HOME")
+        .or_else(|| home_dir(env).map(|h| h.join(".copilot")))?;
+    Some(dir.join("mcp-config.json"))
 }
 
 /// Gemini CLI's user settings: `~/.gemini/settings.json`.
@@ -135,20 +139,53 @@ pub fn zed_settings(env: &Env) -> Option<PathBuf> {
     Some(dir.join("settings.json"))
 }
 
+/// The directory under which VS Code and its builds keep their `User`
+/// folder: `~/Library/Application Support/` on macOS, `%APPDATA%` on
+/// Windows, elsewhere `$XDG_CONFIG_HOME` (default `~/.config`).
+fn vscode_family_dir(env: &Env) -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        Some(home_dir(env)?.join("Library/Application Support"))
+    } else if cfg!(windows) {
+        env.path("APPDATA")
+            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))
+    } else {
+        env.path("XDG_CONFIG_HOME")
+            .or_else(|| home_dir(env).map(|h| h.join(".config")))
+    }
+}
+
 /// VS Code's user-profile `mcp.json`: `Code/User/mcp.json` in
 /// `~/Library/Application Support/` on macOS, `%APPDATA%` on Windows,
 /// elsewhere `$XDG_CONFIG_HOME` (default `~/.config`).
 pub fn vscode_user_mcp(env: &Env) -> Option<PathBuf> {
-    let dir = if cfg!(target_os = "macos") {
-        home_dir(env)?.join("Library/Application Support")
-    } else if cfg!(windows) {
-        env.path("APPDATA")
-            .or_else(|| home_dir(env).map(|h| h.join("AppData").join("Roaming")))?
-    } else {
-        env.path("XDG_CONFIG_HOME")
-            .or_else(|| home_dir(env).map(|h| h.join(".config")))?
-    };
-    Some(dir.join("Code").join("User").join("mcp.json"))
+    Some(
+        vscode_family_dir(env)?
+            .join("Code")
+            .join("User")
+            .join("mcp.json"),
+    )
+}
+
+/// VS Code Insiders' user-profile `mcp.json`: `Code - Insiders/User/mcp.json`
+/// in the same directory as [`vscode_user_mcp`].
+pub fn vscode_insiders_user_mcp(env: &Env) -> Option<PathBuf> {
+    Some(
+        vscode_family_dir(env)?
+            .join("Code - Insiders")
+            .join("User")
+            .join("mcp.json"),
+    )
+}
+
+/// VSCodium's user-profile `mcp.json`: `VSCodium/User/mcp.json` in the
+/// same directory as [`vscode_user_mcp`].
+pub fn vscodium_user_mcp(env: &Env) -> Option<PathBuf> {
+    Some(
+        vscode_family_dir(env)?
+            .join("VSCodium")
+            .join("User")
+            .join("mcp.json"),
+    )
 }
 
 /// Goose's `config.yaml`: `%APPDATA%\Block\goose\config\` on Windows,
@@ -167,6 +204,12 @@ pub fn goose_config(env: &Env) -> Option<PathBuf> {
             .join("goose")
     };
     Some(dir.join("config.yaml"))
+}
+
+/// Goose's `secrets.yaml`, where it keeps secrets when its keyring is
+/// disabled (`GOOSE_DISABLE_KEYRING`): next to [`goose_config`].
+pub fn goose_secrets(env: &Env) -> Option<PathBuf> {
+    Some(goose_config(env)?.with_file_name("secrets.yaml"))
 }
 
 /// mcpwire's cache directory: `$XDG_CACHE_HOME/mcpwire` when set, else

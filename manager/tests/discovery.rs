@@ -98,6 +98,14 @@ impl World {
                 "p_codex",
             ),
             (
+                self.mcp(p.join(".github/mcp.json"), "mcpServers", "p_copilot"),
+                "p_copilot",
+            ),
+            (
+                self.mcp(p.join(".zed/settings.json"), "context_servers", "p_zed"),
+                "p_zed",
+            ),
+            (
                 self.mcp(h.join(".cursor/mcp.json"), "mcpServers", "u_cursor"),
                 "u_cursor",
             ),
@@ -132,6 +140,8 @@ impl World {
             (paths::gemini_settings(e), "mcpServers", "u_gemini"),
             (paths::zed_settings(e), "context_servers", "u_zed"),
             (paths::vscode_user_mcp(e), "servers", "u_vscode"),
+            (paths::vscode_insiders_user_mcp(e), "servers", "u_insiders"),
+            (paths::vscodium_user_mcp(e), "servers", "u_vscodium"),
         ] {
             files.push((self.mcp(path.unwrap(), key, unique), unique));
         }
@@ -229,10 +239,12 @@ fn the_documented_order_first_definition_wins() {
     assert!(pos("u_desktop") < pos("u_claude_local") && pos("u_claude_local") < pos("u_claude"));
     assert!(pos("u_claude") < pos("u_codex"));
     assert!(pos("p_vscode") < pos("p_gemini") && pos("p_gemini") < pos("p_codex"));
-    assert!(pos("p_codex") < pos("u_cursor"));
+    assert!(pos("p_codex") < pos("p_copilot") && pos("p_copilot") < pos("p_zed"));
+    assert!(pos("p_zed") < pos("u_cursor"));
     assert!(pos("u_codex") < pos("u_copilot") && pos("u_copilot") < pos("u_windsurf"));
     assert!(pos("u_windsurf") < pos("u_gemini") && pos("u_gemini") < pos("u_zed"));
-    assert!(pos("u_zed") < pos("u_vscode") && pos("u_vscode") < pos("u_goose"));
+    assert!(pos("u_zed") < pos("u_vscode") && pos("u_vscode") < pos("u_insiders"));
+    assert!(pos("u_insiders") < pos("u_vscodium") && pos("u_vscodium") < pos("u_goose"));
 }
 
 #[test]
@@ -345,6 +357,8 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
             (P, VsCode),
             (P, Gemini),
             (P, CodexToml),
+            (P, Copilot),
+            (P, Zed),
             (U, McpJson),
             (U, McpJson),
             (U, ClaudeCode),
@@ -354,13 +368,15 @@ fn sources_have_formats_and_missing_discovered_files_are_silent() {
             (U, Gemini),
             (U, Zed),
             (U, VsCode),
+            (U, VsCode),
+            (U, VsCode),
             (U, Goose),
         ]
     );
     assert!(sources.iter().all(|s| !s.required));
     let found = d.discover();
     assert!(found.servers.is_empty() && found.errors.is_empty());
-    assert_eq!(found.searched.len(), 16);
+    assert_eq!(found.searched.len(), 20);
     assert!(found
         .files
         .iter()
@@ -383,6 +399,24 @@ fn platform_paths() {
     assert_eq!(cache, Some(PathBuf::from("/xdg/cache/mcpwire")));
     let codex = paths::codex_config(&Env::from_pairs([("CODEX_HOME", "/c")]));
     assert_eq!(codex, Some(PathBuf::from("/c/config.toml")));
+    let copilot =
+        paths::copilot_config(&Env::from_pairs([("COPILOT_HOME", "/cp"), ("HOME", "/h")]));
+    assert_eq!(copilot, Some(PathBuf::from("/cp/mcp-config.json")));
+    let copilot = paths::copilot_config(&Env::from_pairs([("HOME", "/h"), ("USERPROFILE", "/h")]));
+    assert_eq!(copilot, Some(PathBuf::from("/h/.copilot/mcp-config.json")));
+    // VS Code's builds share one layout, each under its own product name.
+    let vscode = paths::vscode_user_mcp(&w.env).unwrap();
+    let insiders = paths::vscode_insiders_user_mcp(&w.env).unwrap();
+    let codium = paths::vscodium_user_mcp(&w.env).unwrap();
+    let parent = vscode.parent().unwrap().parent().unwrap().parent().unwrap();
+    assert_eq!(insiders, parent.join("Code - Insiders/User/mcp.json"));
+    assert_eq!(codium, parent.join("VSCodium/User/mcp.json"));
+    assert_eq!(
+        paths::goose_secrets(&w.env).unwrap(),
+        paths::goose_config(&w.env)
+            .unwrap()
+            .with_file_name("secrets.yaml")
+    );
     assert_eq!(paths::home_dir(&Env::from_pairs::<&str, &str>([])), None);
     assert_eq!(
         paths::home_dir(&Env::from_pairs([("HOME", ""), ("USERPROFILE", "/u")])),
@@ -402,6 +436,15 @@ fn platform_paths() {
             paths::cache_dir(&home_only),
             Some(PathBuf::from("/h/.cache/mcpwire"))
         );
+        assert_eq!(vscode, w.home.join(".config/Code/User/mcp.json"));
+        assert_eq!(
+            paths::vscode_insiders_user_mcp(&home_only),
+            Some(PathBuf::from("/h/.config/Code - Insiders/User/mcp.json"))
+        );
+        assert_eq!(
+            paths::vscodium_user_mcp(&home_only),
+            Some(PathBuf::from("/h/.config/VSCodium/User/mcp.json"))
+        );
         assert_eq!(
             paths::claude_desktop_config(&home_only),
             Some(PathBuf::from(
@@ -415,6 +458,16 @@ fn platform_paths() {
             desktop,
             w.home
                 .join("Library/Application Support/Claude/claude_desktop_config.json")
+        );
+        assert_eq!(
+            insiders,
+            w.home
+                .join("Library/Application Support/Code - Insiders/User/mcp.json")
+        );
+        assert_eq!(
+            codium,
+            w.home
+                .join("Library/Application Support/VSCodium/User/mcp.json")
         );
         assert_eq!(
             paths::cache_dir(&Env::from_pairs([("HOME", "/h")])),
@@ -855,7 +908,14 @@ fn vscode_variables_env_file_and_inputs() {
     assert_eq!(config_of(&d, "relative").env["DEBUG"], "0");
     let err = |n: &str| d.get(n).unwrap().config.clone().unwrap_err();
     assert!(err("missing").contains("`envFile`") && err("missing").contains("nope.env"));
-    assert!(err("picky").contains("pickString"), "{}", err("picky"));
+    let picky = d.get("picky").unwrap();
+    assert_eq!(picky.inputs[0].id, "flavour");
+    let values: Vec<&str> = picky.inputs[0]
+        .options
+        .iter()
+        .map(|o| o.value.as_str())
+        .collect();
+    assert_eq!(values, ["a", "b"]);
     assert!(err("undeclared").contains("no input `ghost`"));
     assert!(
         err("cmdvar").contains("`args[0]`") && err("cmdvar").contains("${command:pickProcess}")
@@ -871,6 +931,10 @@ fn vscode_variables_env_file_and_inputs() {
 fn goose_config_yaml() {
     let w = World::new("goose");
     let path = paths::goose_config(&w.env).unwrap();
+    w.write(
+        &paths::goose_secrets(&w.env).unwrap(),
+        "GITHUB_PERSONAL_ACCESS_TOKEN: ghp_test\n",
+    );
     w.write(
         &path,
         r#"GOOSE_PROVIDER: anthropic
@@ -949,5 +1013,423 @@ extensions:
     assert_eq!(report.notes.len(), 1, "{report:?}");
     assert!(
         report.notes[0].contains("`extensions.developer`") && report.notes[0].contains("builtin")
+    );
+}
+
+/// VS Code's other inputs and variables: `pickString` (strings and
+/// `{label, value}`), `command` (fails only its server), `${config:NAME}`
+/// from the workspace's then the profile's `settings.json`, and variables
+/// mcpwire cannot give a value, each an error naming its field.
+#[test]
+fn vscode_pick_command_config_and_unknown_variables() {
+    let w = World::new("vscodemore");
+    w.write(
+        &w.project.join(".vscode/settings.json"),
+        r#"{
+	// workspace settings
+	"mcp.port": 8080,
+	"python.defaultInterpreterPath": "${workspaceFolder}/.venv/bin/python",
+}"#,
+    );
+    let user_settings = paths::vscode_user_mcp(&w.env)
+        .unwrap()
+        .with_file_name("settings.json");
+    w.write(
+        &user_settings,
+        r#"{"python.defaultInterpreterPath": "/usr/bin/python3", "mcp": {"logLevel": "debug"}, "telemetry.on": false, "editor.rulers": [80]}"#,
+    );
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	"inputs": [
+		{"type": "pickString", "id": "region", "description": "Region", "options": ["eu-west-1", {"label": "US East", "value": "us-east-1"}], "default": "us-east-1"},
+		{"type": "command", "id": "token-cmd", "command": "shellCommand.execute", "args": {"command": "cat ~/.token"}},
+		{"type": "pickString", "id": "badpick", "options": ["a"], "default": "z"},
+		{"type": "pickString", "id": "nooptions", "options": []}
+	],
+	"servers": {
+		"pick": {"command": "srv", "args": ["--region", "${input:region}"]},
+		"cmd": {"command": "srv", "env": {"TOKEN": "${input:token-cmd}"}},
+		"cfg": {"command": "srv", "args": ["--port=${config:mcp.port}", "${config:python.defaultInterpreterPath}", "${config:mcp.logLevel}", "${config:telemetry.on}"]},
+		"cfgmissing": {"command": "srv", "args": ["${config:nope.key}"]},
+		"cfglist": {"command": "srv", "args": ["${config:editor.rulers}"]},
+		"unknownvar": {"command": "srv", "env": {"X": "${HOME}/x"}},
+		"editor": {"command": "srv", "cwd": "${fileDirname}"},
+		"badpick": {"command": "srv", "args": ["${input:badpick}"]},
+		"nooptions": {"command": "srv", "args": ["${input:nooptions}"]},
+		"fine": {"command": "srv", "args": ["ok"]}
+	}
+}"#,
+    );
+    // The profile's `${config:}` reads the settings.json next to it.
+    let insiders = paths::vscode_insiders_user_mcp(&w.env).unwrap();
+    w.write(
+        &insiders.with_file_name("settings.json"),
+        r#"{"mcp.url": "https://insiders.example/mcp"}"#,
+    );
+    w.write(
+        &insiders,
+        r#"{"servers": {"insiders": {"type": "http", "url": "${config:mcp.url}"}}}"#,
+    );
+    // No settings.json next to VSCodium's profile file.
+    let codium = paths::vscodium_user_mcp(&w.env).unwrap();
+    w.write(
+        &codium,
+        r#"{"servers": {"codium": {"command": "x", "args": ["${config:a.b}"]}, "codium_ok": {"command": "y"}}}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let err = |n: &str| {
+        d.get(n)
+            .unwrap_or_else(|| panic!("no {n}"))
+            .config
+            .clone()
+            .unwrap_err()
+    };
+
+    let pick = d.get("pick").unwrap();
+    let region = &pick.inputs[0];
+    assert_eq!(region.id, "region");
+    assert_eq!(region.default.as_deref(), Some("us-east-1"));
+    let shown: Vec<(&str, &str)> = region
+        .options
+        .iter()
+        .map(|o| (o.shown(), o.value.as_str()))
+        .collect();
+    assert_eq!(
+        shown,
+        [("eu-west-1", "eu-west-1"), ("US East", "us-east-1")]
+    );
+    assert_eq!(
+        pick.config.as_ref().unwrap().args,
+        ["--region", "${input:region}"]
+    );
+
+    let e = err("cmd");
+    assert!(
+        e.contains("input `token-cmd`") && e.contains("shellCommand.execute"),
+        "{e}"
+    );
+    assert!(e.contains("cannot run outside VS Code"), "{e}");
+    assert!(
+        d.get("fine").unwrap().config.is_ok(),
+        "only its server fails"
+    );
+
+    // The workspace's setting wins over the profile's; nested objects and
+    // non-string scalars are read; a `${` in a value stays literal.
+    let cfg = config_of(&d, "cfg");
+    assert_eq!(
+        cfg.args,
+        [
+            "--port=8080",
+            "$${workspaceFolder}/.venv/bin/python",
+            "debug",
+            "false"
+        ]
+    );
+    let e = err("cfgmissing");
+    assert!(
+        e.contains("`args[0]`")
+            && e.contains("`nope.key` is not set in")
+            && e.contains(&user_settings.display().to_string()),
+        "{e}"
+    );
+    let e = err("cfglist");
+    assert!(
+        e.contains("`args[0]`") && e.contains("not a string, number or boolean"),
+        "{e}"
+    );
+    let e = err("unknownvar");
+    assert!(
+        e.contains("`env.X`") && e.contains("`${HOME}` is not a VS Code variable"),
+        "{e}"
+    );
+    let e = err("editor");
+    assert!(
+        e.contains("`cwd`") && e.contains("`${fileDirname}`") && e.contains("editor state"),
+        "{e}"
+    );
+    let e = err("badpick");
+    assert!(
+        e.contains("`inputs[2].default` \"z\" is not one of its options"),
+        "{e}"
+    );
+    let e = err("nooptions");
+    assert!(
+        e.contains("`inputs[3].options` must be a non-empty array"),
+        "{e}"
+    );
+
+    let ins = d.get("insiders").unwrap();
+    assert_eq!(ins.source.as_deref(), Some(insiders.as_path()));
+    assert_eq!(ins.scope, Scope::User);
+    assert_eq!(
+        ins.config.as_ref().unwrap().url.as_deref(),
+        Some("https://insiders.example/mcp")
+    );
+    let e = err("codium");
+    assert!(
+        e.contains("`${config:a.b}` but there is no VS Code settings.json")
+            && e.contains(&codium.with_file_name("settings.json").display().to_string()),
+        "{e}"
+    );
+    assert!(d.get("codium_ok").unwrap().config.is_ok());
+}
+
+/// Zed's project settings, `.zed/settings.json`: its `context_servers`
+/// are the project's, so they need the user's approval, and the project
+/// switch leaves them out.
+#[test]
+fn zed_project_settings() {
+    let w = World::new("zedproj");
+    let path = w.write(
+        &w.project.join(".zed/settings.json"),
+        r#"// Folder-specific settings
+//
+// For a full list of overridable settings, and general information on folder-specific settings,
+// see the documentation: https://zed.dev/docs/configuring-zed#settings-files
+{
+  "tab_size": 2,
+  "context_servers": {
+    "project-db": {
+      "command": "npx",
+      "args": ["-y", "@example/db-mcp", "--db", "./dev.sqlite"],
+      "env": {}
+    },
+    "from-extension": { "source": "extension", "settings": {} }
+  }
+}
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let e = d.get("project-db").unwrap();
+    assert_eq!(e.scope, Scope::Project);
+    assert_eq!(e.source.as_deref(), Some(path.as_path()));
+    assert_eq!(
+        e.project.as_deref(),
+        Some(w.project.canonicalize().unwrap().as_path())
+    );
+    assert!(mcpwire_manager::consent::needs_consent(e));
+    assert_eq!(
+        e.config.as_ref().unwrap().args,
+        ["-y", "@example/db-mcp", "--db", "./dev.sqlite"]
+    );
+    assert!(d.get("from-extension").is_none());
+    let report = d.files.iter().find(|f| f.source.path == path).unwrap();
+    assert_eq!(report.source.format, Format::Zed);
+    assert_eq!(report.notes.len(), 1, "{report:?}");
+    let d = w.discovery().project_files(false).discover();
+    assert!(d.get("project-db").is_none());
+}
+
+/// GitHub Copilot CLI's project file `.github/mcp.json` (Copilot's fields,
+/// project scope) and its user file under `$COPILOT_HOME`.
+#[test]
+fn copilot_project_file_and_copilot_home() {
+    let w = World::new("copilotproj");
+    let path = w.write(
+        &w.project.join(".github/mcp.json"),
+        r#"{
+  "mcpServers": {
+    "repo-tools": {
+      "type": "local",
+      "command": "node",
+      "args": ["scripts/mcp.js"],
+      "tools": ["lint", "test"]
+    }
+  }
+}"#,
+    );
+    let copilot_home = w.home.join("copilot-home");
+    w.write(
+        &copilot_home.join("mcp-config.json"),
+        r#"{"mcpServers": {"relocated": {"type": "http", "url": "https://h/mcp", "tools": ["*"]}}}"#,
+    );
+    w.write(
+        &w.home.join(".copilot/mcp-config.json"),
+        r#"{"mcpServers": {"default-dir": {"command": "x"}}}"#,
+    );
+    let home = w.home.to_string_lossy().into_owned();
+    let ch = copilot_home.to_string_lossy().into_owned();
+    let env = Env::from_pairs([
+        ("HOME", home.clone()),
+        ("USERPROFILE", home),
+        ("COPILOT_HOME", ch),
+    ]);
+    let d = w.discovery().env(env).discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let e = d.get("repo-tools").unwrap();
+    assert_eq!(e.scope, Scope::Project);
+    assert_eq!(e.source.as_deref(), Some(path.as_path()));
+    assert_eq!(e.config.as_ref().unwrap().kind.as_deref(), Some("stdio"));
+    assert!(e.tools.allows("lint") && !e.tools.allows("deploy"));
+    assert!(mcpwire_manager::consent::needs_consent(e));
+    assert!(d.get("relocated").is_some(), "$COPILOT_HOME is read");
+    assert!(
+        d.get("default-dir").is_none(),
+        "~/.copilot is not read when $COPILOT_HOME is set"
+    );
+    // Without COPILOT_HOME, ~/.copilot.
+    let d = w.discovery().discover();
+    assert!(d.get("default-dir").is_some() && d.get("relocated").is_none());
+}
+
+/// Gemini CLI's server-name lists: `mcp.allowed` / `mcp.excluded` (v2)
+/// and `allowMCPServers` / `excludeMCPServers` (v1) disable the servers
+/// they leave out, with a note; `trust` is read and ignored.
+#[test]
+fn gemini_allowed_and_excluded_servers() {
+    let w = World::new("geminilists");
+    let user = w.write(
+        &w.home.join(".gemini/settings.json"),
+        r#"{
+  "mcp": { "allowed": ["kept", "both"], "excluded": ["both"] },
+  "mcpServers": {
+    "kept": { "command": "k", "trust": true },
+    "both": { "command": "b" },
+    "other": { "command": "o" }
+  }
+}"#,
+    );
+    let project = w.write(
+        &w.project.join(".gemini/settings.json"),
+        r#"{
+  "excludeMCPServers": ["legacy-off"],
+  "mcpServers": { "legacy-off": { "command": "l" }, "legacy-on": { "command": "m" } }
+}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let enabled = |n: &str| config_of(&d, n).is_enabled();
+    assert!(enabled("kept"));
+    assert!(!enabled("both"), "excluded wins over allowed");
+    assert!(!enabled("other"), "not in mcp.allowed");
+    assert!(!enabled("legacy-off"));
+    assert!(enabled("legacy-on"));
+    let notes = |p: &Path| {
+        d.files
+            .iter()
+            .find(|f| f.source.path == p)
+            .unwrap()
+            .notes
+            .clone()
+    };
+    let user_notes = notes(&user);
+    assert_eq!(user_notes.len(), 2, "{user_notes:?}");
+    assert!(user_notes
+        .iter()
+        .any(|n| n.contains("`mcpServers.both`") && n.contains("listed in `mcp.excluded`")));
+    assert!(user_notes
+        .iter()
+        .any(|n| n.contains("`mcpServers.other`") && n.contains("not in `mcp.allowed`")));
+    assert!(notes(&project)[0].contains("listed in `excludeMCPServers`"));
+
+    w.write(
+        &w.project.join(".gemini/settings.json"),
+        r#"{"mcp": {"allowed": "all"}, "mcpServers": {"x": {"command": "x"}}}"#,
+    );
+    let d = w.discovery().discover();
+    assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+    assert!(d.errors[0]
+        .message
+        .contains("`mcp.allowed` must be an array of strings"));
+}
+
+/// Goose's `env_keys`: from the environment, else its `secrets.yaml` (its
+/// file store when the keyring is disabled); a key in neither fails only
+/// that extension. Anchors and aliases in `config.yaml` are resolved.
+#[test]
+fn goose_env_keys_secrets_and_aliases() {
+    let w = World::new("goosesecrets");
+    let config = paths::goose_config(&w.env).unwrap();
+    let secrets = w.write(
+        &paths::goose_secrets(&w.env).unwrap(),
+        "GITHUB_PERSONAL_ACCESS_TOKEN: ghp_fromfile${x}\nNUMERIC_KEY: 12345\nFROM_ENV: from-file\n",
+    );
+    w.write(
+        &config,
+        r#"GOOSE_PROVIDER: openai
+x-defaults: &defaults
+  type: stdio
+  enabled: true
+  timeout: 300
+  envs: &common_envs
+    LOG_LEVEL: info
+extensions:
+  github:
+    <<: *defaults
+    type: stdio
+    cmd: npx
+    args: [-y, '@modelcontextprotocol/server-github']
+    envs: *common_envs
+    env_keys: [GITHUB_PERSONAL_ACCESS_TOKEN, NUMERIC_KEY, FROM_ENV]
+    timeout: 300
+  nokey:
+    type: stdio
+    cmd: other
+    env_keys: [MISSING_TOKEN]
+  given:
+    type: stdio
+    cmd: third
+    envs: { MISSING_TOKEN: inline }
+    env_keys: [MISSING_TOKEN]
+  shared-args: &shared
+    type: stdio
+    cmd: shared
+    args: [--flag]
+  shared-copy: *shared
+"#,
+    );
+    let home = w.home.to_string_lossy().into_owned();
+    let env = Env::from_pairs([
+        ("HOME", home.clone()),
+        ("USERPROFILE", home.clone()),
+        (
+            "XDG_CONFIG_HOME",
+            w.home.join(".config").to_string_lossy().into_owned(),
+        ),
+        (
+            "APPDATA",
+            w.home
+                .join("AppData/Roaming")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        ("FROM_ENV", "from-env".to_string()),
+    ]);
+    let d = w.discovery().env(env).discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let gh = config_of(&d, "github");
+    assert_eq!(gh.env["LOG_LEVEL"], "info", "an alias reads as its anchor");
+    assert_eq!(
+        gh.env["GITHUB_PERSONAL_ACCESS_TOKEN"], "ghp_fromfile$${x}",
+        "a secrets.yaml value is literal"
+    );
+    assert_eq!(gh.env["NUMERIC_KEY"], "12345");
+    assert_eq!(gh.env["FROM_ENV"], "${FROM_ENV}", "the environment wins");
+    let e = d.get("nokey").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`env_keys`")
+            && e.contains("`MISSING_TOKEN`")
+            && e.contains(&secrets.display().to_string())
+            && e.contains("keyring is not read"),
+        "{e}"
+    );
+    assert_eq!(config_of(&d, "given").env["MISSING_TOKEN"], "inline");
+    assert_eq!(config_of(&d, "shared-copy").args, ["--flag"]);
+    assert_eq!(
+        config_of(&d, "shared-copy").command.as_deref(),
+        Some("shared")
+    );
+
+    // A secrets.yaml that does not parse fails the extensions that need it.
+    w.write(&secrets, "GITHUB_PERSONAL_ACCESS_TOKEN: [unclosed\n");
+    let d = w.discovery().discover();
+    let e = d.get("github").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`env_keys`") && e.contains("secrets.yaml") && e.contains("not valid YAML"),
+        "{e}"
     );
 }

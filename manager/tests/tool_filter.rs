@@ -147,6 +147,7 @@ fn inputs_come_from_the_host<M: Front>() {
         description: Some(format!("the {id}")),
         password: true,
         default: None,
+        options: Vec::new(),
     };
     // The test server's --log-file comes from an input.
     let entry = |name: &str| ServerEntry {

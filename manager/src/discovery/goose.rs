@@ -8,11 +8,20 @@
 //! | `enabled`                 | `enabled`                                      |
 //! | `timeout` (seconds)       | `timeout` (ms)                                 |
 //! | `available_tools` (non-empty) | [`ToolFilter::include`](super::ToolFilter::include) |
-//! | `env_keys`                | checked; the values come from the manager's environment, which the server inherits (Goose's keyring is not read) |
+//! | `env_keys`                | each key's value, as Goose finds it with its keyring disabled: the environment (`KEY` → `${KEY}`, expanded when the server starts), else Goose's `secrets.yaml` next to `config.yaml` (taken literally); a key found in neither fails that server, naming the key (the system keyring is not read); a key also in `envs` keeps its `envs` value |
 //! | `type: builtin`, `platform`, `frontend`, `inline_python` | skipped with a note: they run inside Goose |
+//!
+//! YAML anchors and aliases (`&defaults` … `*defaults`) are resolved by
+//! the parser (yaml-rust2): an alias reads as a copy of its anchored
+//! value. A merge key (`<<: *defaults`, YAML 1.1, not part of YAML 1.2)
+//! is not applied: it is a field named `<<`, ignored like any unknown one.
+
+use std::path::Path;
 
 use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::paths::Env;
 
 use super::hosts::{self, Dialect, FileServers};
 
@@ -43,19 +52,63 @@ fn to_json(y: &Yaml) -> Result<Value, String> {
             }
             Value::Object(m)
         }
-        Yaml::Alias(_) => return Err("YAML aliases are not supported".into()),
+        Yaml::Alias(_) => return Err("a YAML alias the parser left unresolved".into()),
     })
 }
 
-/// The servers of a Goose `config.yaml`.
-pub(crate) fn servers(bytes: &[u8]) -> Result<FileServers, String> {
+/// A YAML file's first document as a JSON object (`None`: empty file).
+fn yaml_object(bytes: &[u8]) -> Result<Option<Map<String, Value>>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
     let Some(doc) = docs.first() else {
+        return Ok(None);
+    };
+    match to_json(doc)? {
+        Value::Object(m) => Ok(Some(m)),
+        Value::Null => Ok(None),
+        _ => Err("not a YAML mapping".into()),
+    }
+}
+
+/// Goose's `secrets.yaml` (`KEY: value`), read when a key is not in the
+/// environment; a missing file has no keys.
+struct Secrets<'a> {
+    path: &'a Path,
+    loaded: Option<Result<Map<String, Value>, String>>,
+}
+
+impl Secrets<'_> {
+    fn get(&mut self, key: &str) -> Result<Option<String>, String> {
+        let path = self.path;
+        let map = self
+            .loaded
+            .get_or_insert_with(|| match std::fs::read(path) {
+                Ok(bytes) => yaml_object(&bytes)
+                    .map(Option::unwrap_or_default)
+                    .map_err(|e| format!("{}: {e}", path.display())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
+                Err(e) => Err(format!("{}: cannot read: {e}", path.display())),
+            });
+        let map = map.as_ref().map_err(Clone::clone)?;
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+            Some(_) => Err(format!("`{key}` in {} is not a string", path.display())),
+        }
+    }
+}
+
+/// The servers of a Goose `config.yaml`; `env` and `secrets` (its
+/// `secrets.yaml`) give the values of `env_keys`.
+pub(crate) fn servers(bytes: &[u8], env: &Env, secrets: &Path) -> Result<FileServers, String> {
+    let Some(top) = yaml_object(bytes)? else {
         return Ok(FileServers::default());
     };
-    let Value::Object(top) = to_json(doc)? else {
-        return Err("not a YAML mapping".into());
+    let mut secrets = Secrets {
+        path: secrets,
+        loaded: None,
     };
     let Some(extensions) = top.get("extensions").filter(|v| !v.is_null()) else {
         return Ok(FileServers::default());
@@ -65,7 +118,7 @@ pub(crate) fn servers(bytes: &[u8]) -> Result<FileServers, String> {
     };
     let mut out = FileServers::default();
     for (name, v) in extensions {
-        match entry(v) {
+        match entry(v, env, &mut secrets) {
             Ok(Some(e)) => out.entries.push((name.clone(), Ok(e))),
             Ok(None) => out.notes.push(format!(
                 "`extensions.{name}`: a Goose {} extension (it runs inside Goose): skipped",
@@ -79,7 +132,7 @@ pub(crate) fn servers(bytes: &[u8]) -> Result<FileServers, String> {
 
 /// One extension in the standard shape, `None` for one that runs inside
 /// Goose.
-fn entry(v: &Value) -> Result<Option<hosts::Parsed>, String> {
+fn entry(v: &Value, env: &Env, secrets: &mut Secrets<'_>) -> Result<Option<hosts::Parsed>, String> {
     let Value::Object(g) = v else {
         return Err("invalid entry: not a mapping".into());
     };
@@ -144,7 +197,28 @@ fn entry(v: &Value) -> Result<Option<hosts::Parsed>, String> {
             Some(_) => Err(format!("invalid entry: `{key}` must be a list of strings")),
         }
     };
-    list("env_keys")?;
+    for key in list("env_keys")? {
+        if p.config.env.contains_key(&key) {
+            continue;
+        }
+        if env.get(&key).is_some() {
+            p.config.env.insert(key.clone(), format!("${{{key}}}"));
+            continue;
+        }
+        match secrets.get(&key) {
+            Ok(Some(value)) => {
+                p.config.env.insert(key, value.replace("${", "$${"));
+            }
+            Ok(None) => {
+                return Err(format!(
+                    "invalid entry: `env_keys`: `{key}` is not set in the environment nor in {} \
+                     (Goose's system keyring is not read)",
+                    secrets.path.display()
+                ))
+            }
+            Err(e) => return Err(format!("invalid entry: `env_keys`: {e}")),
+        }
+    }
     let tools = list("available_tools")?;
     if !tools.is_empty() {
         p.tools.include = Some(tools);
@@ -155,6 +229,14 @@ fn entry(v: &Value) -> Result<Option<hosts::Parsed>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn servers(bytes: &[u8]) -> Result<FileServers, String> {
+        super::servers(
+            bytes,
+            &Env::from_pairs::<&str, &str>([]),
+            Path::new("/nonexistent/secrets.yaml"),
+        )
+    }
 
     #[test]
     fn goose_errors_name_goose_fields() {

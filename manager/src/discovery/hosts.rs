@@ -302,6 +302,67 @@ pub(crate) fn json_servers(
     Ok(out)
 }
 
+/// Gemini CLI's server-name lists in the same settings file:
+/// `mcp.allowed` / `mcp.excluded` (settings v2) or `allowMCPServers` /
+/// `excludeMCPServers` (v1). A server not allowed or excluded (exclusion
+/// wins) is kept, disabled, with a note: Gemini does not connect to it,
+/// and its name still hides later files' definitions.
+pub(crate) fn gemini_server_lists(
+    obj: &Map<String, Value>,
+    found: &mut FileServers,
+) -> Result<(), String> {
+    let list = |v: Option<&Value>, field: &str| -> Result<Option<Vec<String>>, String> {
+        match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| format!("`{field}` must be an array of strings")),
+            Some(_) => Err(format!("`{field}` must be an array of strings")),
+        }
+    };
+    let mcp = match obj.get("mcp") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("`mcp` must be an object".into()),
+    };
+    let allowed = match list(mcp.and_then(|m| m.get("allowed")), "mcp.allowed")? {
+        Some(l) => Some((l, "mcp.allowed")),
+        None => {
+            list(obj.get("allowMCPServers"), "allowMCPServers")?.map(|l| (l, "allowMCPServers"))
+        }
+    };
+    let excluded = match list(mcp.and_then(|m| m.get("excluded")), "mcp.excluded")? {
+        Some(l) => Some((l, "mcp.excluded")),
+        None => list(obj.get("excludeMCPServers"), "excludeMCPServers")?
+            .map(|l| (l, "excludeMCPServers")),
+    };
+    for (name, parsed) in &mut found.entries {
+        let why = if let Some((_, field)) = excluded
+            .as_ref()
+            .filter(|(l, _)| l.iter().any(|n| n == name))
+        {
+            format!("listed in `{field}`")
+        } else if let Some((_, field)) = allowed
+            .as_ref()
+            .filter(|(l, _)| !l.iter().any(|n| n == name))
+        {
+            format!("not in `{field}`")
+        } else {
+            continue;
+        };
+        if let Ok(p) = parsed {
+            p.config.enabled = Some(false);
+        }
+        found
+            .notes
+            .push(format!("`mcpServers.{name}`: {why}: disabled"));
+    }
+    Ok(())
+}
+
 /// Codex's `config.toml`: `[mcp_servers.NAME]`.
 pub(crate) fn codex(bytes: &[u8]) -> Result<FileServers, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;

@@ -1,4 +1,5 @@
-//! VS Code's `mcp.json`: its variables, `envFile` and `inputs`.
+//! VS Code's `mcp.json`: its variables, `envFile` and `inputs` (also
+//! VS Code Insiders' and VSCodium's, which share the format).
 //!
 //! | in the file               | becomes                                         |
 //! |---------------------------|-------------------------------------------------|
@@ -7,17 +8,26 @@
 //! | `${userHome}`             | the home directory                              |
 //! | `${pathSeparator}`, `${/}` | the platform's path separator                  |
 //! | `${env:NAME}`             | `${NAME:-}`: the variable when the server starts, empty when unset (as VS Code) |
+//! | `${config:NAME}`          | the setting `NAME` of the first VS Code `settings.json` that has it: the project's `.vscode/settings.json`, then the profile's (next to its `mcp.json`; for a project's file, VS Code's user profile); an error naming the field when none has it |
 //! | `${input:ID}`             | kept; the entry lists the input in [`ServerEntry::inputs`](super::ServerEntry::inputs) and the host supplies its value ([`crate::ManagerOptions::inputs`]) |
-//! | `${VAR}`, `${VAR:-x}`, `$${` | kept: mcpwire's own expansion                 |
-//! | any other `${a:b}` (`config:`, `command:`) | an error naming the field      |
+//! | `$${`                     | kept: a literal `${` for mcpwire's expansion     |
+//! | `${command:ID}`, editor state (`${file}`, `${lineNumber}`, …) | an error naming the field: they need a running VS Code |
+//! | anything else in `${…}` (`${HOME}`, `${VAR:-x}`) | an error naming the field: not VS Code's (an environment variable is `${env:NAME}`) |
 //!
 //! Substitution applies to `command`, `args`, `env` values, `cwd`, `url`,
 //! `headers` values and `envFile`. `envFile` (a dotenv file, relative
 //! paths from the project directory) is read at discovery; `env` wins
-//! over it. Only `promptString` inputs are supported.
+//! over it.
+//!
+//! `inputs`: `promptString` (`description`, `default`, `password`) and
+//! `pickString` (`description`, `options` — strings or `{label, value}` —
+//! and `default`, one of the values) become [`Input`]s. A `command` input
+//! runs a VS Code command, which cannot happen outside VS Code: a server
+//! that uses one fails with an error naming the input; the file's other
+//! servers are not affected.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mcpwire::config::ServerConfig;
 use serde_json::{Map, Value};
@@ -25,8 +35,9 @@ use serde_json::{Map, Value};
 use super::hosts::{self, Dialect, FileServers};
 
 /// A value VS Code asks the user for: an entry of `inputs` with
-/// `"type": "promptString"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `"type": "promptString"` (typed) or `"type": "pickString"` (chosen
+/// from [`Input::options`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Input {
     /// Its id, as in `${input:ID}`.
     pub id: String,
@@ -34,17 +45,42 @@ pub struct Input {
     pub description: Option<String>,
     /// Whether the answer is a secret (typed without echo).
     pub password: bool,
-    /// The answer when the user gives none.
+    /// The answer when the user gives none (for a `pickString`, one of
+    /// the options' values).
     pub default: Option<String>,
+    /// The choices of a `pickString` input, in order (empty for a
+    /// `promptString`).
+    pub options: Vec<PickOption>,
+}
+
+/// One choice of a `pickString` input: a string, or `{label, value}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PickOption {
+    /// What the user is shown (`None`: the value).
+    pub label: Option<String>,
+    /// What `${input:ID}` becomes when it is chosen.
+    pub value: String,
+}
+
+impl PickOption {
+    /// The label, else the value.
+    pub fn shown(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.value)
+    }
 }
 
 /// Where VS Code's variables point.
 pub(crate) struct Context<'a> {
     pub(crate) workspace: &'a Path,
     pub(crate) home: Option<&'a Path>,
+    /// The `settings.json` files `${config:NAME}` reads, first found
+    /// wins (the workspace's, then the profile's).
+    pub(crate) settings: Vec<PathBuf>,
 }
 
-/// The declared `inputs`, by id; other kinds are kept as an error.
+/// The declared `inputs`, by id; a bad one, or one that cannot be asked
+/// for outside VS Code, is kept as an error, reported when a server uses
+/// it.
 fn declared_inputs(
     obj: &Map<String, Value>,
 ) -> Result<BTreeMap<String, Result<Input, String>>, String> {
@@ -60,22 +96,153 @@ fn declared_inputs(
         let Some(id) = id else {
             return Err(format!("`inputs[{i}].id` must be a string"));
         };
-        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        let input = match v.get("type").and_then(Value::as_str) {
-            Some("promptString") => Ok(Input {
-                id: id.to_string(),
-                description: text("description"),
-                password: v.get("password").and_then(Value::as_bool) == Some(true),
-                default: text("default"),
-            }),
-            Some(other) => Err(format!(
-                "input `{id}` is a {other}: only promptString inputs are supported"
-            )),
-            None => Err(format!("`inputs[{i}].type` must be a string")),
-        };
-        out.insert(id.to_string(), input);
+        out.insert(id.to_string(), declared_input(i, id, v));
     }
     Ok(out)
+}
+
+/// One entry of `inputs`; an error names its field, or says why a server
+/// cannot use it.
+fn declared_input(i: usize, id: &str, v: &Value) -> Result<Input, String> {
+    let text = |k: &str| -> Result<Option<String>, String> {
+        match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("`inputs[{i}].{k}` must be a string")),
+        }
+    };
+    match v.get("type").and_then(Value::as_str) {
+        Some("promptString") => Ok(Input {
+            id: id.to_string(),
+            description: text("description")?,
+            password: v.get("password").and_then(Value::as_bool) == Some(true),
+            default: text("default")?,
+            options: Vec::new(),
+        }),
+        Some("pickString") => {
+            let bad = || {
+                format!(
+                    "`inputs[{i}].options` must be a non-empty array of strings \
+                     or {{\"label\", \"value\"}} objects"
+                )
+            };
+            let Some(Value::Array(list)) = v.get("options") else {
+                return Err(bad());
+            };
+            let options = list
+                .iter()
+                .map(|o| match o {
+                    Value::String(s) => Some(PickOption {
+                        label: None,
+                        value: s.clone(),
+                    }),
+                    Value::Object(m) => Some(PickOption {
+                        label: m.get("label").and_then(Value::as_str).map(str::to_string),
+                        value: m.get("value")?.as_str()?.to_string(),
+                    }),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .filter(|o| !o.is_empty())
+                .ok_or_else(bad)?;
+            let default = text("default")?;
+            if let Some(d) = &default {
+                if !options.iter().any(|o| &o.value == d) {
+                    return Err(format!(
+                        "`inputs[{i}].default` {d:?} is not one of its options"
+                    ));
+                }
+            }
+            Ok(Input {
+                id: id.to_string(),
+                description: text("description")?,
+                password: false,
+                default,
+                options,
+            })
+        }
+        Some("command") => Err(format!(
+            "input `{id}` runs the VS Code command `{}`, and VS Code commands \
+             cannot run outside VS Code",
+            text("command")?.unwrap_or_default()
+        )),
+        Some(other) => Err(format!(
+            "input `{id}` has the unknown type `{other}` (VS Code's are \
+             promptString, pickString and command)"
+        )),
+        None => Err(format!("`inputs[{i}].type` must be a string")),
+    }
+}
+
+/// VS Code's variables that stand for editor state mcpwire does not have.
+const EDITOR_ONLY: &[&str] = &[
+    "file",
+    "fileWorkspaceFolder",
+    "fileWorkspaceFolderBasename",
+    "relativeFile",
+    "relativeFileDirname",
+    "fileBasename",
+    "fileBasenameNoExtension",
+    "fileExtname",
+    "fileDirname",
+    "fileDirnameBasename",
+    "cwd",
+    "lineNumber",
+    "columnNumber",
+    "selectedText",
+    "execPath",
+    "defaultBuildTask",
+];
+
+/// `${config:NAME}`: the setting from the first `settings.json` that has
+/// it (a dotted key, or the same path through nested objects).
+fn config_value(name: &str, field: &str, ctx: &Context<'_>) -> Result<String, String> {
+    let whole = format!("${{config:{name}}}");
+    let mut read = Vec::new();
+    for path in &ctx.settings {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("`{field}`: `{whole}`: {}: {e}", path.display())),
+        };
+        let obj = super::json_object(&bytes)
+            .map_err(|e| format!("`{field}`: `{whole}`: {}: {e}", path.display()))?;
+        read.push(path.display().to_string());
+        let found = obj.get(name).or_else(|| {
+            let mut parts = name.split('.');
+            let first = obj.get(parts.next()?)?;
+            parts.try_fold(first, |v, k| v.get(k))
+        });
+        let Some(v) = found else { continue };
+        return match v {
+            Value::String(s) => Ok(s.replace("${", "$${")),
+            Value::Number(n) => Ok(n.to_string()),
+            Value::Bool(b) => Ok(b.to_string()),
+            _ => Err(format!(
+                "`{field}`: `{whole}`: the setting in {} is not a string, number or boolean",
+                path.display()
+            )),
+        };
+    }
+    if read.is_empty() {
+        let looked: Vec<String> = ctx
+            .settings
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(format!(
+            "`{field}`: `{whole}` but there is no VS Code settings.json (looked for {})",
+            if looked.is_empty() {
+                "none".to_string()
+            } else {
+                looked.join(", ")
+            }
+        ));
+    }
+    Err(format!(
+        "`{field}`: `{whole}` but `{name}` is not set in {}",
+        read.join(", ")
+    ))
 }
 
 /// Applies VS Code's variables to one value; `used` collects the input
@@ -153,10 +320,25 @@ fn substitute(
                 } else if let Some(id) = body.strip_prefix("input:") {
                     used.insert(id.to_string());
                     out.push_str(whole);
-                } else if body.contains(':') && !body.contains(":-") {
-                    return Err(format!("`{field}`: VS Code's `{whole}` is not supported"));
+                } else if let Some(name) = body.strip_prefix("config:") {
+                    out.push_str(&config_value(name, field, ctx)?);
+                } else if body.starts_with("command:") {
+                    return Err(format!(
+                        "`{field}`: `{whole}` runs a VS Code command, and VS Code commands \
+                         cannot run outside VS Code"
+                    ));
+                } else if EDITOR_ONLY.contains(&body)
+                    || body.starts_with("extensionInstallFolder:")
+                    || body.starts_with("workspaceFolder:")
+                {
+                    return Err(format!(
+                        "`{field}`: VS Code's `{whole}` is editor state mcpwire does not have"
+                    ));
                 } else {
-                    out.push_str(whole);
+                    return Err(format!(
+                        "`{field}`: `{whole}` is not a VS Code variable (an environment \
+                         variable is `${{env:NAME}}`)"
+                    ));
                 }
             }
         }
@@ -370,6 +552,7 @@ mod tests {
         let ctx = Context {
             workspace: &ws,
             home: Some(&home),
+            settings: Vec::new(),
         };
         let mut used = BTreeSet::new();
         substitute(text, "args[0]", &ctx, &mut used).map(|s| (s, used))
@@ -382,16 +565,36 @@ mod tests {
         assert_eq!(s("${workspaceFolderBasename}"), "proj");
         assert_eq!(s("${userHome}${/}x${pathSeparator}y"), "/home/ada/x/y");
         assert_eq!(s("${env:API_KEY}"), "${API_KEY:-}");
-        assert_eq!(
-            s("${HOME} ${A:-${B}} $${lit} $x $"),
-            "${HOME} ${A:-${B}} $${lit} $x $"
-        );
+        assert_eq!(s("$${lit} $x $ $HOME"), "$${lit} $x $ $HOME");
         let (t, used) = sub("Bearer ${input:tok} ${input:tok} ${input:b}").unwrap();
         assert_eq!(t, "Bearer ${input:tok} ${input:tok} ${input:b}");
         assert_eq!(used.into_iter().collect::<Vec<_>>(), ["b", "tok"]);
-        assert!(sub("${command:pick}")
-            .unwrap_err()
-            .contains("`args[0]`: VS Code's `${command:pick}`"));
+        let e = sub("${command:pick}").unwrap_err();
+        assert!(
+            e.contains("`args[0]`: `${command:pick}` runs a VS Code command"),
+            "{e}"
+        );
+        for editor in [
+            "${file}",
+            "${lineNumber}",
+            "${cwd}",
+            "${workspaceFolder:api}",
+        ] {
+            let e = sub(&format!("x{editor}")).unwrap_err();
+            assert!(e.contains("`args[0]`") && e.contains("editor state"), "{e}");
+        }
+        for unknown in ["${HOME}", "${A:-${B}}", "${nope}", "${foo:bar}"] {
+            let e = sub(unknown).unwrap_err();
+            assert!(
+                e.contains("`args[0]`") && e.contains("is not a VS Code variable"),
+                "{e}"
+            );
+        }
+        let e = sub("${config:a.b}").unwrap_err();
+        assert!(
+            e.contains("`args[0]`: `${config:a.b}` but there is no VS Code settings.json"),
+            "{e}"
+        );
         assert!(sub("${env:1x}")
             .unwrap_err()
             .contains("not a variable name"));
@@ -404,6 +607,7 @@ mod tests {
         let ctx = Context {
             workspace: &ws,
             home: None,
+            settings: Vec::new(),
         };
         let t = substitute("${workspaceFolder}", "cwd", &ctx, &mut BTreeSet::new()).unwrap();
         assert_eq!(t, "/w/$${X}");
