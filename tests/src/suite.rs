@@ -36,6 +36,7 @@ macro_rules! adapter_suite {
     ($adapter:ty, $block_on:path) => {
         $crate::adapter_suite!(@cases $adapter, $block_on;
             stdio_connect_list_call_close,
+            stdio_structured_output_is_checked_against_the_output_schema,
             stdio_repeated_cursor_is_refused,
             stdio_progress_is_reported,
             stdio_server_exit_mid_request_fails_once_with_status_and_stderr,

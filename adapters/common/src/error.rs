@@ -45,6 +45,15 @@ pub enum Error {
     /// The client's driver task is gone (the client was closed).
     #[error("client closed")]
     ClientClosed,
+    /// A tool's result broke the `outputSchema` it declared (see
+    /// [`ConnectOptions::validate_output`](crate::options::ConnectOptions::validate_output)).
+    #[error("tool `{tool}` returned {problem}")]
+    StructuredOutput {
+        /// The tool.
+        tool: String,
+        /// How.
+        problem: crate::output::OutputProblem,
+    },
 }
 
 impl Error {

@@ -41,6 +41,7 @@ pub mod handlers;
 pub mod http;
 mod notifications;
 pub mod options;
+pub mod output;
 pub mod process;
 pub mod runtime;
 pub mod session;

@@ -51,6 +51,8 @@ pub struct ConnectOptions<F> {
     /// Don't reuse (or record) the era this process found the server to
     /// speak.
     pub(crate) forget_era: bool,
+    /// Don't check `structuredContent` against `outputSchema`.
+    pub(crate) skip_output_validation: bool,
     flavor: PhantomData<fn() -> F>,
 }
 
@@ -65,6 +67,7 @@ impl<F> Clone for ConnectOptions<F> {
             client_info_set: self.client_info_set,
             auth: self.auth.clone(),
             forget_era: self.forget_era,
+            skip_output_validation: self.skip_output_validation,
             flavor: PhantomData,
         }
     }
@@ -81,6 +84,7 @@ impl<F> Default for ConnectOptions<F> {
             client_info_set: false,
             auth: None,
             forget_era: false,
+            skip_output_validation: false,
             flavor: PhantomData,
         }
     }
@@ -102,6 +106,15 @@ impl<F> ConnectOptions<F> {
     /// capabilities.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether a tool's `structuredContent` is checked against the
+    /// `outputSchema` it declared in the last `list_tools` (default: yes,
+    /// with the adapters' default `validate` feature). A mismatch fails the
+    /// call with [`Error::StructuredOutput`](crate::Error::StructuredOutput).
+    pub fn validate_output(mut self, validate: bool) -> Self {
+        self.skip_output_validation = !validate;
+        self
     }
 
     /// Sets `clientInfo`.

@@ -117,6 +117,8 @@ pub struct Info {
     pub transport: OnceLock<&'static str>,
     /// Why the connection closed, once it has.
     pub closed: OnceLock<String>,
+    /// The output schemas of the tools last listed.
+    pub output: crate::output::OutputSchemas,
 }
 
 /// What a session is built with besides its connection.
@@ -133,6 +135,8 @@ pub struct Setup {
     pub remember: Option<ServerConfig>,
     /// Where authorized states are saved, and who sends the user agent.
     pub auth: Option<(Arc<dyn RedirectHandler>, Arc<dyn TokenStore>)>,
+    /// Results are not checked against the tools' output schemas.
+    pub skip_output_validation: bool,
 }
 
 /// An executor's state that holds a [`Session`].
@@ -234,7 +238,10 @@ impl Session {
     pub fn new(conn: Connection, setup: Setup) -> Self {
         let mut session = Session {
             conn,
-            info: Arc::new(Info::default()),
+            info: Arc::new(Info {
+                output: crate::output::OutputSchemas::new(!setup.skip_output_validation),
+                ..Info::default()
+            }),
             calls: HashMap::default(),
             effects: VecDeque::new(),
             effect_bytes: 0,

@@ -71,6 +71,31 @@ pub fn raw_params<P: serde::Serialize + ?Sized>(
         })
 }
 
+/// A `tools/list` result: compiles the tools' output schemas.
+#[doc(hidden)]
+pub fn record_tools(access: &impl SessionAccess, tools: &[mcpwire::mcp::types::Tool]) {
+    for note in access.info().output.record(tools) {
+        tracing::warn!("{note}");
+    }
+}
+
+/// A `tools/call` result checked against its tool's output schema.
+#[doc(hidden)]
+pub fn check_output(
+    access: &impl SessionAccess,
+    tool: &str,
+    result: &mcpwire::mcp::types::CallToolResult,
+) -> Result<(), Error> {
+    access
+        .info()
+        .output
+        .check(tool, result)
+        .map_err(|problem| Error::StructuredOutput {
+            tool: tool.to_owned(),
+            problem,
+        })
+}
+
 /// A raw result parsed as `T`.
 #[doc(hidden)]
 pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Error> {
@@ -158,8 +183,13 @@ macro_rules! client_surface {
         }
 
         /// Every tool (follows `nextCursor` to the end).
+        ///
+        /// Their output schemas are compiled for the checks of
+        /// [`call_tool_with`](Self::call_tool_with).
         pub $($async)* fn list_tools(&self) -> Result<Vec<$crate::types::Tool>, $crate::Error> {
-            self.list_all::<$crate::methods::ListTools>()$($await)*
+            let tools = self.list_all::<$crate::methods::ListTools>()$($await)*?;
+            $crate::surface::record_tools(&**self.shared(), &tools);
+            Ok(tools)
         }
 
         /// Every resource.
@@ -191,13 +221,19 @@ macro_rules! client_surface {
         }
 
         /// `tools/call` with options (timeout, progress, cancellation).
+        ///
+        /// A tool listed with an `outputSchema` must return matching
+        /// `structuredContent` (unless its result is an error):
+        /// otherwise [`Error::StructuredOutput`]($crate::Error::StructuredOutput).
         pub $($async)* fn call_tool_with(
             &self,
             name: &str,
             arguments: $crate::__private::Value,
             options: $crate::CallOptions,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
-            self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*
+            let result = self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*?;
+            $crate::surface::check_output(&**self.shared(), name, &result)?;
+            Ok(result)
         }
 
         /// `resources/read`.

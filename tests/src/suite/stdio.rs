@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire_adapter::methods::{ListRootsResult, ServerRequestKind};
 use mcpwire_adapter::options::ConnectOptions;
+use mcpwire_adapter::output::OutputProblem;
 use mcpwire_adapter::types::Root;
 use mcpwire_adapter::{
     CallOptions, CancelToken, Error, Handler, RequestError, ServerConfig, ServerNotification,
@@ -83,6 +84,61 @@ pub async fn stdio_connect_list_call_close<A: Adapter>() {
     );
     let e = client.ping().await.unwrap_err();
     assert!(e.is_closed(), "{e}");
+}
+
+pub async fn stdio_structured_output_is_checked_against_the_output_schema<A: Adapter>() {
+    let client = A::connect(stdio(&[])).await.unwrap();
+    let broken = |how: &str| json!({"a": 2, "b": 3, "broken": how});
+    // Not listed yet: nothing to check against.
+    let r = client.call_tool("add", broken("type")).await.unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": "5"})));
+    let tools = client.list_tools().await.unwrap();
+    let add = tools.iter().find(|t| t.name == "add").unwrap();
+    assert!(add.output_schema.is_some());
+    let r = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 5})));
+    match client.call_tool("add", broken("type")).await {
+        Err(Error::StructuredOutput {
+            tool,
+            problem: OutputProblem::Invalid { path, message },
+        }) => {
+            assert_eq!(tool, "add");
+            assert_eq!(path, "/sum");
+            assert!(message.contains("number"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = client
+        .call_tool("add", broken("missing"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::StructuredOutput {
+                problem: OutputProblem::Missing,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "tool `add` returned no structuredContent although it declares an outputSchema"
+    );
+    client.close().await.unwrap();
+
+    // Turned off for a client: results as the server sent them.
+    let client = A::connect_with(stdio(&[]), ConnectOptions::new().validate_output(false))
+        .await
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let r = client.call_tool("add", broken("type")).await.unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": "5"})));
+    client.close().await.unwrap();
 }
 
 pub async fn stdio_repeated_cursor_is_refused<A: Adapter>() {

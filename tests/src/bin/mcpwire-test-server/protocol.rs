@@ -434,14 +434,20 @@ fn tool_definitions() -> Vec<Value> {
             "Returns \"Echo: <message>\" and structuredContent {message}",
             schema(json!({"message": {"type": "string"}}), &["message"]),
         ),
-        tool(
-            "add",
-            "Adds two numbers; structuredContent {sum}",
-            schema(
-                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
-                &["a", "b"],
-            ),
-        ),
+        {
+            let mut add = tool(
+                "add",
+                "Adds two numbers; structuredContent {sum}, as its outputSchema says unless \
+                 `broken` is \"type\" (sum as a string) or \"missing\" (no structuredContent)",
+                schema(
+                    json!({"a": {"type": "number"}, "b": {"type": "number"},
+                           "broken": {"type": "string", "enum": ["type", "missing"]}}),
+                    &["a", "b"],
+                ),
+            );
+            add["outputSchema"] = schema(json!({"sum": {"type": "number"}}), &["sum"]);
+            add
+        },
         tool(
             "slow",
             "Sleeps ms milliseconds in `steps` steps, sending notifications/progress per step when \
@@ -616,10 +622,15 @@ fn call_tool(
                     (Some(a), Some(b)) => json!(a.wrapping_add(b)),
                     _ => json!(a + b),
                 };
-                Ok(json!({
-                    "content": [{"type": "text", "text": sum.to_string()}],
-                    "structuredContent": {"sum": sum},
-                }))
+                let text = json!([{"type": "text", "text": sum.to_string()}]);
+                Ok(match args["broken"].as_str() {
+                    Some("type") => json!({
+                        "content": text,
+                        "structuredContent": {"sum": sum.to_string()},
+                    }),
+                    Some("missing") => json!({ "content": text }),
+                    _ => json!({ "content": text, "structuredContent": {"sum": sum} }),
+                })
             }
             _ => Err(RpcError::invalid_params("add: a and b must be numbers")),
         }),
