@@ -1665,6 +1665,75 @@ fn modern_http_a_lost_stream_is_issued_again_and_keeps_the_callers_id_progress_a
 }
 
 #[test]
+fn modern_http_cached_lists_are_served_until_ttl_or_change() {
+    let mut sim = modern_ready();
+    let list = |sim: &mut Sim, options: RequestOptions| {
+        let id = sim
+            .conn
+            .send(sim.now, &ListTools::default(), options)
+            .unwrap();
+        sim.drain();
+        id
+    };
+    let tools = r#"{"resultType":"complete","tools":[{"name":"a","inputSchema":{"type":"object"}}],"ttlMs":1000,"cacheScope":"private"}"#;
+    let id = list(&mut sim, opts());
+    let r = sim.next_request();
+    sim.json(r.exchange, &[], &reply(id, tools));
+    assert!(sim.completion(id).unwrap().get().contains(r#""name":"a""#));
+    // Fresh: answered at once, same result, nothing sent.
+    sim.advance(Duration::from_millis(500));
+    let id2 = list(&mut sim, opts());
+    assert_ne!(id2, id);
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    assert!(sim.completion(id2).unwrap().get().contains(r#""name":"a""#));
+    assert_eq!(sim.conn.stats().cache_hits, 1);
+    // Bypassed: asked again (and the answer refreshes the cache).
+    let id3 = list(&mut sim, opts().bypass_cache(true));
+    let r = sim.next_request();
+    sim.json(r.exchange, &[], &reply(id3, tools));
+    sim.completion(id3).unwrap();
+    // A list_changed (here on a call's stream) drops it.
+    let call = sim
+        .conn
+        .send(sim.now, &CallTool::new("a", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let r = sim.next_request();
+    sim.sse_open(r.exchange);
+    sim.sse_message(
+        r.exchange,
+        &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    sim.sse_message(
+        r.exchange,
+        &json!({"jsonrpc": "2.0", "id": call, "result": {"resultType": "complete", "content": []}}),
+    );
+    sim.end(r.exchange);
+    sim.completion(call).unwrap();
+    let id4 = list(&mut sim, opts());
+    let r = sim.next_request();
+    assert_eq!(body(&r)["method"], "tools/list");
+    sim.json(r.exchange, &[], &reply(id4, tools));
+    sim.completion(id4).unwrap();
+    // Stale after ttlMs.
+    sim.advance(Duration::from_millis(1000));
+    let id5 = list(&mut sim, opts());
+    let r = sim.next_request();
+    assert_eq!(body(&r)["method"], "tools/list");
+    // No ttlMs: never served from the cache.
+    sim.json(
+        r.exchange,
+        &[],
+        &reply(id5, r#"{"resultType":"complete","tools":[]}"#),
+    );
+    sim.completion(id5).unwrap();
+    let id6 = list(&mut sim, opts());
+    assert_eq!(sim.take_requests().len(), 1, "asked again");
+    assert_eq!(sim.conn.stats().cache_hits, 1);
+    let _ = id6;
+}
+
+#[test]
 fn modern_http_probe_falls_back_on_a_legacy_4xx_and_retries_on_32022() {
     // A legacy server's 400 (no session): initialize, with the legacy
     // rules intact (its 404 still means HTTP+SSE).

@@ -348,6 +348,14 @@ impl CallOptions {
         self
     }
 
+    /// Asks the server even when the client holds a fresh result for the
+    /// same request (a list or `resources/read` the server said may be
+    /// cached, 2026-07-28 `ttlMs`); the answer refreshes the cache.
+    pub fn bypass_cache(mut self) -> Self {
+        self.rpc = self.rpc.bypass_cache(true);
+        self
+    }
+
     /// Cancels the call when `token` is cancelled, from any thread or task
     /// (the server is told).
     pub fn cancel_token(mut self, token: CancelToken) -> Self {

@@ -140,11 +140,20 @@ macro_rules! client_surface {
         pub $($async)* fn list_all<M: $crate::__private::Paged>(
             &self,
         ) -> Result<Vec<M::Item>, $crate::Error> {
+            self.list_all_with::<M>($crate::CallOptions::new())$($await)*
+        }
+
+        /// [`list_all`](Self::list_all) with options for each page
+        /// (timeout, [`bypass_cache`]($crate::CallOptions::bypass_cache)).
+        pub $($async)* fn list_all_with<M: $crate::__private::Paged>(
+            &self,
+            options: $crate::CallOptions,
+        ) -> Result<Vec<M::Item>, $crate::Error> {
             let mut pages = $crate::__private::Paginator::new($crate::surface::MAX_PAGES);
             let mut all = Vec::new();
             loop {
                 let request = M::page(pages.cursor().map(str::to_owned));
-                let page = self.send(&request, $crate::CallOptions::new())$($await)*?;
+                let page = self.send(&request, options.clone())$($await)*?;
                 let (items, next) = M::split(page);
                 all.extend(items);
                 if !pages.advance(next)? {
@@ -186,8 +195,23 @@ macro_rules! client_surface {
         ///
         /// Their output schemas are compiled for the checks of
         /// [`call_tool_with`](Self::call_tool_with).
+        ///
+        /// A 2026-07-28 server may say how long its list stays fresh
+        /// (`ttlMs`): within that time the list comes from the client's
+        /// cache, until the server says it changed
+        /// ([`list_tools_with`](Self::list_tools_with) and
+        /// [`CallOptions::bypass_cache`]($crate::CallOptions::bypass_cache)
+        /// ask it anyway).
         pub $($async)* fn list_tools(&self) -> Result<Vec<$crate::types::Tool>, $crate::Error> {
-            let tools = self.list_all::<$crate::methods::ListTools>()$($await)*?;
+            self.list_tools_with($crate::CallOptions::new())$($await)*
+        }
+
+        /// [`list_tools`](Self::list_tools) with options for each page.
+        pub $($async)* fn list_tools_with(
+            &self,
+            options: $crate::CallOptions,
+        ) -> Result<Vec<$crate::types::Tool>, $crate::Error> {
+            let tools = self.list_all_with::<$crate::methods::ListTools>(options)$($await)*?;
             $crate::surface::record_tools(&**self.shared(), &tools);
             Ok(tools)
         }

@@ -159,6 +159,22 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
 
     // Tools.
     let tools = client.list_tools().await.expect("tools/list");
+    // Listed again within the server's ttlMs (2026-07-28 only): from the
+    // cache, unless bypassed.
+    let hits = client.stats().cache_hits;
+    let again = client.list_tools().await.expect("tools/list again");
+    assert_eq!(again.len(), tools.len());
+    let expected_hits = match era {
+        Era::Legacy => 0,
+        Era::Modern => 1,
+    };
+    assert_eq!(client.stats().cache_hits - hits, expected_hits, "{era:?}");
+    let fresh = client
+        .list_tools_with(CallOptions::new().bypass_cache())
+        .await
+        .expect("tools/list bypassing the cache");
+    assert_eq!(fresh.len(), tools.len());
+    assert_eq!(client.stats().cache_hits - hits, expected_hits);
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
     assert_eq!(

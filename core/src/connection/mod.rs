@@ -491,7 +491,9 @@ impl Connection {
 
     /// The engine's counters.
     pub fn stats(&self) -> rpc::Stats {
-        self.engine.stats()
+        let mut stats = self.engine.stats();
+        stats.cache_hits = self.modern.as_ref().map_or(0, Modern::cache_hits);
+        stats
     }
 
     /// Requests waiting for their response.
@@ -590,12 +592,11 @@ impl Connection {
                 .out
                 .push_back(Output::ServerRequestCancelled { id, reason }),
             rpc::Output::Notification { method, params } => {
-                if let Some(m) = self
-                    .modern
-                    .as_mut()
-                    .filter(|m| m.is_internal_notification(&method))
-                {
-                    return m.subscription_acknowledged();
+                if let Some(m) = self.modern.as_mut() {
+                    if m.is_internal_notification(&method) {
+                        return m.subscription_acknowledged();
+                    }
+                    m.notified(&method, params.as_deref());
                 }
                 self.out
                     .push_back(Output::Notification(ServerNotification::parse(

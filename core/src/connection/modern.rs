@@ -30,6 +30,7 @@ use super::types::{CallError, Diagnostic, Output};
 use super::wire::Wire;
 use crate::mcp::types::ServerCapabilities;
 use crate::mcp::ClientConfig;
+use crate::modern::cache::ResultCache;
 use crate::modern::mrtr::INPUT_REQUIRED_METHODS;
 use crate::modern::{
     classify, param_headers, retry_params, with_meta, InputRequest, InputRequired, RequestMeta,
@@ -113,6 +114,8 @@ pub(super) struct Modern {
     lost: BTreeSet<u64>,
     /// Calls to issue again, and when.
     reissue_at: Vec<(Instant, u64)>,
+    /// Results the server said may be cached.
+    cache: ResultCache,
     /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
     tools: ToolHeaders,
 }
@@ -132,6 +135,7 @@ impl Modern {
             listen_reopens: 0,
             lost: BTreeSet::new(),
             reissue_at: Vec::new(),
+            cache: ResultCache::new(),
             tools: ToolHeaders::default(),
         }
     }
@@ -217,6 +221,16 @@ impl Modern {
         }
     }
 
+    /// A server notification: drops the cached results it says changed.
+    pub(super) fn notified(&mut self, method: &str, params: Option<&RawValue>) {
+        self.cache.invalidate(method, params);
+    }
+
+    /// Results answered from the cache so far.
+    pub(super) fn cache_hits(&self) -> u64 {
+        self.cache.hits()
+    }
+
     /// Whether `method` is the subscription's acknowledgement (not for the
     /// application).
     pub(super) fn is_internal_notification(&self, method: &str) -> bool {
@@ -263,6 +277,19 @@ impl Modern {
                     .map_err(|_| LocalError::InvalidParams("params are not JSON"))?,
             ),
         };
+        // A fresh cached result answers at once, without a round trip.
+        if !options.bypass_cache {
+            let hit = ResultCache::key(method, value.as_ref().unwrap_or(&Value::Null))
+                .and_then(|key| self.cache.get(&key, now));
+            if let Some(raw) = hit {
+                let id = ob.engine.reserve_id()?;
+                ob.out.push_back(Output::Complete {
+                    id,
+                    outcome: Ok(raw),
+                });
+                return Ok(id);
+            }
+        }
         let stamped = with_meta(value.clone(), &self.meta).map_err(|_| {
             LocalError::InvalidParams("params must be a JSON object in the 2026-07-28 protocol")
         })?;
@@ -491,6 +518,7 @@ impl Modern {
             }
         };
         if !call.mrtr {
+            self.cache.store(&call.method, &call.params, &raw, now);
             self.calls.remove(&app);
             return Some((app, Ok(raw)));
         }
@@ -501,6 +529,9 @@ impl Modern {
         let fail = |message: String| Some((app, Err(RequestError::Transport { message })));
         match classify(&call.method, &value) {
             Ok(ResultKind::Complete) => {
+                if call.rounds == 0 {
+                    self.cache.store(&call.method, &call.params, &raw, now);
+                }
                 self.calls.remove(&app);
                 Some((app, Ok(raw)))
             }

@@ -12,11 +12,13 @@
 //!   errors    -32020 / -32021 / -32022 typed
 //!   headers   MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*
 //!   probe     era detection: stdio (server/discover) and HTTP (first POST)
+//!   cache     results a server says may be cached (ttlMs, SEP-2549)
 //! ```
 //!
 //! Source of truth: `schema/2026-07-28/schema.ts` and
 //! `docs/specification/2026-07-28/` in modelcontextprotocol/modelcontextprotocol.
 
+pub mod cache;
 pub mod discover;
 pub mod errors;
 pub mod headers;

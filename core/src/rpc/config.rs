@@ -124,12 +124,21 @@ pub struct RequestOptions {
     /// connection's [`default_max_total_timeout`](EngineConfig::default_max_total_timeout)
     /// when `reset_timeout_on_progress` is set, else no maximum.
     pub max_total_timeout: Option<Duration>,
+    /// Ask the server even when a fresh cached result exists (2026-07-28
+    /// `ttlMs` hints); the answer refreshes the cache.
+    pub bypass_cache: bool,
 }
 
 impl RequestOptions {
     /// Sets [`timeout`](Self::timeout).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`bypass_cache`](Self::bypass_cache).
+    pub fn bypass_cache(mut self, yes: bool) -> Self {
+        self.bypass_cache = yes;
         self
     }
 

@@ -182,6 +182,20 @@ impl Engine {
 
     // ---- application calls -------------------------------------------
 
+    /// An id for a request answered without the wire (a cached result the
+    /// caller completes itself): never sent, never pending.
+    pub fn reserve_id(&mut self) -> Result<u64, LocalError> {
+        if self.closed {
+            return Err(LocalError::Closed);
+        }
+        let id = self.next_id;
+        if id > i64::MAX as u64 {
+            return Err(LocalError::IdsExhausted);
+        }
+        self.next_id += 1;
+        Ok(id)
+    }
+
     /// Queues request `method` and returns its id (0, 1, 2, … per engine).
     ///
     /// The request's `Output::Send` is queued now and its one

@@ -228,6 +228,10 @@ pub struct Stats {
     /// waiting to be written (the peer stopped reading); also a
     /// [`Diagnostic::SendsDropped`] at the first of a run.
     pub sends_dropped: u64,
+    /// Requests answered from the connection's cache of results the
+    /// server said may be cached (2026-07-28 `ttlMs`), without a round
+    /// trip (filled in by the connection).
+    pub cache_hits: u64,
     /// Not a counter but the level at the snapshot: bytes not yet written
     /// to the peer (queued, and held by the driver). While the peer does
     /// not read it stays under twice

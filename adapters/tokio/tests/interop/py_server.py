@@ -12,6 +12,7 @@ import warnings
 from typing import Annotated
 
 import anyio
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve
 from mcp_types import ListRootsResult, SamplingMessage, TextContent
@@ -20,7 +21,12 @@ from pydantic import BaseModel
 # roots and sampling are deprecated in the 2026-07-28 era; still served.
 warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
 
-mcp = MCPServer("mcpwire-interop-py", version="1.0.0")
+# tools/list may be cached for a minute (SEP-2549: `ttlMs`, 2026-07-28 only).
+mcp = MCPServer(
+    "mcpwire-interop-py",
+    version="1.0.0",
+    cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
+)
 
 
 @mcp.tool()
