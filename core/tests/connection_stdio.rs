@@ -7,7 +7,9 @@ use mcpwire::connection::{
     CallError, CloseReason, Connection, ConnectionConfig, Diagnostic, EraPolicy, Input, Output,
     TransportSpec,
 };
-use mcpwire::mcp::methods::{CallTool, ListPrompts, ListTools, Paged, Ping, SetLoggingLevel};
+use mcpwire::mcp::methods::{
+    CallTool, ListPrompts, ListTools, Paged, Ping, SetLoggingLevel, Subscribe, Unsubscribe,
+};
 use mcpwire::mcp::types::{CallToolResult, ListChanged, ListToolsResult};
 use mcpwire::mcp::{parse_result, Paginator, ServerNotification};
 use mcpwire::rpc::{EngineConfig, ErrorObject, RequestError, RequestOptions};
@@ -722,6 +724,90 @@ fn modern_ready_with(config: ConnectionConfig, discover: &str) -> (Sim, u64) {
     );
     let listen = w[0]["id"].as_u64().unwrap();
     (sim, listen)
+}
+
+#[test]
+fn modern_subscribe_rides_on_subscriptions_listen() {
+    let discover = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}},"instructions":"hi","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"2.0"}}}"#;
+    let (mut sim, listen) = modern_ready_with(ConnectionConfig::default(), discover);
+    let subscribe = |sim: &mut Sim, uri: &str| {
+        let id = sim
+            .conn
+            .send(sim.now, &Subscribe::new(uri), RequestOptions::default())
+            .unwrap();
+        sim.drain();
+        id
+    };
+    let a = subscribe(&mut sim, "file:///a");
+    let w = sim.take_written();
+    // The old stream is cancelled; a new one carries the URI too.
+    let methods: Vec<&str> = w.iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        ["notifications/cancelled", "subscriptions/listen"],
+        "{w:?}"
+    );
+    assert_eq!(w[0]["params"]["requestId"], listen);
+    assert_eq!(
+        w[1]["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
+    );
+    assert!(
+        !w.iter().any(|m| m["method"] == "resources/subscribe"),
+        "no removed method goes out"
+    );
+    let listen2 = w[1]["id"].as_u64().unwrap();
+    // The old stream's end is not the application's business.
+    sim.server_says(json!({"jsonrpc":"2.0","id": listen,"result":{"resultType":"complete"}}));
+    assert!(sim.take_events().is_empty(), "{:?}", sim.events);
+    // Not complete until the server acknowledges it.
+    sim.server_says(json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}}}));
+    sim.completion(a).unwrap();
+    // Updates reach the notification stream as in 2025-11-25.
+    sim.server_says(json!({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}}));
+    let events = sim.take_events();
+    assert!(
+        matches!(events.as_slice(), [Output::Notification(ServerNotification::ResourceUpdated(u))] if u.uri == "file:///a"),
+        "{events:?}"
+    );
+    // A URI the server leaves out of the honoured filter fails its subscribe.
+    let b = subscribe(&mut sim, "file:///b");
+    let w = sim.take_written();
+    assert_eq!(w[0]["params"]["requestId"], listen2);
+    assert_eq!(
+        w[1]["params"]["notifications"]["resourceSubscriptions"],
+        json!(["file:///a", "file:///b"])
+    );
+    sim.server_says(json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a"]}}}));
+    assert!(matches!(
+        sim.completion(b),
+        Err(RequestError::Transport { message }) if message.contains("did not accept the subscription to file:///b")
+    ));
+    // Unsubscribe: done at once, the stream opened again without it.
+    let id = sim
+        .conn
+        .send(
+            sim.now,
+            &Unsubscribe::new("file:///a"),
+            RequestOptions::default(),
+        )
+        .unwrap();
+    sim.drain();
+    sim.completion(id).unwrap();
+    let w = sim.take_written();
+    assert_eq!(
+        w.last().unwrap()["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "{w:?}"
+    );
+    // A subscribe the server never acknowledges times out.
+    let c = subscribe(&mut sim, "file:///c");
+    sim.take_written();
+    sim.advance(Duration::from_secs(31));
+    assert!(matches!(
+        sim.completion(c),
+        Err(RequestError::Timeout { .. })
+    ));
 }
 
 #[test]

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use interop::*;
 use mcpwire_tokio::types::{Content, Root};
-use mcpwire_tokio::{CallOptions, Client, ConnectOptions, ErrorObject, ServerConfig};
+use mcpwire_tokio::{
+    CallOptions, Client, ConnectOptions, ErrorObject, ServerConfig, ServerNotification,
+};
 use serde_json::json;
 use tokio::process::Command;
 
@@ -187,6 +189,7 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
             "roots",
             "slow",
             "summarize",
+            "touch",
             "where"
         ]
     );
@@ -322,6 +325,51 @@ async fn exercise(client: Client, roots_asked: Arc<AtomicUsize>, transport: &str
     assert_eq!(read.contents[0].text.as_deref(), Some("Hello from Python"));
     let missing = client.read_resource("interop://nothing-here").await;
     assert!(missing.is_err(), "unknown resource read: {missing:?}");
+
+    // Subscriptions: in 2026-07-28 `resources/subscribe` is gone and the
+    // URI rides on `subscriptions/listen`; the update reaches the same
+    // notification stream. The SDK's MCPServer offers subscriptions only
+    // there.
+    let subscribable = client
+        .server()
+        .capabilities
+        .resources
+        .as_ref()
+        .and_then(|r| r.subscribe)
+        == Some(true);
+    assert_eq!(subscribable, era == Era::Modern, "{:?}", client.server());
+    let mut notes = client.notifications();
+    match era {
+        Era::Modern => {
+            client
+                .subscribe("interop://greeting")
+                .await
+                .expect("subscribe (acknowledged by the server)");
+            client
+                .call_tool("touch", json!({"uri": "interop://greeting"}))
+                .await
+                .expect("touch");
+            let updated = tokio::time::timeout(Duration::from_secs(5), async {
+                while let Some(n) = notes.recv().await {
+                    if let ServerNotification::ResourceUpdated(u) = n {
+                        return u.uri;
+                    }
+                }
+                String::new()
+            })
+            .await
+            .expect("notifications/resources/updated within 5 s");
+            assert_eq!(updated, "interop://greeting");
+            client
+                .unsubscribe("interop://greeting")
+                .await
+                .expect("unsubscribe");
+        }
+        Era::Legacy => {
+            let e = client.subscribe("interop://greeting").await.unwrap_err();
+            assert!(e.to_string().contains("subscribe"), "{e}");
+        }
+    }
 
     // Prompts.
     let prompts = client.list_prompts().await.expect("prompts/list");
@@ -494,7 +542,7 @@ async fn python_http_reinitializes_after_404() {
         let roots = client.call_tool("roots", json!({})).await.expect("roots");
         assert_eq!(ok_text("roots", &roots), ROOT_URI);
         let tools = client.list_tools().await.expect("tools/list");
-        assert_eq!(tools.len(), 8, "{tools:?}");
+        assert_eq!(tools.len(), 9, "{tools:?}");
         client.ping().await.expect("ping");
 
         within(Duration::from_secs(10), "close", client.close())

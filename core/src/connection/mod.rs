@@ -247,7 +247,7 @@ impl Connection {
         }
         if self.phase == Phase::Ready {
             if let Some(m) = self.modern.as_mut() {
-                m.reissue_due(now, outbox!(self));
+                m.handle_timeout(now, outbox!(self));
             }
         }
         if let Some(message) = self.wire.handle_timeout(now) {
@@ -594,7 +594,7 @@ impl Connection {
             rpc::Output::Notification { method, params } => {
                 if let Some(m) = self.modern.as_mut() {
                     if m.is_internal_notification(&method) {
-                        return m.subscription_acknowledged();
+                        return m.subscription_acknowledged(&mut self.out, params.as_deref());
                     }
                     m.notified(&method, params.as_deref());
                 }

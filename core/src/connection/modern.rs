@@ -11,7 +11,16 @@
 //!     resultType "input_required" ─► ServerRequest per input ─► respond … ─► retry (new id) ─► …
 //!  any call ─► its response stream ends before the response (HTTP) ─► backoff ─► the same
 //!     request again (new id), at most MAX_REISSUES times ─► … ─► the error
+//!  resources/subscribe {uri} ─► uri joins the filter ─► subscriptions/listen opened again
+//!     (the old one cancelled) ─► acknowledged with uri honoured ─► {} │ not honoured ─► error
+//!  resources/unsubscribe {uri} ─► uri leaves the filter ─► listen opened again ─► {}
 //! ```
+//!
+//! `resources/subscribe` and `resources/unsubscribe` do not exist in this
+//! era: `subscriptions/listen` carries the resource URIs
+//! (`resourceSubscriptions`) beside the list-change flags, so the
+//! application's subscribe keeps working and `notifications/resources/updated`
+//! reach the same notification stream as in the 2025-11-25 era.
 //!
 //! The application keeps one id per call: the first request's. Retries and
 //! re-issues get new JSON-RPC ids (the spec requires it) that map back to
@@ -52,6 +61,9 @@ const MAX_LISTEN_REOPENS: u32 = 5;
 pub(super) const MAX_REISSUES: u32 = 3;
 /// The wait before the first re-issue.
 pub(super) const REISSUE_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a subscribe waits for the server to acknowledge the stream
+/// that carries it.
+pub(super) const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a sub-state may touch while it handles one event: the engine (to
 /// send and cancel), the wire (to note the era headers of what it builds)
@@ -116,6 +128,16 @@ pub(super) struct Modern {
     reissue_at: Vec<(Instant, u64)>,
     /// Results the server said may be cached.
     cache: ResultCache,
+    /// The list-change flags of the listen filter (from the server's
+    /// capabilities; empty when the connection's listening is off).
+    listen_flags: Map<String, Value>,
+    /// The resource URIs subscribed to (the filter's
+    /// `resourceSubscriptions`).
+    resource_subs: BTreeSet<String>,
+    /// Listen requests replaced by a newer filter: their end is ours.
+    replaced: BTreeSet<u64>,
+    /// Subscribes waiting for the acknowledgement: (app id, uri, deadline).
+    awaiting_ack: Vec<(u64, String, Instant)>,
     /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
     tools: ToolHeaders,
 }
@@ -136,6 +158,10 @@ impl Modern {
             lost: BTreeSet::new(),
             reissue_at: Vec::new(),
             cache: ResultCache::new(),
+            listen_flags: Map::new(),
+            resource_subs: BTreeSet::new(),
+            replaced: BTreeSet::new(),
+            awaiting_ack: Vec::new(),
             tools: ToolHeaders::default(),
         }
     }
@@ -162,7 +188,11 @@ impl Modern {
     /// be issued again, whichever is first.
     pub(super) fn poll_timeout(&self) -> Option<Instant> {
         let reissue = self.reissue_at.iter().map(|(t, _)| *t).min();
-        [self.listen_retry, reissue].into_iter().flatten().min()
+        let ack = self.awaiting_ack.iter().map(|(_, _, t)| *t).min();
+        [self.listen_retry, reissue, ack]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Whether the reopening of `subscriptions/listen` is due at `now`
@@ -194,7 +224,30 @@ impl Modern {
         if caps.resources.as_ref().and_then(|c| c.list_changed) == Some(true) {
             wanted.insert("resourcesListChanged".into(), Value::Bool(true));
         }
-        if wanted.is_empty() || !enabled {
+        self.listen_flags = if enabled { wanted } else { Map::new() };
+        self.send_listen(now, ob);
+    }
+
+    /// Opens `subscriptions/listen` with the current filter (list-change
+    /// flags and resource URIs), replacing the one open; none when the
+    /// filter is empty.
+    fn relisten(&mut self, now: Instant, ob: &mut Outbox<'_>) {
+        if let Some(old) = self.listen_id.take() {
+            self.replaced.insert(old);
+            ob.engine.cancel(now, old, "subscription filter changed");
+        }
+        self.listen_retry = None;
+        self.listen_reopens = 0;
+        self.send_listen(now, ob);
+    }
+
+    fn send_listen(&mut self, now: Instant, ob: &mut Outbox<'_>) {
+        let mut wanted = self.listen_flags.clone();
+        if !self.resource_subs.is_empty() {
+            let uris = self.resource_subs.iter().cloned().map(Value::String);
+            wanted.insert("resourceSubscriptions".into(), Value::Array(uris.collect()));
+        }
+        if wanted.is_empty() {
             return;
         }
         let params = serde_json::json!({ "notifications": wanted });
@@ -213,11 +266,63 @@ impl Modern {
                 ob.wire.note_request(id, method, Some(&params), &self.tools);
                 self.listen_id = Some(id);
             }
-            Err(e) => ob
-                .out
-                .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
-                    "subscriptions/listen not sent: {e}"
-                )))),
+            Err(e) => {
+                ob.out
+                    .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                        "subscriptions/listen not sent: {e}"
+                    ))));
+                let message = format!("subscriptions/listen not sent: {e}");
+                self.fail_acks(ob.out, &message);
+            }
+        }
+    }
+
+    /// `resources/subscribe` or `resources/unsubscribe` of the application
+    /// (`params` its params): the URI joins or leaves the listen filter.
+    fn resource_subscription(
+        &mut self,
+        now: Instant,
+        ob: &mut Outbox<'_>,
+        subscribe: bool,
+        params: Option<&Value>,
+    ) -> Result<u64, CallError> {
+        let uri = params
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .ok_or(LocalError::InvalidParams("a subscription needs a uri"))?
+            .to_owned();
+        let id = ob.engine.reserve_id()?;
+        let changed = if subscribe {
+            self.resource_subs.insert(uri.clone())
+        } else {
+            self.resource_subs.remove(&uri)
+        };
+        if subscribe {
+            let deadline = now.checked_add(SUBSCRIBE_TIMEOUT).unwrap_or(now);
+            self.awaiting_ack.push((id, uri, deadline));
+        } else {
+            let ok =
+                serde_json::value::to_raw_value(&serde_json::json!({})).expect("JSON serializes");
+            ob.out.push_back(Output::Complete {
+                id,
+                outcome: Ok(ok),
+            });
+        }
+        if changed || (subscribe && self.listen_id.is_none()) {
+            self.relisten(now, ob);
+        }
+        Ok(id)
+    }
+
+    /// Subscribes still waiting fail with `message`.
+    fn fail_acks(&mut self, out: &mut VecDeque<Output>, message: &str) {
+        for (id, uri, _) in std::mem::take(&mut self.awaiting_ack) {
+            self.resource_subs.remove(&uri);
+            let message = format!("subscribing to {uri}: {message}");
+            out.push_back(Output::Complete {
+                id,
+                outcome: Err(RequestError::Transport { message }),
+            });
         }
     }
 
@@ -237,9 +342,57 @@ impl Modern {
         method == SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION
     }
 
-    /// The subscription is (again) in place: its reopens start over.
-    pub(super) fn subscription_acknowledged(&mut self) {
+    /// The subscription is (again) in place: its reopens start over, and
+    /// the subscribes waiting for it complete (an error for a URI the
+    /// server left out of the honoured filter).
+    pub(super) fn subscription_acknowledged(
+        &mut self,
+        out: &mut VecDeque<Output>,
+        params: Option<&RawValue>,
+    ) {
         self.listen_reopens = 0;
+        let honoured: Option<BTreeSet<String>> = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|v| {
+                let uris = v.get("notifications")?.get("resourceSubscriptions")?;
+                let uris = uris.as_array()?.iter().filter_map(Value::as_str);
+                Some(uris.map(str::to_owned).collect())
+            });
+        for (id, uri, _) in std::mem::take(&mut self.awaiting_ack) {
+            // No honoured list at all: the server did not narrow the filter.
+            let kept = honoured.as_ref().is_none_or(|h| h.contains(&uri));
+            let outcome = if kept {
+                Ok(serde_json::value::to_raw_value(&serde_json::json!({}))
+                    .expect("JSON serializes"))
+            } else {
+                self.resource_subs.remove(&uri);
+                Err(RequestError::Transport {
+                    message: format!("the server did not accept the subscription to {uri}"),
+                })
+            };
+            out.push_back(Output::Complete { id, outcome });
+        }
+    }
+
+    /// Timers: calls to issue again, subscribes not acknowledged in time.
+    pub(super) fn handle_timeout(&mut self, now: Instant, ob: &mut Outbox<'_>) {
+        self.reissue_due(now, ob);
+        if self.awaiting_ack.iter().any(|(_, _, t)| *t <= now) {
+            let (late, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.awaiting_ack)
+                .into_iter()
+                .partition(|(_, _, t)| *t <= now);
+            self.awaiting_ack = waiting;
+            for (id, uri, _) in late {
+                // The stream carries it all the same; the caller was told
+                // it failed, so it is no longer asked for.
+                self.resource_subs.remove(&uri);
+                let ms = SUBSCRIBE_TIMEOUT.as_millis() as u64;
+                ob.out.push_back(Output::Complete {
+                    id,
+                    outcome: Err(RequestError::Timeout { ms }),
+                });
+            }
+        }
     }
 
     // ---- application calls --------------------------------------------------
@@ -270,6 +423,11 @@ impl Modern {
         } else {
             method
         };
+        if method == "resources/subscribe" || method == "resources/unsubscribe" {
+            let value = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+            let subscribe = method == "resources/subscribe";
+            return self.resource_subscription(now, ob, subscribe, value.as_ref());
+        }
         let value = match params {
             None => None,
             Some(p) => Some(
@@ -329,7 +487,7 @@ impl Modern {
     }
 
     /// Issues again the calls whose backoff is over at `now`.
-    pub(super) fn reissue_due(&mut self, now: Instant, ob: &mut Outbox<'_>) {
+    fn reissue_due(&mut self, now: Instant, ob: &mut Outbox<'_>) {
         let due: Vec<u64> = self
             .reissue_at
             .iter()
@@ -449,6 +607,15 @@ impl Modern {
 
     /// The connection is closing: calls waiting for inputs complete too.
     pub(super) fn close(&mut self, out: &mut VecDeque<Output>, reason: &str) {
+        for (id, _, _) in std::mem::take(&mut self.awaiting_ack) {
+            let error = RequestError::Closed {
+                reason: reason.to_owned(),
+            };
+            out.push_back(Output::Complete {
+                id,
+                outcome: Err(error),
+            });
+        }
         let waiting: Vec<u64> = self
             .calls
             .iter()
@@ -478,6 +645,9 @@ impl Modern {
     ) -> Option<(u64, Outcome)> {
         if self.listen_id == Some(id) {
             self.listen_ended(now, ob.out, outcome);
+            return None;
+        }
+        if self.replaced.remove(&id) {
             return None;
         }
         let tool_list = self.tool_lists.remove(&id);
@@ -608,13 +778,14 @@ impl Modern {
     /// again after a backoff, a bounded number of times in a row.
     fn listen_ended(&mut self, now: Instant, out: &mut VecDeque<Output>, outcome: Outcome) {
         self.listen_id = None;
-        if matches!(outcome, Err(RequestError::Closed { .. })) {
-            return;
-        }
         let why = match &outcome {
             Ok(_) => "the server ended it".to_owned(),
             Err(e) => e.to_string(),
         };
+        self.fail_acks(out, &format!("subscriptions/listen ended ({why})"));
+        if matches!(outcome, Err(RequestError::Closed { .. })) {
+            return;
+        }
         let note = if self.listen_reopens < MAX_LISTEN_REOPENS {
             let delay = Duration::from_secs(1 << self.listen_reopens);
             self.listen_reopens += 1;

@@ -104,6 +104,14 @@ async def where(roots: Annotated[ListRootsResult, Resolve(client_roots)]) -> str
     return "\n".join(str(r.uri) for r in roots.roots)
 
 
+@mcp.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Announces that resource `uri` changed (to `subscriptions/listen`
+    streams: 2026-07-28)."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
+
+
 @mcp.resource("interop://greeting", name="greeting", mime_type="text/plain")
 def greeting() -> str:
     """A fixed text."""
