@@ -89,6 +89,11 @@ pub(crate) struct Cli {
     /// The OAuth scope to ask for (else the server's challenge decides).
     #[arg(long, global = true, value_name = "SCOPE")]
     pub(crate) scope: Option<String>,
+    /// Ask for bearer tokens even where the authorization server offers
+    /// DPoP-bound ones (RFC 9449; by default mcpwire proves a key it keeps
+    /// in the token store).
+    #[arg(long, global = true)]
+    pub(crate) no_dpop: bool,
     /// Protocol era: auto (probe for 2026-07-28, fall back to the
     /// 2025-11-25 handshake), legacy, or modern.
     #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]

@@ -341,6 +341,7 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
     if let Some(scope) = &cli.scope {
         auth = auth.scope(scope.clone());
     }
+    auth = auth.dpop(!cli.no_dpop);
     Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
 }
 

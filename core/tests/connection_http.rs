@@ -1347,6 +1347,7 @@ fn stored_state(scope: &str) -> AuthState {
             expires_in: None,
         },
         scope: Some(scope.into()),
+        dpop_key: None,
     }
 }
 

@@ -2,20 +2,24 @@
 //! flow whose every HTTP answer (status, body cut in arbitrary chunks) and
 //! redirect come from the input. Checks: no panic; the flow ends with
 //! exactly one `Done` or `Failed`; no exchange of the flow carries a bearer
-//! token; an authorization URL always asks for PKCE S256.
+//! token; an authorization URL always asks for PKCE S256; a DPoP proof
+//! goes out only when DPoP is enabled (answers may carry `DPoP-Nonce`).
 #![no_main]
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcpwire::auth::{parse_challenges, AuthAction, AuthConfig, AuthFlow, Grant, Secrets, Trigger};
+use mcpwire::auth::{
+    parse_challenges, AuthAction, AuthConfig, AuthFlow, Grant, Secrets, Trigger, WallClock,
+};
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::transport::{ExchangeId, HttpUrl};
 
 #[derive(Arbitrary, Debug)]
 struct Answer<'a> {
     status: u16,
+    dpop_nonce: Option<&'a str>,
     silent: bool,
     sizes: Vec<u8>,
     body: &'a [u8],
@@ -26,6 +30,7 @@ struct Input<'a> {
     www: Vec<&'a str>,
     step_up: bool,
     client_credentials: bool,
+    dpop: bool,
     answers: Vec<Answer<'a>>,
     redirect: &'a str,
 }
@@ -43,6 +48,8 @@ fuzz_target!(|input: Input<'_>| {
             .client_credentials
             .then(|| mcpwire::auth::ClientCredentials::confidential("c", "s")),
         max_document: 4096,
+        dpop: input.dpop,
+        wall_clock: Some(WallClock::anchor(Instant::now(), SystemTime::now())),
         ..AuthConfig::default()
     };
     let trigger = Trigger {
@@ -68,6 +75,7 @@ fuzz_target!(|input: Input<'_>| {
                     assert!(req
                         .header("authorization")
                         .map_or(true, |v| v.starts_with("Basic ")));
+                    assert!(input.dpop || req.header("dpop").is_none());
                     let Some(ans) = answers.next() else { continue };
                     if ans.silent {
                         continue;
@@ -76,7 +84,10 @@ fuzz_target!(|input: Input<'_>| {
                         status: ans.status.clamp(100, 599),
                         reason: String::new(),
                         version: 1,
-                        headers: Vec::new(),
+                        headers: ans
+                            .dpop_nonce
+                            .map(|n| vec![("DPoP-Nonce".to_owned(), n.as_bytes().to_vec())])
+                            .unwrap_or_default(),
                     };
                     flow.handle_head(now, req.exchange, &head);
                     let mut rest = ans.body;

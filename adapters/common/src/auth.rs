@@ -10,12 +10,12 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mcpwire::auth::resource_covers;
 pub use mcpwire::auth::{
-    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials, Grant,
-    TokenAuthMethod, Tokens,
+    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials, DpopKey,
+    Grant, TokenAuthMethod, Tokens, WallClock,
 };
 use mcpwire::exchange::HttpUrl;
 
@@ -113,6 +113,14 @@ impl AuthOptions {
         self
     }
 
+    /// Whether to ask for DPoP-bound tokens (RFC 9449) where the
+    /// authorization server offers them (default true): a key pair per
+    /// client, kept in the token store with the tokens.
+    pub fn dpop(mut self, yes: bool) -> Self {
+        self.config.dpop = yes;
+        self
+    }
+
     /// Any other setting of the core's [`AuthConfig`].
     pub fn config(mut self, f: impl FnOnce(&mut AuthConfig)) -> Self {
         f(&mut self.config);
@@ -134,6 +142,11 @@ impl AuthOptions {
     pub fn for_endpoint(&self, endpoint: &str) -> AuthConfig {
         let mut c = self.config.clone();
         c.redirect_uri = self.redirect.redirect_uri();
+        if c.wall_clock.is_none() {
+            // The core has no clock: DPoP proofs are dated from this anchor
+            // and the `now` of each call.
+            c.wall_clock = Some(WallClock::anchor(Instant::now(), SystemTime::now()));
+        }
         if c.state.is_none() {
             c.state = self.store.load(endpoint);
         }
@@ -497,6 +510,7 @@ mod tests {
                 expires_in: None,
             },
             scope: None,
+            dpop_key: None,
         }
     }
 

@@ -15,8 +15,8 @@ use super::wire::{
     Secrets,
 };
 use super::{
-    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, Grant, TokenAuthMethod,
-    Tokens,
+    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, DpopKey, Grant,
+    ProofRequest, TokenAuthMethod, Tokens,
 };
 use crate::exchange::challenge::{bearer, Challenge};
 use crate::exchange::{
@@ -33,8 +33,17 @@ pub struct Trigger {
 }
 
 impl Trigger {
+    /// A parameter of the `Bearer` challenge, else of the `DPoP` one.
     fn param(&self, name: &str) -> Option<&str> {
-        bearer(&self.challenges).and_then(|c| c.param(name))
+        bearer(&self.challenges)
+            .or_else(|| self.dpop_challenge())
+            .and_then(|c| c.param(name))
+    }
+
+    fn dpop_challenge(&self) -> Option<&Challenge> {
+        self.challenges
+            .iter()
+            .find(|c| c.scheme.eq_ignore_ascii_case("dpop"))
     }
 
     /// Whether this is a step-up (403 `insufficient_scope`).
@@ -82,6 +91,8 @@ struct Current {
     status: Option<u16>,
     body: Vec<u8>,
     deadline: Instant,
+    /// The answer's `DPoP-Nonce`, if any.
+    dpop_nonce: Option<String>,
 }
 
 /// How an exchange ended.
@@ -145,6 +156,15 @@ pub struct AuthFlow {
     /// The server no longer knows the stored client (`invalid_client`):
     /// register again instead of reusing it.
     client_forgotten: bool,
+    /// The DPoP key token requests prove (RFC 9449), once chosen.
+    dpop: Option<DpopKey>,
+    /// The last token request (endpoint, parameters before the client's
+    /// authentication), to send again with a DPoP nonce.
+    token_request: Option<(String, Vec<(String, String)>)>,
+    /// The last answer's `DPoP-Nonce`.
+    answer_nonce: Option<String>,
+    /// A token request was already sent again for a nonce.
+    nonce_retried: bool,
 }
 
 impl std::fmt::Debug for AuthFlow {
@@ -190,6 +210,10 @@ impl AuthFlow {
             scope: None,
             notes: Vec::new(),
             client_forgotten: false,
+            dpop: None,
+            token_request: None,
+            answer_nonce: None,
+            nonce_retried: false,
         };
         let refreshable = flow.previous.as_ref().is_some_and(|p| {
             p.tokens.refresh_token.is_some() && resource_covers(&p.resource, &flow.endpoint)
@@ -270,6 +294,10 @@ impl AuthFlow {
     pub fn handle_head(&mut self, _now: Instant, exchange: ExchangeId, head: &ResponseHead) {
         if let Some(c) = self.current.as_mut().filter(|c| c.id == exchange) {
             c.status = Some(head.status);
+            c.dpop_nonce = head
+                .header("dpop-nonce")
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .map(|v| v.trim().to_owned());
         }
     }
 
@@ -297,6 +325,12 @@ impl AuthFlow {
             return;
         }
         let c = self.current.take().expect("owned");
+        self.answer_nonce = c.dpop_nonce.clone();
+        if let (Some(key), Some(nonce), Ok(url)) =
+            (&self.dpop, &c.dpop_nonce, HttpUrl::parse(&c.url))
+        {
+            key.remember_nonce(&url, nonce);
+        }
         let answer = match c.status {
             Some(status) => Answer::Response {
                 status,
@@ -398,6 +432,7 @@ impl AuthFlow {
         self.client = Some(prev.client.clone());
         self.issuer = prev.issuer.clone();
         self.scope = prev.scope.clone();
+        self.dpop = prev.dpop_key.clone().filter(|_| self.dpop_usable());
         self.step = Step::Refresh;
         let pairs = vec![
             ("grant_type".to_owned(), "refresh_token".to_owned()),
@@ -705,7 +740,37 @@ impl AuthFlow {
             .and_then(|s| s.token_endpoint.clone())
             .unwrap_or_default();
         self.step = Step::Token;
+        if let Err(e) = self.choose_dpop() {
+            return self.fail(e);
+        }
         self.post_token(now, &endpoint, pairs);
+    }
+
+    /// Whether proofs can be made (enabled, and a clock to date them).
+    fn dpop_usable(&self) -> bool {
+        self.config.dpop && self.config.wall_clock.is_some()
+    }
+
+    /// DPoP for the tokens when the authorization server lists ES256 for
+    /// proofs or the resource challenged with `DPoP`: the stored key when
+    /// there is one (tokens stay bound to one key), else a fresh one.
+    fn choose_dpop(&mut self) -> Result<(), AuthError> {
+        if self.dpop.is_some() || !self.dpop_usable() {
+            return Ok(());
+        }
+        let listed = self
+            .server
+            .as_ref()
+            .and_then(|s| s.dpop_signing_alg_values_supported.as_ref())
+            .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+        if !listed && self.trigger.dpop_challenge().is_none() {
+            return Ok(());
+        }
+        self.dpop = match self.previous.as_ref().and_then(|p| p.dpop_key.clone()) {
+            Some(key) => Some(key),
+            None => Some(DpopKey::generate().map_err(|e| AuthError::Config(e.to_string()))?),
+        };
+        Ok(())
     }
 
     /// POSTs a token request with the client's authentication.
@@ -717,9 +782,32 @@ impl AuthFlow {
             ),
             ("Accept".to_owned(), "application/json".to_owned()),
         ];
+        self.token_request = Some((endpoint.to_owned(), pairs.clone()));
         let Some(client) = self.client.clone() else {
             return self.fail(AuthError::Config("no client".into()));
         };
+        if let Some(key) = &self.dpop {
+            let Ok(url) = HttpUrl::parse(endpoint) else {
+                return self.fail(AuthError::Metadata {
+                    url: endpoint.to_owned(),
+                    reason: "not an absolute http(s) URL".into(),
+                });
+            };
+            let iat = self
+                .config
+                .wall_clock
+                .map(|c| c.unix_secs(now))
+                .unwrap_or_default();
+            let request = ProofRequest {
+                method: "POST",
+                url: &url,
+                access_token: None,
+            };
+            match key.proof(request, iat) {
+                Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
+                Err(e) => return self.fail(AuthError::Config(e.to_string())),
+            }
+        }
         let method = self.auth_method(&client);
         if let Some(c) = self.client.as_mut() {
             c.auth_method = Some(method);
@@ -799,6 +887,18 @@ impl AuthFlow {
     }
 
     fn token_answer(&mut self, now: Instant, url: &str, answer: Answer, refreshing: bool) {
+        // RFC 9449 §8: the server wants a nonce in the proof; send the same
+        // request again, once, with the nonce it gave (remembered by now).
+        if let Answer::Response { status: 400, body } = &answer {
+            let asked = oauth_error(body).0 == "use_dpop_nonce";
+            if asked && self.dpop.is_some() && self.answer_nonce.is_some() && !self.nonce_retried {
+                if let Some((endpoint, pairs)) = self.token_request.clone() {
+                    self.nonce_retried = true;
+                    return self.post_token(now, &endpoint, pairs);
+                }
+            }
+        }
+        let dpop = self.dpop.is_some();
         let outcome = match answer {
             Answer::Response { status: 200, body } => {
                 match serde_json::from_slice::<TokenResponse>(&body) {
@@ -807,15 +907,18 @@ impl AuthFlow {
                         reason: "empty access_token".into(),
                     }),
                     Ok(t)
-                        if t.token_type
-                            .as_deref()
-                            .is_some_and(|ty| !ty.eq_ignore_ascii_case("bearer")) =>
+                        if t.token_type.as_deref().is_some_and(|ty| {
+                            let accepted = ty.eq_ignore_ascii_case("bearer")
+                                || (dpop && ty.eq_ignore_ascii_case("dpop"));
+                            !accepted
+                        }) =>
                     {
                         Err(AuthError::Metadata {
                             url: url.to_owned(),
                             reason: format!(
-                                "token_type {:?} is not Bearer",
-                                t.token_type.unwrap_or_default()
+                                "token_type {:?} is not {}",
+                                t.token_type.unwrap_or_default(),
+                                if dpop { "Bearer or DPoP" } else { "Bearer" }
                             ),
                         })
                     }
@@ -841,6 +944,10 @@ impl AuthFlow {
         };
         match outcome {
             Ok(t) => {
+                let bound = t
+                    .token_type
+                    .as_deref()
+                    .is_some_and(|ty| ty.eq_ignore_ascii_case("dpop"));
                 let old_refresh = self
                     .previous
                     .as_ref()
@@ -864,6 +971,7 @@ impl AuthFlow {
                     client: self.client.clone().expect("chosen"),
                     tokens,
                     scope: self.scope.clone(),
+                    dpop_key: self.dpop.clone().filter(|_| bound),
                 };
                 self.step = Step::Finished;
                 self.actions.push_back(AuthAction::Done(state));
@@ -955,6 +1063,7 @@ impl AuthFlow {
             status: None,
             body: Vec::new(),
             deadline: now.checked_add(self.config.exchange_timeout).unwrap_or(now),
+            dpop_nonce: None,
         });
         self.actions.push_back(AuthAction::Http(HttpRequest {
             exchange: id,

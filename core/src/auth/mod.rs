@@ -37,6 +37,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::exchange::challenge::{bearer, parse_challenges, Challenge};
+pub use crate::exchange::dpop::{DpopBinding, DpopError, DpopKey, ProofRequest, WallClock};
 pub use flow::{AuthAction, AuthFlow, Trigger};
 pub use metadata::{
     resource_covers, resource_metadata_urls, server_metadata_urls, ResourceMetadata, ServerMetadata,
@@ -176,12 +177,36 @@ pub struct AuthState {
     /// The scope last asked for (step-up adds to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The DPoP key the tokens are bound to (RFC 9449; `None`: bearer
+    /// tokens). Kept with them so that refreshed tokens stay bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<DpopKey>,
 }
 
 impl AuthState {
-    /// The `Authorization` header value for the resource.
+    /// `Bearer <token>` (see [`authorization`](Self::authorization) for
+    /// the header to send).
     pub fn bearer(&self) -> String {
         format!("Bearer {}", self.tokens.access_token)
+    }
+
+    /// The `Authorization` header value for the resource: `DPoP <token>`
+    /// for a DPoP-bound token, else `Bearer <token>`.
+    pub fn authorization(&self) -> String {
+        match self.dpop_key {
+            Some(_) => format!("DPoP {}", self.tokens.access_token),
+            None => self.bearer(),
+        }
+    }
+
+    /// What a transport needs to prove possession of the key, for a
+    /// DPoP-bound token (`None`: bearer, or no wall clock to date proofs).
+    pub fn dpop_binding(&self, clock: Option<WallClock>) -> Option<DpopBinding> {
+        Some(DpopBinding {
+            key: self.dpop_key.clone()?,
+            clock: clock?,
+            access_token: self.tokens.access_token.clone(),
+        })
     }
 }
 
@@ -244,6 +269,13 @@ pub struct AuthConfig {
     pub assertion: Option<AssertionSigner>,
     /// The scope to ask for, instead of the challenge's or the metadata's.
     pub scope: Option<String>,
+    /// Ask for DPoP-bound tokens (RFC 9449) when the authorization server
+    /// lists ES256 in `dpop_signing_alg_values_supported` or the resource
+    /// challenges with `DPoP` (default true; needs `wall_clock`).
+    pub dpop: bool,
+    /// Dates DPoP proofs (the core has no clock). Without it no DPoP is
+    /// used: tokens are requested as bearer tokens.
+    pub wall_clock: Option<WallClock>,
     /// How long the user has to complete the authorization (default 5 min).
     pub authorize_timeout: Duration,
     /// How long each discovery, registration or token exchange may take
@@ -268,6 +300,8 @@ impl Default for AuthConfig {
             state: None,
             assertion: None,
             scope: None,
+            dpop: true,
+            wall_clock: None,
             authorize_timeout: Duration::from_secs(300),
             exchange_timeout: Duration::from_secs(30),
             max_document: 256 * 1024,
@@ -288,6 +322,7 @@ impl fmt::Debug for AuthConfig {
             .field("state", &self.state.as_ref().map(|s| &s.resource))
             .field("assertion", &self.assertion.as_ref().map(|_| "<signer>"))
             .field("scope", &self.scope)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
