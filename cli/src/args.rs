@@ -94,6 +94,11 @@ pub(crate) struct Cli {
     /// in the token store).
     #[arg(long, global = true)]
     pub(crate) no_dpop: bool,
+    /// Workload identity federation (RFC 7523 JWT bearer grant, needs
+    /// --client-id): where the workload's JWT is read at each token
+    /// request: file:PATH, env:VAR, cmd:COMMAND ARGS or value:JWT.
+    #[arg(long, global = true, value_name = "SOURCE")]
+    pub(crate) workload_identity: Option<String>,
     /// Protocol era: auto (probe for 2026-07-28, fall back to the
     /// 2025-11-25 handshake), legacy, or modern.
     #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]

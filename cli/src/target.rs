@@ -13,6 +13,7 @@ use mcpwire_manager::{
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
     AuthOptions, Client, ConnectOptions, FileStore, LoopbackRedirect, MemoryStore, ServerConfig,
+    TokenSource,
 };
 use serde_json::{Map, Value};
 
@@ -342,6 +343,12 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
         auth = auth.scope(scope.clone());
     }
     auth = auth.dpop(!cli.no_dpop);
+    if let Some(spec) = &cli.workload_identity {
+        if cli.client_id.is_none() {
+            return Err(Fail::usage("--workload-identity needs --client-id"));
+        }
+        auth = auth.workload_identity(TokenSource::parse(spec).map_err(Fail::usage)?);
+    }
     Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
 }
 

@@ -1,11 +1,13 @@
 //! Fuzz `auth`: arbitrary `WWW-Authenticate` values, and an authorization
-//! flow whose every HTTP answer (status, body cut in arbitrary chunks) and
-//! redirect come from the input. Checks: no panic; the flow ends with
-//! exactly one `Done` or `Failed`; no exchange of the flow carries a bearer
-//! token; an authorization URL always asks for PKCE S256; a DPoP proof
-//! goes out only when DPoP is enabled (answers may carry `DPoP-Nonce`).
+//! flow (any of the three grants) whose every HTTP answer (status, body cut
+//! in arbitrary chunks) and redirect come from the input. Checks: no
+//! panic; the flow ends with exactly one `Done` or `Failed`; no exchange of
+//! the flow carries a bearer token; an authorization URL always asks for
+//! PKCE S256; a DPoP proof goes out only when DPoP is enabled (answers may
+//! carry `DPoP-Nonce`).
 #![no_main]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arbitrary::Arbitrary;
@@ -29,7 +31,9 @@ struct Answer<'a> {
 struct Input<'a> {
     www: Vec<&'a str>,
     step_up: bool,
-    client_credentials: bool,
+    /// Authorization code, client credentials or JWT bearer (workload
+    /// identity), by its value modulo 3.
+    grant: u8,
     dpop: bool,
     answers: Vec<Answer<'a>>,
     redirect: &'a str,
@@ -37,16 +41,17 @@ struct Input<'a> {
 
 fuzz_target!(|input: Input<'_>| {
     let challenges = parse_challenges(input.www.iter().copied());
+    let grant = match input.grant % 3 {
+        0 => Grant::AuthorizationCode,
+        1 => Grant::ClientCredentials,
+        _ => Grant::JwtBearer,
+    };
     let config = AuthConfig {
         redirect_uri: "http://127.0.0.1:9/callback".into(),
-        grant: if input.client_credentials {
-            Grant::ClientCredentials
-        } else {
-            Grant::AuthorizationCode
-        },
-        client: input
-            .client_credentials
+        grant,
+        client: (!grant.needs_user())
             .then(|| mcpwire::auth::ClientCredentials::confidential("c", "s")),
+        workload_identity: Some(Arc::new(|| Ok("workload.jwt.sig".to_owned()))),
         max_document: 4096,
         dpop: input.dpop,
         wall_clock: Some(WallClock::anchor(Instant::now(), SystemTime::now())),

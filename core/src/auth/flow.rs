@@ -15,8 +15,8 @@ use super::wire::{
     Secrets,
 };
 use super::{
-    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, DpopKey, Grant,
-    ProofRequest, TokenAuthMethod, Tokens,
+    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, CredentialSource,
+    DpopKey, Grant, ProofRequest, TokenAuthMethod, Tokens,
 };
 use crate::exchange::challenge::{bearer, Challenge};
 use crate::exchange::{
@@ -220,7 +220,7 @@ impl AuthFlow {
         });
         if !flow.trigger.is_step_up() && refreshable {
             flow.refresh(now);
-        } else if flow.config.grant == Grant::AuthorizationCode && !flow.config.interactive {
+        } else if flow.config.grant.needs_user() && !flow.config.interactive {
             // Nobody to approve: don't touch the network (no registration
             // for an authorization that cannot happen).
             flow.fail(AuthError::InteractionRequired);
@@ -535,7 +535,7 @@ impl AuthFlow {
             return;
         };
         let (urls, idx) = (urls.clone(), *idx);
-        let need_authorize = self.config.grant == Grant::AuthorizationCode;
+        let need_authorize = self.config.grant.needs_user();
         match parse_document::<ServerMetadata>(answer) {
             Ok(m) => {
                 let expected = if self.legacy {
@@ -588,10 +588,11 @@ impl AuthFlow {
         };
         if let Some(c) = &self.config.client {
             self.client = Some(c.clone());
-        } else if self.config.grant == Grant::ClientCredentials {
-            return self.fail(AuthError::Config(
-                "the client credentials grant needs a pre-registered client".into(),
-            ));
+        } else if !self.config.grant.needs_user() {
+            return self.fail(AuthError::Config(format!(
+                "the {} grant needs a pre-registered client",
+                grant_name(self.config.grant)
+            )));
         } else if let (Some(true), Some(url)) = (
             server.client_id_metadata_document_supported,
             &self.config.client_metadata_url,
@@ -701,7 +702,31 @@ impl AuthFlow {
                 pairs.push(("resource".to_owned(), self.resource.clone()));
                 self.token_request(now, pairs);
             }
+            Grant::JwtBearer => {
+                let Some(source) = self.config.workload_identity.clone() else {
+                    return self.fail(AuthError::Config(
+                        "the JWT bearer grant needs a workload identity token source".into(),
+                    ));
+                };
+                match read_credential(&source, "workload identity token") {
+                    Ok(assertion) => self.jwt_bearer(now, assertion),
+                    Err(e) => self.fail(e),
+                }
+            }
         }
+    }
+
+    /// RFC 7523 §2.1: the assertion is the grant.
+    fn jwt_bearer(&mut self, now: Instant, assertion: String) {
+        let mut pairs = vec![
+            ("grant_type".to_owned(), JWT_BEARER.to_owned()),
+            ("assertion".to_owned(), assertion),
+        ];
+        if let Some(s) = &self.scope {
+            pairs.push(("scope".to_owned(), s.clone()));
+        }
+        pairs.push(("resource".to_owned(), self.resource.clone()));
+        self.token_request(now, pairs);
     }
 
     fn authorize(&mut self, now: Instant) {
@@ -1028,7 +1053,7 @@ impl AuthFlow {
             .as_ref()
             .and_then(|s| s.scopes_supported.as_ref())
             .is_some_and(|l| l.iter().any(|x| x == "offline_access"));
-        if self.config.offline_access && offered && self.config.grant == Grant::AuthorizationCode {
+        if self.config.offline_access && offered && self.config.grant.needs_user() {
             add(&mut scopes, "offline_access");
         }
         Some(scopes.join(" "))
@@ -1094,6 +1119,30 @@ impl AuthFlow {
         self.step = Step::Finished;
         self.actions.push_back(AuthAction::Failed(error));
     }
+}
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// The grant's name in messages.
+fn grant_name(grant: Grant) -> &'static str {
+    match grant {
+        Grant::AuthorizationCode => "authorization code",
+        Grant::ClientCredentials => "client credentials",
+        Grant::JwtBearer => "JWT bearer",
+    }
+}
+
+/// Reads a credential from its source: one token of visible ASCII (a
+/// compact JWT; surrounding white space is dropped).
+fn read_credential(source: &CredentialSource, what: &str) -> Result<String, AuthError> {
+    let value = source().map_err(|e| AuthError::Config(format!("reading the {what}: {e}")))?;
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(AuthError::Config(format!(
+            "the {what} is empty or not a single token"
+        )));
+    }
+    Ok(value.to_owned())
 }
 
 /// The endpoint as an RFC 8707 resource: no fragment (there is none in an

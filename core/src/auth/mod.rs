@@ -212,6 +212,7 @@ impl AuthState {
 
 /// Which grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Grant {
     /// Authorization code with PKCE: a user approves in a browser.
     #[default]
@@ -219,7 +220,24 @@ pub enum Grant {
     /// Client credentials (machine to machine; needs a pre-registered
     /// client): no user involved.
     ClientCredentials,
+    /// Workload identity federation: the RFC 7523 JWT bearer grant with
+    /// the assertion [`AuthConfig::workload_identity`] reads (needs a
+    /// pre-registered client): no user involved.
+    JwtBearer,
 }
+
+impl Grant {
+    /// Whether the grant sends a user to the browser.
+    pub fn needs_user(self) -> bool {
+        self == Grant::AuthorizationCode
+    }
+}
+
+/// Reads a credential (a compact JWT) when a flow needs one: a workload
+/// identity token. Called anew for every token request, so a rotated file
+/// or a new command output is used once the tokens expire. The driver provides it (the core does no I/O);
+/// `mcpwire-adapter` has ones for a file, a variable and a command.
+pub type CredentialSource = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
 /// What a client assertion (RFC 7523 `private_key_jwt`) must say. The
 /// signer adds `iat` and `exp` from its clock and signs.
@@ -276,6 +294,8 @@ pub struct AuthConfig {
     /// Dates DPoP proofs (the core has no clock). Without it no DPoP is
     /// used: tokens are requested as bearer tokens.
     pub wall_clock: Option<WallClock>,
+    /// The workload's identity token for [`Grant::JwtBearer`].
+    pub workload_identity: Option<CredentialSource>,
     /// How long the user has to complete the authorization (default 5 min).
     pub authorize_timeout: Duration,
     /// How long each discovery, registration or token exchange may take
@@ -302,6 +322,7 @@ impl Default for AuthConfig {
             scope: None,
             dpop: true,
             wall_clock: None,
+            workload_identity: None,
             authorize_timeout: Duration::from_secs(300),
             exchange_timeout: Duration::from_secs(30),
             max_document: 256 * 1024,
@@ -323,6 +344,10 @@ impl fmt::Debug for AuthConfig {
             .field("assertion", &self.assertion.as_ref().map(|_| "<signer>"))
             .field("scope", &self.scope)
             .field("dpop", &self.dpop)
+            .field(
+                "workload_identity",
+                &self.workload_identity.as_ref().map(|_| "<source>"),
+            )
             .finish_non_exhaustive()
     }
 }

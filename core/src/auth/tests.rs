@@ -1253,3 +1253,122 @@ fn dpop_refresh_keeps_the_stored_key() {
         "refresh_token"
     );
 }
+
+// ---- workload identity (RFC 7523) ------------------------------------------
+
+/// A web whose authorization server takes only the JWT bearer grant.
+fn jwt_bearer_web(auth_method: &str) -> Web {
+    let mut m = asm(AS);
+    m["grant_types_supported"] = serde_json::json!(["urn:ietf:params:oauth:grant-type:jwt-bearer"]);
+    m["token_endpoint_auth_methods_supported"] = serde_json::json!([auth_method]);
+    m.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    happy().route(
+        &format!("{AS}/.well-known/oauth-authorization-server"),
+        200,
+        m,
+    )
+}
+
+/// A credential source that counts its reads and gives `values` in turn
+/// (the last one again when they run out).
+fn counted(values: &[&str]) -> (CredentialSource, Arc<Mutex<usize>>) {
+    let values: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+    let reads = Arc::new(Mutex::new(0));
+    let r = reads.clone();
+    let source: CredentialSource = Arc::new(move || {
+        let mut n = r.lock().unwrap();
+        *n += 1;
+        Ok(values[(*n - 1).min(values.len() - 1)].clone())
+    });
+    (source, reads)
+}
+
+#[test]
+fn workload_identity_jwt_bearer_grant_reads_the_token_at_each_flow() {
+    let (source, reads) = counted(&["wl.jwt.1\n", "wl.jwt.2"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        client: Some(ClientCredentials::public("workload")),
+        workload_identity: Some(source),
+        ..config()
+    };
+    for expected in ["wl.jwt.1", "wl.jwt.2"] {
+        let r = run_with(
+            jwt_bearer_web("none"),
+            cfg.clone(),
+            trigger(r#"Bearer scope="s1""#),
+            None,
+            |_| panic!("no user"),
+        );
+        ok(&r);
+        let f = r.web.form(&format!("{AS}/token"));
+        assert_eq!(
+            f["grant_type"],
+            "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        );
+        assert_eq!(f["assertion"], expected, "read fresh, trimmed");
+        assert_eq!(f["scope"], "s1");
+        assert_eq!(f["resource"], MCP);
+        assert_eq!(f["client_id"], "workload");
+        assert!(!r.web.urls().iter().any(|u| u.ends_with("/register")));
+    }
+    assert_eq!(*reads.lock().unwrap(), 2);
+}
+
+#[test]
+fn workload_identity_errors_are_typed_and_not_retried() {
+    // The server refuses the assertion: the error, once, no other grant.
+    let (source, _) = counted(&["wl"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        client: Some(ClientCredentials::public("workload")),
+        workload_identity: Some(source),
+        ..config()
+    };
+    let web = jwt_bearer_web("none").route(
+        &format!("{AS}/token"),
+        400,
+        serde_json::json!({"error": "invalid_grant"}),
+    );
+    let r = run_with(web, cfg.clone(), trigger("Bearer"), None, |_| {
+        panic!("no user")
+    });
+    assert!(matches!(err(&r), AuthError::Token { error, .. } if error == "invalid_grant"));
+    let tokens = r
+        .web
+        .urls()
+        .iter()
+        .filter(|u| u.ends_with("/token"))
+        .count();
+    assert_eq!(tokens, 1);
+    // A source that fails, or gives no token, or none at all: Config.
+    for source in [
+        Some(Arc::new(|| Err("no such file".to_owned())) as CredentialSource),
+        Some(Arc::new(|| Ok("  \n".to_owned())) as CredentialSource),
+        Some(Arc::new(|| Ok("two words".to_owned())) as CredentialSource),
+        None,
+    ] {
+        let cfg = AuthConfig {
+            workload_identity: source,
+            ..cfg.clone()
+        };
+        let r = run_with(jwt_bearer_web("none"), cfg, trigger("Bearer"), None, |_| {
+            panic!("no user")
+        });
+        assert!(matches!(err(&r), AuthError::Config(_)), "{:?}", err(&r));
+        assert!(!r.web.urls().iter().any(|u| u.ends_with("/token")));
+    }
+    // Without a client: Config, nothing sent to the token endpoint.
+    let (source, _) = counted(&["wl"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        workload_identity: Some(source),
+        ..config()
+    };
+    let r = run_with(jwt_bearer_web("none"), cfg, trigger("Bearer"), None, |_| {
+        panic!("no user")
+    });
+    assert!(matches!(err(&r), AuthError::Config(m) if m.contains("pre-registered")));
+}

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use mcpwire::auth::{base64url, AssertionClaims, ClientCredentials, Grant, TokenAuthMethod};
 use mcpwire_tests::oauth::fetch_redirect;
 use mcpwire_tokio::auth::FnRedirect;
-use mcpwire_tokio::{AuthOptions, Client, ConnectOptions, ErrorObject, ServerConfig};
+use mcpwire_tokio::{AuthOptions, Client, ConnectOptions, ErrorObject, ServerConfig, TokenSource};
 use serde_json::{json, Map, Value};
 
 /// The Client ID Metadata Document URL the suite expects (basic-cimd).
@@ -72,6 +72,10 @@ fn auth_options(scenario: &str) -> Result<AuthOptions, String> {
     }
     if scenario.starts_with("auth/client-credentials") {
         auth = auth.config(|c| c.grant = Grant::ClientCredentials);
+    }
+    // Workload identity federation: the workload's JWT is handed over.
+    if let Some(jwt) = context["valid_jwt"].as_str() {
+        auth = auth.workload_identity(TokenSource::Value(jwt.to_owned()));
     }
     Ok(auth)
 }
