@@ -99,6 +99,20 @@ pub(crate) struct Cli {
     /// request: file:PATH, env:VAR, cmd:COMMAND ARGS or value:JWT.
     #[arg(long, global = true, value_name = "SOURCE")]
     pub(crate) workload_identity: Option<String>,
+    /// Enterprise-managed authorization (SEP-990, needs --client-id and
+    /// --idp-token-endpoint): where the user's ID token from the
+    /// enterprise IdP is read (file:PATH, env:VAR, cmd:COMMAND, value:JWT).
+    #[arg(long, global = true, value_name = "SOURCE")]
+    pub(crate) idp_id_token: Option<String>,
+    /// The enterprise IdP's token endpoint (RFC 8693 token exchange).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) idp_token_endpoint: Option<String>,
+    /// This client's id at the enterprise IdP.
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) idp_client_id: Option<String>,
+    /// This client's secret at the enterprise IdP.
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub(crate) idp_client_secret: Option<String>,
     /// Protocol era: auto (probe for 2026-07-28, fall back to the
     /// 2025-11-25 handshake), legacy, or modern.
     #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]

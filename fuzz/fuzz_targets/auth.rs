@@ -1,5 +1,5 @@
 //! Fuzz `auth`: arbitrary `WWW-Authenticate` values, and an authorization
-//! flow (any of the three grants) whose every HTTP answer (status, body cut
+//! flow (any of the four grants) whose every HTTP answer (status, body cut
 //! in arbitrary chunks) and redirect come from the input. Checks: no
 //! panic; the flow ends with exactly one `Done` or `Failed`; no exchange of
 //! the flow carries a bearer token; an authorization URL always asks for
@@ -13,7 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mcpwire::auth::{
-    parse_challenges, AuthAction, AuthConfig, AuthFlow, Grant, Secrets, Trigger, WallClock,
+    parse_challenges, AuthAction, AuthConfig, AuthFlow, EnterpriseIdp, Grant, Secrets, Trigger,
+    WallClock,
 };
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::transport::{ExchangeId, HttpUrl};
@@ -31,8 +32,8 @@ struct Answer<'a> {
 struct Input<'a> {
     www: Vec<&'a str>,
     step_up: bool,
-    /// Authorization code, client credentials or JWT bearer (workload
-    /// identity), by its value modulo 3.
+    /// Authorization code, client credentials, JWT bearer (workload
+    /// identity) or enterprise-managed (ID-JAG), by its value modulo 4.
     grant: u8,
     dpop: bool,
     answers: Vec<Answer<'a>>,
@@ -41,10 +42,11 @@ struct Input<'a> {
 
 fuzz_target!(|input: Input<'_>| {
     let challenges = parse_challenges(input.www.iter().copied());
-    let grant = match input.grant % 3 {
+    let grant = match input.grant % 4 {
         0 => Grant::AuthorizationCode,
         1 => Grant::ClientCredentials,
-        _ => Grant::JwtBearer,
+        2 => Grant::JwtBearer,
+        _ => Grant::EnterpriseManaged,
     };
     let config = AuthConfig {
         redirect_uri: "http://127.0.0.1:9/callback".into(),
@@ -52,6 +54,12 @@ fuzz_target!(|input: Input<'_>| {
         client: (!grant.needs_user())
             .then(|| mcpwire::auth::ClientCredentials::confidential("c", "s")),
         workload_identity: Some(Arc::new(|| Ok("workload.jwt.sig".to_owned()))),
+        enterprise: Some(EnterpriseIdp {
+            token_endpoint: "https://idp.example/token".into(),
+            client_id: "idp-client".into(),
+            client_secret: None,
+            id_token: Arc::new(|| Ok("id.token.sig".to_owned())),
+        }),
         max_document: 4096,
         dpop: input.dpop,
         wall_clock: Some(WallClock::anchor(Instant::now(), SystemTime::now())),

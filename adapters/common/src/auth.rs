@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mcpwire::auth::resource_covers;
 pub use mcpwire::auth::{
     AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials,
-    CredentialSource, DpopKey, Grant, TokenAuthMethod, Tokens, WallClock,
+    CredentialSource, DpopKey, EnterpriseIdp, Grant, TokenAuthMethod, Tokens, WallClock,
 };
 use mcpwire::exchange::HttpUrl;
 
@@ -131,6 +131,23 @@ impl AuthOptions {
         self
     }
 
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the
+    /// user's ID token from the enterprise IdP (read from `id_token` at
+    /// every token request) is exchanged at `idp.token_endpoint` for an
+    /// ID-JAG, which the MCP server's authorization server takes as a JWT
+    /// bearer grant. Needs a pre-registered client there
+    /// ([`client`](Self::client)).
+    pub fn enterprise(mut self, idp: EnterpriseIdpOptions, id_token: TokenSource) -> Self {
+        self.config.grant = Grant::EnterpriseManaged;
+        self.config.enterprise = Some(EnterpriseIdp {
+            token_endpoint: idp.token_endpoint,
+            client_id: idp.client_id,
+            client_secret: idp.client_secret,
+            id_token: id_token.reader(),
+        });
+        self
+    }
+
     /// Any other setting of the core's [`AuthConfig`].
     pub fn config(mut self, f: impl FnOnce(&mut AuthConfig)) -> Self {
         f(&mut self.config);
@@ -170,6 +187,17 @@ impl std::fmt::Debug for AuthOptions {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// The enterprise IdP of [`AuthOptions::enterprise`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnterpriseIdpOptions {
+    /// The IdP's token endpoint (RFC 8693 token exchange).
+    pub token_endpoint: String,
+    /// This client's id at the IdP.
+    pub client_id: String,
+    /// This client's secret at the IdP, if any.
+    pub client_secret: Option<String>,
 }
 
 /// Where a credential (a compact JWT: a workload identity token, an ID

@@ -53,7 +53,8 @@ pub mod tls;
 pub mod wait;
 
 pub use auth::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenSource, TokenStore,
+    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
+    TokenSource, TokenStore,
 };
 pub use client::Client;
 pub use error::Error;

@@ -76,10 +76,20 @@ pub enum AuthAction {
 #[derive(Debug)]
 enum Step {
     Refresh,
-    ResourceMetadata { urls: Vec<String>, idx: usize },
-    ServerMetadata { urls: Vec<String>, idx: usize },
+    ResourceMetadata {
+        urls: Vec<String>,
+        idx: usize,
+    },
+    ServerMetadata {
+        urls: Vec<String>,
+        idx: usize,
+    },
     Register,
-    Redirect { deadline: Instant },
+    /// SEP-990: the token exchange at the enterprise IdP.
+    IdpExchange,
+    Redirect {
+        deadline: Instant,
+    },
     Token,
     Finished,
 }
@@ -713,6 +723,7 @@ impl AuthFlow {
                     Err(e) => self.fail(e),
                 }
             }
+            Grant::EnterpriseManaged => self.idp_exchange(now),
         }
     }
 
@@ -727,6 +738,118 @@ impl AuthFlow {
         }
         pairs.push(("resource".to_owned(), self.resource.clone()));
         self.token_request(now, pairs);
+    }
+
+    /// SEP-990: the IdP's ID token for an ID-JAG naming this authorization
+    /// server and resource (RFC 8693 token exchange at the IdP).
+    fn idp_exchange(&mut self, now: Instant) {
+        let Some(idp) = self.config.enterprise.clone() else {
+            return self.fail(AuthError::Config(
+                "enterprise-managed authorization needs an enterprise IdP".into(),
+            ));
+        };
+        match HttpUrl::parse(&idp.token_endpoint) {
+            Ok(u) if super::wire::is_secure(&u) => {}
+            Ok(_) => {
+                return self.fail(AuthError::InsecureUrl {
+                    url: idp.token_endpoint,
+                })
+            }
+            Err(e) => {
+                return self.fail(AuthError::Config(format!(
+                    "enterprise IdP token endpoint {:?}: {}",
+                    idp.token_endpoint, e.reason
+                )))
+            }
+        }
+        let id_token = match read_credential(&idp.id_token, "enterprise ID token") {
+            Ok(t) => t,
+            Err(e) => return self.fail(e),
+        };
+        let audience = self.issuer.clone().unwrap_or_else(|| {
+            self.server
+                .as_ref()
+                .and_then(|s| s.token_endpoint.clone())
+                .unwrap_or_default()
+        });
+        let mut pairs = vec![
+            ("grant_type", TOKEN_EXCHANGE),
+            ("requested_token_type", ID_JAG),
+            ("subject_token", id_token.as_str()),
+            ("subject_token_type", ID_TOKEN),
+            ("audience", audience.as_str()),
+            ("resource", self.resource.as_str()),
+        ];
+        if let Some(s) = &self.scope {
+            pairs.push(("scope", s.as_str()));
+        }
+        let mut headers = vec![
+            (
+                "Content-Type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
+            ("Accept".to_owned(), "application/json".to_owned()),
+        ];
+        match &idp.client_secret {
+            Some(secret) => headers.push((
+                "Authorization".to_owned(),
+                basic_credentials(&idp.client_id, secret),
+            )),
+            None => pairs.push(("client_id", idp.client_id.as_str())),
+        }
+        let body = encode_form(pairs);
+        self.step = Step::IdpExchange;
+        self.send(
+            now,
+            HttpMethod::Post,
+            &idp.token_endpoint,
+            headers,
+            body.into_bytes(),
+        );
+    }
+
+    fn idp_exchange_answer(&mut self, now: Instant, url: &str, answer: Answer) {
+        #[derive(Deserialize)]
+        struct Exchanged {
+            access_token: String,
+            #[serde(default)]
+            issued_token_type: Option<String>,
+        }
+        match answer {
+            Answer::Response { status: 200, body } => {
+                match serde_json::from_slice::<Exchanged>(&body) {
+                    Ok(e) if e.access_token.is_empty() => self.fail(AuthError::Metadata {
+                        url: url.to_owned(),
+                        reason: "empty ID-JAG".into(),
+                    }),
+                    Ok(e) if e.issued_token_type.as_deref().is_some_and(|t| t != ID_JAG) => self
+                        .fail(AuthError::Metadata {
+                            url: url.to_owned(),
+                            reason: format!(
+                                "issued_token_type {:?} is not an ID-JAG",
+                                e.issued_token_type.unwrap_or_default()
+                            ),
+                        }),
+                    Ok(e) => self.jwt_bearer(now, e.access_token),
+                    Err(e) => self.fail(AuthError::Metadata {
+                        url: url.to_owned(),
+                        reason: format!("not a token exchange response: {e}"),
+                    }),
+                }
+            }
+            Answer::Response { status, body } => {
+                let (error, description) = oauth_error(&body);
+                self.fail(AuthError::Token {
+                    status,
+                    error,
+                    description,
+                })
+            }
+            Answer::Failed(message) => self.fail(AuthError::Exchange {
+                url: url.to_owned(),
+                message,
+            }),
+        }
     }
 
     fn authorize(&mut self, now: Instant) {
@@ -1107,6 +1230,7 @@ impl AuthFlow {
             Step::ResourceMetadata { .. } => self.resource_metadata_answer(now, url, answer),
             Step::ServerMetadata { .. } => self.server_metadata_answer(now, url, answer),
             Step::Register => self.register_answer(now, url, answer),
+            Step::IdpExchange => self.idp_exchange_answer(now, url, answer),
             Step::Token => self.token_answer(now, url, answer, false),
             Step::Redirect { .. } | Step::Finished => {}
         }
@@ -1122,6 +1246,9 @@ impl AuthFlow {
 }
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
 
 /// The grant's name in messages.
 fn grant_name(grant: Grant) -> &'static str {
@@ -1129,6 +1256,7 @@ fn grant_name(grant: Grant) -> &'static str {
         Grant::AuthorizationCode => "authorization code",
         Grant::ClientCredentials => "client credentials",
         Grant::JwtBearer => "JWT bearer",
+        Grant::EnterpriseManaged => "enterprise-managed (ID-JAG)",
     }
 }
 

@@ -224,6 +224,12 @@ pub enum Grant {
     /// the assertion [`AuthConfig::workload_identity`] reads (needs a
     /// pre-registered client): no user involved.
     JwtBearer,
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the
+    /// enterprise IdP's ID token ([`AuthConfig::enterprise`]) is exchanged
+    /// there for an ID-JAG (RFC 8693), which the MCP server's
+    /// authorization server takes as a JWT bearer grant (RFC 7523; needs a
+    /// pre-registered client): no user involved.
+    EnterpriseManaged,
 }
 
 impl Grant {
@@ -234,10 +240,33 @@ impl Grant {
 }
 
 /// Reads a credential (a compact JWT) when a flow needs one: a workload
-/// identity token. Called anew for every token request, so a rotated file
-/// or a new command output is used once the tokens expire. The driver provides it (the core does no I/O);
+/// identity token, an enterprise IdP's ID token. Called anew for every
+/// token request, so a rotated file or a new command output is used once
+/// the tokens expire. The driver provides it (the core does no I/O);
 /// `mcpwire-adapter` has ones for a file, a variable and a command.
 pub type CredentialSource = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+/// The enterprise identity provider of [`Grant::EnterpriseManaged`].
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    /// Its token endpoint (RFC 8693 token exchange).
+    pub token_endpoint: String,
+    /// This client's id there.
+    pub client_id: String,
+    /// This client's secret there, if it has one (sent with HTTP Basic).
+    pub client_secret: Option<String>,
+    /// The user's ID token from the IdP (the exchange's subject token).
+    pub id_token: CredentialSource,
+}
+
+impl fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
 
 /// What a client assertion (RFC 7523 `private_key_jwt`) must say. The
 /// signer adds `iat` and `exp` from its clock and signs.
@@ -296,6 +325,8 @@ pub struct AuthConfig {
     pub wall_clock: Option<WallClock>,
     /// The workload's identity token for [`Grant::JwtBearer`].
     pub workload_identity: Option<CredentialSource>,
+    /// The enterprise IdP for [`Grant::EnterpriseManaged`].
+    pub enterprise: Option<EnterpriseIdp>,
     /// How long the user has to complete the authorization (default 5 min).
     pub authorize_timeout: Duration,
     /// How long each discovery, registration or token exchange may take
@@ -323,6 +354,7 @@ impl Default for AuthConfig {
             dpop: true,
             wall_clock: None,
             workload_identity: None,
+            enterprise: None,
             authorize_timeout: Duration::from_secs(300),
             exchange_timeout: Duration::from_secs(30),
             max_document: 256 * 1024,
@@ -348,6 +380,7 @@ impl fmt::Debug for AuthConfig {
                 "workload_identity",
                 &self.workload_identity.as_ref().map(|_| "<source>"),
             )
+            .field("enterprise", &self.enterprise)
             .finish_non_exhaustive()
     }
 }

@@ -1254,7 +1254,7 @@ fn dpop_refresh_keeps_the_stored_key() {
     );
 }
 
-// ---- workload identity (RFC 7523) ------------------------------------------
+// ---- workload identity (RFC 7523) and enterprise-managed (SEP-990) -----------
 
 /// A web whose authorization server takes only the JWT bearer grant.
 fn jwt_bearer_web(auth_method: &str) -> Web {
@@ -1371,4 +1371,160 @@ fn workload_identity_errors_are_typed_and_not_retried() {
         panic!("no user")
     });
     assert!(matches!(err(&r), AuthError::Config(m) if m.contains("pre-registered")));
+}
+
+const IDP: &str = "https://idp.example";
+
+fn enterprise_config(id_token: CredentialSource, secret: Option<&str>) -> AuthConfig {
+    AuthConfig {
+        grant: Grant::EnterpriseManaged,
+        client: Some(ClientCredentials::confidential("mcp-client", "mcp-secret")),
+        enterprise: Some(EnterpriseIdp {
+            token_endpoint: format!("{IDP}/token"),
+            client_id: "idp-client".into(),
+            client_secret: secret.map(str::to_owned),
+            id_token,
+        }),
+        ..config()
+    }
+}
+
+#[test]
+fn enterprise_managed_exchanges_the_id_token_then_the_id_jag() {
+    let (source, reads) = counted(&["id.token.1"]);
+    let web = jwt_bearer_web("client_secret_basic").route(
+        &format!("{IDP}/token"),
+        200,
+        serde_json::json!({
+            "access_token": "id.jag.1",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "token_type": "N_A",
+        }),
+    );
+    let r = run_with(
+        web,
+        enterprise_config(source, None),
+        trigger(r#"Bearer scope="s1""#),
+        None,
+        |_| panic!("no user"),
+    );
+    let s = ok(&r);
+    assert_eq!(s.tokens.access_token, "at-1");
+    assert_eq!(*reads.lock().unwrap(), 1);
+    // First the token exchange at the IdP ...
+    let x = r.web.form(&format!("{IDP}/token"));
+    assert_eq!(
+        x["grant_type"],
+        "urn:ietf:params:oauth:grant-type:token-exchange"
+    );
+    assert_eq!(
+        x["requested_token_type"],
+        "urn:ietf:params:oauth:token-type:id-jag"
+    );
+    assert_eq!(x["subject_token"], "id.token.1");
+    assert_eq!(
+        x["subject_token_type"],
+        "urn:ietf:params:oauth:token-type:id_token"
+    );
+    assert_eq!(
+        x["audience"], AS,
+        "the ID-JAG is for this authorization server"
+    );
+    assert_eq!(x["resource"], MCP);
+    assert_eq!(x["scope"], "s1");
+    assert_eq!(x["client_id"], "idp-client");
+    // ... then the ID-JAG as a JWT bearer grant, with the client's
+    // authentication there.
+    let idp_at = r
+        .web
+        .urls()
+        .iter()
+        .position(|u| u == &format!("{IDP}/token"));
+    let as_at = r
+        .web
+        .urls()
+        .iter()
+        .position(|u| u == &format!("{AS}/token"));
+    assert!(idp_at < as_at);
+    let f = r.web.form(&format!("{AS}/token"));
+    assert_eq!(
+        f["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(f["assertion"], "id.jag.1");
+    assert_eq!(f["resource"], MCP);
+    let as_req = r
+        .web
+        .requests
+        .iter()
+        .find(|q| q.url.to_string() == format!("{AS}/token"))
+        .unwrap();
+    assert_eq!(
+        as_req.header("authorization"),
+        Some(basic_of("mcp-client", "mcp-secret").as_str())
+    );
+    // No secret of the MCP client goes to the IdP.
+    let idp_req = r
+        .web
+        .requests
+        .iter()
+        .find(|q| q.url.to_string() == format!("{IDP}/token"))
+        .unwrap();
+    assert_eq!(idp_req.header("authorization"), None);
+}
+
+#[test]
+fn enterprise_managed_failures_are_typed() {
+    let idp_answers = [
+        (400, serde_json::json!({"error": "invalid_grant"})),
+        (
+            200,
+            serde_json::json!({"access_token": "x", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}),
+        ),
+        (200, serde_json::json!({"access_token": ""})),
+        (200, serde_json::json!({"nope": 1})),
+    ];
+    for (status, body) in idp_answers {
+        let (source, _) = counted(&["id"]);
+        let web =
+            jwt_bearer_web("client_secret_basic").route(&format!("{IDP}/token"), status, body);
+        let r = run_with(
+            web,
+            enterprise_config(source, Some("idp-secret")),
+            trigger("Bearer"),
+            None,
+            |_| panic!("no user"),
+        );
+        match err(&r) {
+            AuthError::Token {
+                status: 400, error, ..
+            } => assert_eq!(error, "invalid_grant"),
+            AuthError::Metadata { url, .. } => assert_eq!(url, &format!("{IDP}/token")),
+            e => panic!("unexpected {e:?}"),
+        }
+        assert!(!r.web.urls().iter().any(|u| u == &format!("{AS}/token")));
+        // The IdP secret goes with HTTP Basic, not in the body.
+        let idp_req = r
+            .web
+            .requests
+            .iter()
+            .find(|q| q.url.to_string() == format!("{IDP}/token"))
+            .unwrap();
+        assert_eq!(
+            idp_req.header("authorization"),
+            Some(basic_of("idp-client", "idp-secret").as_str())
+        );
+    }
+    // An IdP over plain HTTP elsewhere than loopback is refused.
+    let (source, _) = counted(&["id"]);
+    let mut cfg = enterprise_config(source, None);
+    cfg.enterprise.as_mut().unwrap().token_endpoint = "http://idp.example/token".into();
+    let r = run_with(
+        jwt_bearer_web("client_secret_basic"),
+        cfg,
+        trigger("Bearer"),
+        None,
+        |_| panic!("no user"),
+    );
+    assert!(matches!(err(&r), AuthError::InsecureUrl { .. }));
 }
