@@ -87,7 +87,7 @@ pub enum DpopError {
 
 /// A DPoP key pair (ES256), and the nonces servers gave for it. Clones
 /// share the key and the nonces. Stored (in an
-/// [`AuthState`](super::AuthState)) as base64url PKCS#8, so that refreshed
+/// [`AuthState`](crate::auth::AuthState)) as base64url PKCS#8, so that refreshed
 /// tokens stay bound to it.
 #[derive(Clone)]
 pub struct DpopKey {
