@@ -89,6 +89,30 @@ pub(crate) struct Cli {
     /// The OAuth scope to ask for (else the server's challenge decides).
     #[arg(long, global = true, value_name = "SCOPE")]
     pub(crate) scope: Option<String>,
+    /// Ask for bearer tokens even where the authorization server offers
+    /// DPoP-bound ones (RFC 9449; by default mcpwire proves a key it keeps
+    /// in the token store).
+    #[arg(long, global = true)]
+    pub(crate) no_dpop: bool,
+    /// Workload identity federation (RFC 7523 JWT bearer grant, needs
+    /// --client-id): where the workload's JWT is read at each token
+    /// request: file:PATH, env:VAR, cmd:COMMAND ARGS or value:JWT.
+    #[arg(long, global = true, value_name = "SOURCE")]
+    pub(crate) workload_identity: Option<String>,
+    /// Enterprise-managed authorization (SEP-990, needs --client-id and
+    /// --idp-token-endpoint): where the user's ID token from the
+    /// enterprise IdP is read (file:PATH, env:VAR, cmd:COMMAND, value:JWT).
+    #[arg(long, global = true, value_name = "SOURCE")]
+    pub(crate) idp_id_token: Option<String>,
+    /// The enterprise IdP's token endpoint (RFC 8693 token exchange).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) idp_token_endpoint: Option<String>,
+    /// This client's id at the enterprise IdP.
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) idp_client_id: Option<String>,
+    /// This client's secret at the enterprise IdP.
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub(crate) idp_client_secret: Option<String>,
     /// Protocol era: auto (probe for 2026-07-28, fall back to the
     /// 2025-11-25 handshake), legacy, or modern.
     #[arg(long, global = true, value_name = "ERA", value_parser = ["auto", "legacy", "modern"])]

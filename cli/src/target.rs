@@ -12,7 +12,8 @@ use mcpwire_manager::{
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
-    AuthOptions, Client, ConnectOptions, FileStore, LoopbackRedirect, MemoryStore, ServerConfig,
+    AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect,
+    MemoryStore, ServerConfig, TokenSource,
 };
 use serde_json::{Map, Value};
 
@@ -459,6 +460,37 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
     }
     if let Some(scope) = &cli.scope {
         auth = auth.scope(scope.clone());
+    }
+    auth = auth.dpop(!cli.no_dpop);
+    if let Some(spec) = &cli.workload_identity {
+        if cli.client_id.is_none() {
+            return Err(Fail::usage("--workload-identity needs --client-id"));
+        }
+        auth = auth.workload_identity(TokenSource::parse(spec).map_err(Fail::usage)?);
+    }
+    match (&cli.idp_id_token, &cli.idp_token_endpoint) {
+        (Some(spec), Some(endpoint)) => {
+            if cli.workload_identity.is_some() {
+                return Err(Fail::usage(
+                    "--workload-identity and --idp-id-token are two different grants",
+                ));
+            }
+            if cli.client_id.is_none() {
+                return Err(Fail::usage("--idp-id-token needs --client-id"));
+            }
+            let idp = EnterpriseIdpOptions {
+                token_endpoint: endpoint.clone(),
+                client_id: cli.idp_client_id.clone().unwrap_or_default(),
+                client_secret: cli.idp_client_secret.clone(),
+            };
+            auth = auth.enterprise(idp, TokenSource::parse(spec).map_err(Fail::usage)?);
+        }
+        (None, None) => {}
+        _ => {
+            return Err(Fail::usage(
+                "--idp-id-token and --idp-token-endpoint go together",
+            ))
+        }
     }
     Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
 }

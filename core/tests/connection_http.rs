@@ -1347,6 +1347,7 @@ fn stored_state(scope: &str) -> AuthState {
             expires_in: None,
         },
         scope: Some(scope.into()),
+        dpop_key: None,
     }
 }
 
@@ -1853,4 +1854,64 @@ fn modern_http_era_headers_follow_each_message() {
         note.header("Mcp-Method"),
         Some("notifications/roots/list_changed")
     );
+}
+
+/// The claims of a request's DPoP proof.
+fn dpop_claims(r: &HttpRequest) -> Value {
+    use base64::Engine as _;
+    let proof = r.header("dpop").expect("a DPoP proof");
+    let claims = proof.split('.').nth(1).unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(claims)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn auth_stored_dpop_bound_token_proves_its_key_and_follows_the_nonce() {
+    let key = mcpwire::auth::DpopKey::generate().unwrap();
+    let mut state = stored_state("read");
+    state.dpop_key = Some(key.clone());
+    let mut config = auth_config();
+    let auth = config.auth.as_mut().unwrap();
+    auth.state = Some(state);
+    auth.wall_clock = Some(mcpwire::auth::WallClock::anchor(
+        Instant::now(),
+        std::time::SystemTime::now(),
+    ));
+    let mut sim = Sim::http(config);
+    let init = sim.next_request();
+    assert_eq!(init.header("authorization"), Some("DPoP tok-0"));
+    let c = dpop_claims(&init);
+    assert_eq!(c["htm"], "POST");
+    assert_eq!(c["htu"], URL);
+    assert_eq!(c["ath"], mcpwire::auth::pkce_challenge("tok-0"));
+    assert!(c.get("nonce").is_none());
+    // The server wants a nonce: the same initialize again, with it, and no
+    // authorization flow.
+    sim.head(
+        init.exchange,
+        401,
+        &[
+            ("WWW-Authenticate", r#"DPoP error="use_dpop_nonce""#),
+            ("DPoP-Nonce", "rs-nonce"),
+        ],
+    );
+    sim.end(init.exchange);
+    let again = sim.next_request();
+    assert_eq!(again.purpose, ExchangePurpose::Request);
+    assert_eq!(body(&again)["method"], "initialize");
+    let c2 = dpop_claims(&again);
+    assert_eq!(c2["nonce"], "rs-nonce");
+    assert_ne!(c["jti"], c2["jti"]);
+    sim.json(
+        again.exchange,
+        &[("Mcp-Session-Id", "s-1")],
+        &reply(0, INIT_RESULT),
+    );
+    let initialized = sim.next_request();
+    assert_eq!(dpop_claims(&initialized)["nonce"], "rs-nonce");
+    assert_eq!(initialized.header("authorization"), Some("DPoP tok-0"));
 }

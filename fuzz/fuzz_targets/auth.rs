@@ -1,21 +1,28 @@
 //! Fuzz `auth`: arbitrary `WWW-Authenticate` values, and an authorization
-//! flow whose every HTTP answer (status, body cut in arbitrary chunks) and
-//! redirect come from the input. Checks: no panic; the flow ends with
-//! exactly one `Done` or `Failed`; no exchange of the flow carries a bearer
-//! token; an authorization URL always asks for PKCE S256.
+//! flow (any of the four grants) whose every HTTP answer (status, body cut
+//! in arbitrary chunks) and redirect come from the input. Checks: no
+//! panic; the flow ends with exactly one `Done` or `Failed`; no exchange of
+//! the flow carries a bearer token; an authorization URL always asks for
+//! PKCE S256; a DPoP proof goes out only when DPoP is enabled (answers may
+//! carry `DPoP-Nonce`).
 #![no_main]
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcpwire::auth::{parse_challenges, AuthAction, AuthConfig, AuthFlow, Grant, Secrets, Trigger};
+use mcpwire::auth::{
+    parse_challenges, AuthAction, AuthConfig, AuthFlow, EnterpriseIdp, Grant, Secrets, Trigger,
+    WallClock,
+};
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::transport::{ExchangeId, HttpUrl};
 
 #[derive(Arbitrary, Debug)]
 struct Answer<'a> {
     status: u16,
+    dpop_nonce: Option<&'a str>,
     silent: bool,
     sizes: Vec<u8>,
     body: &'a [u8],
@@ -25,24 +32,37 @@ struct Answer<'a> {
 struct Input<'a> {
     www: Vec<&'a str>,
     step_up: bool,
-    client_credentials: bool,
+    /// Authorization code, client credentials, JWT bearer (workload
+    /// identity) or enterprise-managed (ID-JAG), by its value modulo 4.
+    grant: u8,
+    dpop: bool,
     answers: Vec<Answer<'a>>,
     redirect: &'a str,
 }
 
 fuzz_target!(|input: Input<'_>| {
     let challenges = parse_challenges(input.www.iter().copied());
+    let grant = match input.grant % 4 {
+        0 => Grant::AuthorizationCode,
+        1 => Grant::ClientCredentials,
+        2 => Grant::JwtBearer,
+        _ => Grant::EnterpriseManaged,
+    };
     let config = AuthConfig {
         redirect_uri: "http://127.0.0.1:9/callback".into(),
-        grant: if input.client_credentials {
-            Grant::ClientCredentials
-        } else {
-            Grant::AuthorizationCode
-        },
-        client: input
-            .client_credentials
+        grant,
+        client: (!grant.needs_user())
             .then(|| mcpwire::auth::ClientCredentials::confidential("c", "s")),
+        workload_identity: Some(Arc::new(|| Ok("workload.jwt.sig".to_owned()))),
+        enterprise: Some(EnterpriseIdp {
+            token_endpoint: "https://idp.example/token".into(),
+            client_id: "idp-client".into(),
+            client_secret: None,
+            id_token: Arc::new(|| Ok("id.token.sig".to_owned())),
+        }),
         max_document: 4096,
+        dpop: input.dpop,
+        wall_clock: Some(WallClock::anchor(Instant::now(), SystemTime::now())),
         ..AuthConfig::default()
     };
     let trigger = Trigger {
@@ -68,6 +88,7 @@ fuzz_target!(|input: Input<'_>| {
                     assert!(req
                         .header("authorization")
                         .map_or(true, |v| v.starts_with("Basic ")));
+                    assert!(input.dpop || req.header("dpop").is_none());
                     let Some(ans) = answers.next() else { continue };
                     if ans.silent {
                         continue;
@@ -76,7 +97,10 @@ fuzz_target!(|input: Input<'_>| {
                         status: ans.status.clamp(100, 599),
                         reason: String::new(),
                         version: 1,
-                        headers: Vec::new(),
+                        headers: ans
+                            .dpop_nonce
+                            .map(|n| vec![("DPoP-Nonce".to_owned(), n.as_bytes().to_vec())])
+                            .unwrap_or_default(),
                     };
                     flow.handle_head(now, req.exchange, &head);
                     let mut rest = ans.body;

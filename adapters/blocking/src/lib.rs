@@ -66,7 +66,8 @@ pub use mcpwire_adapter::{
     ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
+    TokenSource, TokenStore,
 };
 
 /// How to connect: who we are, which server requests we answer (with

@@ -10,12 +10,12 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mcpwire::auth::resource_covers;
 pub use mcpwire::auth::{
-    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials, Grant,
-    TokenAuthMethod, Tokens,
+    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials,
+    CredentialSource, DpopKey, EnterpriseIdp, Grant, TokenAuthMethod, Tokens, WallClock,
 };
 use mcpwire::exchange::HttpUrl;
 
@@ -113,6 +113,41 @@ impl AuthOptions {
         self
     }
 
+    /// Whether to ask for DPoP-bound tokens (RFC 9449) where the
+    /// authorization server offers them (default true): a key pair per
+    /// client, kept in the token store with the tokens.
+    pub fn dpop(mut self, yes: bool) -> Self {
+        self.config.dpop = yes;
+        self
+    }
+
+    /// Workload identity federation: tokens by the RFC 7523 JWT bearer
+    /// grant, its assertion read from `source` at every token request (so
+    /// a rotated token is used once the tokens expire). Needs a
+    /// pre-registered client ([`client`](Self::client)).
+    pub fn workload_identity(mut self, source: TokenSource) -> Self {
+        self.config.grant = Grant::JwtBearer;
+        self.config.workload_identity = Some(source.reader());
+        self
+    }
+
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the
+    /// user's ID token from the enterprise IdP (read from `id_token` at
+    /// every token request) is exchanged at `idp.token_endpoint` for an
+    /// ID-JAG, which the MCP server's authorization server takes as a JWT
+    /// bearer grant. Needs a pre-registered client there
+    /// ([`client`](Self::client)).
+    pub fn enterprise(mut self, idp: EnterpriseIdpOptions, id_token: TokenSource) -> Self {
+        self.config.grant = Grant::EnterpriseManaged;
+        self.config.enterprise = Some(EnterpriseIdp {
+            token_endpoint: idp.token_endpoint,
+            client_id: idp.client_id,
+            client_secret: idp.client_secret,
+            id_token: id_token.reader(),
+        });
+        self
+    }
+
     /// Any other setting of the core's [`AuthConfig`].
     pub fn config(mut self, f: impl FnOnce(&mut AuthConfig)) -> Self {
         f(&mut self.config);
@@ -134,6 +169,11 @@ impl AuthOptions {
     pub fn for_endpoint(&self, endpoint: &str) -> AuthConfig {
         let mut c = self.config.clone();
         c.redirect_uri = self.redirect.redirect_uri();
+        if c.wall_clock.is_none() {
+            // The core has no clock: DPoP proofs are dated from this anchor
+            // and the `now` of each call.
+            c.wall_clock = Some(WallClock::anchor(Instant::now(), SystemTime::now()));
+        }
         if c.state.is_none() {
             c.state = self.store.load(endpoint);
         }
@@ -147,6 +187,116 @@ impl std::fmt::Debug for AuthOptions {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// The enterprise IdP of [`AuthOptions::enterprise`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnterpriseIdpOptions {
+    /// The IdP's token endpoint (RFC 8693 token exchange).
+    pub token_endpoint: String,
+    /// This client's id at the IdP.
+    pub client_id: String,
+    /// This client's secret at the IdP, if any.
+    pub client_secret: Option<String>,
+}
+
+/// Where a credential (a compact JWT: a workload identity token, an ID
+/// token) is read from, each time a flow needs one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenSource {
+    /// The contents of a file (a projected service account token, a CI
+    /// job's OIDC token file), read anew each time.
+    File(PathBuf),
+    /// The value of an environment variable, read anew each time.
+    Env(String),
+    /// What a command prints on stdout (the program and its arguments, no
+    /// shell), run anew each time; a non-zero exit is an error.
+    Command(Vec<String>),
+    /// A fixed value.
+    Value(String),
+}
+
+/// Largest credential a source may give (a JWT is a few KiB).
+const MAX_CREDENTIAL: usize = 64 * 1024;
+
+impl TokenSource {
+    /// `file:PATH`, `env:VAR`, `cmd:PROGRAM ARG…` (split on white space),
+    /// or `value:TOKEN`.
+    pub fn parse(spec: &str) -> Result<TokenSource, String> {
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| {
+            format!("{spec:?}: expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN")
+        })?;
+        if rest.is_empty() {
+            return Err(format!("{spec:?}: nothing after {kind}:"));
+        }
+        Ok(match kind {
+            "file" => TokenSource::File(PathBuf::from(rest)),
+            "env" => TokenSource::Env(rest.to_owned()),
+            "cmd" => TokenSource::Command(rest.split_whitespace().map(str::to_owned).collect()),
+            "value" => TokenSource::Value(rest.to_owned()),
+            _ => {
+                return Err(format!(
+                    "{spec:?}: expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN"
+                ))
+            }
+        })
+    }
+
+    /// Reads the credential now.
+    pub fn read(&self) -> Result<String, String> {
+        let text = match self {
+            TokenSource::File(path) => {
+                let mut buf = Vec::new();
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_CREDENTIAL as u64 + 1).read_to_end(&mut buf))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                bytes_to_text(buf, &path.display().to_string())?
+            }
+            TokenSource::Env(var) => {
+                std::env::var(var).map_err(|e| format!("environment variable {var}: {e}"))?
+            }
+            TokenSource::Command(argv) => {
+                let (program, args) = argv
+                    .split_first()
+                    .ok_or_else(|| "an empty command".to_owned())?;
+                let out = std::process::Command::new(program)
+                    .args(args)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .map_err(|e| format!("{program}: {e}"))?;
+                if !out.status.success() {
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    let err = err.trim();
+                    return Err(format!(
+                        "{program} failed ({}){}",
+                        out.status,
+                        if err.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", err.chars().take(200).collect::<String>())
+                        }
+                    ));
+                }
+                bytes_to_text(out.stdout, program)?
+            }
+            TokenSource::Value(v) => v.clone(),
+        };
+        Ok(text.trim().to_owned())
+    }
+
+    /// The source as the core's [`CredentialSource`].
+    pub fn reader(&self) -> CredentialSource {
+        let me = self.clone();
+        Arc::new(move || me.read())
+    }
+}
+
+fn bytes_to_text(bytes: Vec<u8>, what: &str) -> Result<String, String> {
+    if bytes.len() > MAX_CREDENTIAL {
+        return Err(format!("{what}: more than {MAX_CREDENTIAL} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{what}: not UTF-8"))
 }
 
 /// Tokens in memory, for the life of the process.
@@ -484,6 +634,48 @@ mod tests {
     use super::*;
     use mcpwire::auth::Tokens;
 
+    #[test]
+    fn token_sources_parse_and_read_fresh() {
+        assert_eq!(
+            TokenSource::parse("file:/x/y").unwrap(),
+            TokenSource::File("/x/y".into())
+        );
+        assert_eq!(
+            TokenSource::parse("env:TOK").unwrap(),
+            TokenSource::Env("TOK".into())
+        );
+        assert_eq!(
+            TokenSource::parse("cmd:printf %s a.b.c").unwrap(),
+            TokenSource::Command(vec!["printf".into(), "%s".into(), "a.b.c".into()])
+        );
+        for bad in ["file:", "nope:x", "plain", ""] {
+            assert!(TokenSource::parse(bad).is_err(), "{bad}");
+        }
+        // A file is read anew each time (a rotated token is seen).
+        let dir = std::env::temp_dir().join(format!("mcpwire-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        std::fs::write(&path, "first.jwt\n").unwrap();
+        let read = TokenSource::File(path.clone()).reader();
+        assert_eq!(read().unwrap(), "first.jwt");
+        std::fs::write(&path, "second.jwt").unwrap();
+        assert_eq!(read().unwrap(), "second.jwt");
+        std::fs::write(&path, vec![b'a'; MAX_CREDENTIAL + 1]).unwrap();
+        assert!(read().unwrap_err().contains("bytes"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(TokenSource::File(dir.join("missing")).read().is_err());
+        // A command's stdout; a failing command is an error.
+        let cmd = TokenSource::parse("cmd:printf %s cmd.jwt").unwrap();
+        assert_eq!(cmd.read().unwrap(), "cmd.jwt");
+        assert!(TokenSource::parse("cmd:false").unwrap().read().is_err());
+        assert!(TokenSource::Command(Vec::new()).read().is_err());
+        // A variable that is not set is an error.
+        assert!(TokenSource::Env("MCPWIRE_SURELY_UNSET_VARIABLE".into())
+            .read()
+            .is_err());
+        assert_eq!(TokenSource::Value(" v ".into()).read().unwrap(), "v");
+    }
+
     fn state(resource: &str, token: &str) -> AuthState {
         AuthState {
             resource: resource.into(),
@@ -497,6 +689,7 @@ mod tests {
                 expires_in: None,
             },
             scope: None,
+            dpop_key: None,
         }
     }
 

@@ -54,7 +54,8 @@ pub mod tls;
 pub mod wait;
 
 pub use auth::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
+    TokenSource, TokenStore,
 };
 pub use client::Client;
 pub use error::Error;

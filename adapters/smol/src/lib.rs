@@ -59,7 +59,8 @@ pub use mcpwire_adapter::{
     ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler, TokenStore,
+    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
+    TokenSource, TokenStore,
 };
 pub use net::Stream;
 

@@ -15,8 +15,8 @@ use super::wire::{
     Secrets,
 };
 use super::{
-    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, Grant, TokenAuthMethod,
-    Tokens,
+    AssertionClaims, AuthConfig, AuthError, AuthState, ClientCredentials, CredentialSource,
+    DpopKey, Grant, ProofRequest, TokenAuthMethod, Tokens,
 };
 use crate::exchange::challenge::{bearer, Challenge};
 use crate::exchange::{
@@ -33,8 +33,17 @@ pub struct Trigger {
 }
 
 impl Trigger {
+    /// A parameter of the `Bearer` challenge, else of the `DPoP` one.
     fn param(&self, name: &str) -> Option<&str> {
-        bearer(&self.challenges).and_then(|c| c.param(name))
+        bearer(&self.challenges)
+            .or_else(|| self.dpop_challenge())
+            .and_then(|c| c.param(name))
+    }
+
+    fn dpop_challenge(&self) -> Option<&Challenge> {
+        self.challenges
+            .iter()
+            .find(|c| c.scheme.eq_ignore_ascii_case("dpop"))
     }
 
     /// Whether this is a step-up (403 `insufficient_scope`).
@@ -67,10 +76,20 @@ pub enum AuthAction {
 #[derive(Debug)]
 enum Step {
     Refresh,
-    ResourceMetadata { urls: Vec<String>, idx: usize },
-    ServerMetadata { urls: Vec<String>, idx: usize },
+    ResourceMetadata {
+        urls: Vec<String>,
+        idx: usize,
+    },
+    ServerMetadata {
+        urls: Vec<String>,
+        idx: usize,
+    },
     Register,
-    Redirect { deadline: Instant },
+    /// SEP-990: the token exchange at the enterprise IdP.
+    IdpExchange,
+    Redirect {
+        deadline: Instant,
+    },
     Token,
     Finished,
 }
@@ -82,6 +101,8 @@ struct Current {
     status: Option<u16>,
     body: Vec<u8>,
     deadline: Instant,
+    /// The answer's `DPoP-Nonce`, if any.
+    dpop_nonce: Option<String>,
 }
 
 /// How an exchange ended.
@@ -145,6 +166,15 @@ pub struct AuthFlow {
     /// The server no longer knows the stored client (`invalid_client`):
     /// register again instead of reusing it.
     client_forgotten: bool,
+    /// The DPoP key token requests prove (RFC 9449), once chosen.
+    dpop: Option<DpopKey>,
+    /// The last token request (endpoint, parameters before the client's
+    /// authentication), to send again with a DPoP nonce.
+    token_request: Option<(String, Vec<(String, String)>)>,
+    /// The last answer's `DPoP-Nonce`.
+    answer_nonce: Option<String>,
+    /// A token request was already sent again for a nonce.
+    nonce_retried: bool,
 }
 
 impl std::fmt::Debug for AuthFlow {
@@ -190,13 +220,17 @@ impl AuthFlow {
             scope: None,
             notes: Vec::new(),
             client_forgotten: false,
+            dpop: None,
+            token_request: None,
+            answer_nonce: None,
+            nonce_retried: false,
         };
         let refreshable = flow.previous.as_ref().is_some_and(|p| {
             p.tokens.refresh_token.is_some() && resource_covers(&p.resource, &flow.endpoint)
         });
         if !flow.trigger.is_step_up() && refreshable {
             flow.refresh(now);
-        } else if flow.config.grant == Grant::AuthorizationCode && !flow.config.interactive {
+        } else if flow.config.grant.needs_user() && !flow.config.interactive {
             // Nobody to approve: don't touch the network (no registration
             // for an authorization that cannot happen).
             flow.fail(AuthError::InteractionRequired);
@@ -270,6 +304,10 @@ impl AuthFlow {
     pub fn handle_head(&mut self, _now: Instant, exchange: ExchangeId, head: &ResponseHead) {
         if let Some(c) = self.current.as_mut().filter(|c| c.id == exchange) {
             c.status = Some(head.status);
+            c.dpop_nonce = head
+                .header("dpop-nonce")
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .map(|v| v.trim().to_owned());
         }
     }
 
@@ -297,6 +335,12 @@ impl AuthFlow {
             return;
         }
         let c = self.current.take().expect("owned");
+        self.answer_nonce = c.dpop_nonce.clone();
+        if let (Some(key), Some(nonce), Ok(url)) =
+            (&self.dpop, &c.dpop_nonce, HttpUrl::parse(&c.url))
+        {
+            key.remember_nonce(&url, nonce);
+        }
         let answer = match c.status {
             Some(status) => Answer::Response {
                 status,
@@ -398,6 +442,7 @@ impl AuthFlow {
         self.client = Some(prev.client.clone());
         self.issuer = prev.issuer.clone();
         self.scope = prev.scope.clone();
+        self.dpop = prev.dpop_key.clone().filter(|_| self.dpop_usable());
         self.step = Step::Refresh;
         let pairs = vec![
             ("grant_type".to_owned(), "refresh_token".to_owned()),
@@ -500,7 +545,7 @@ impl AuthFlow {
             return;
         };
         let (urls, idx) = (urls.clone(), *idx);
-        let need_authorize = self.config.grant == Grant::AuthorizationCode;
+        let need_authorize = self.config.grant.needs_user();
         match parse_document::<ServerMetadata>(answer) {
             Ok(m) => {
                 let expected = if self.legacy {
@@ -553,10 +598,11 @@ impl AuthFlow {
         };
         if let Some(c) = &self.config.client {
             self.client = Some(c.clone());
-        } else if self.config.grant == Grant::ClientCredentials {
-            return self.fail(AuthError::Config(
-                "the client credentials grant needs a pre-registered client".into(),
-            ));
+        } else if !self.config.grant.needs_user() {
+            return self.fail(AuthError::Config(format!(
+                "the {} grant needs a pre-registered client",
+                grant_name(self.config.grant)
+            )));
         } else if let (Some(true), Some(url)) = (
             server.client_id_metadata_document_supported,
             &self.config.client_metadata_url,
@@ -666,6 +712,143 @@ impl AuthFlow {
                 pairs.push(("resource".to_owned(), self.resource.clone()));
                 self.token_request(now, pairs);
             }
+            Grant::JwtBearer => {
+                let Some(source) = self.config.workload_identity.clone() else {
+                    return self.fail(AuthError::Config(
+                        "the JWT bearer grant needs a workload identity token source".into(),
+                    ));
+                };
+                match read_credential(&source, "workload identity token") {
+                    Ok(assertion) => self.jwt_bearer(now, assertion),
+                    Err(e) => self.fail(e),
+                }
+            }
+            Grant::EnterpriseManaged => self.idp_exchange(now),
+        }
+    }
+
+    /// RFC 7523 §2.1: the assertion is the grant.
+    fn jwt_bearer(&mut self, now: Instant, assertion: String) {
+        let mut pairs = vec![
+            ("grant_type".to_owned(), JWT_BEARER.to_owned()),
+            ("assertion".to_owned(), assertion),
+        ];
+        if let Some(s) = &self.scope {
+            pairs.push(("scope".to_owned(), s.clone()));
+        }
+        pairs.push(("resource".to_owned(), self.resource.clone()));
+        self.token_request(now, pairs);
+    }
+
+    /// SEP-990: the IdP's ID token for an ID-JAG naming this authorization
+    /// server and resource (RFC 8693 token exchange at the IdP).
+    fn idp_exchange(&mut self, now: Instant) {
+        let Some(idp) = self.config.enterprise.clone() else {
+            return self.fail(AuthError::Config(
+                "enterprise-managed authorization needs an enterprise IdP".into(),
+            ));
+        };
+        match HttpUrl::parse(&idp.token_endpoint) {
+            Ok(u) if super::wire::is_secure(&u) => {}
+            Ok(_) => {
+                return self.fail(AuthError::InsecureUrl {
+                    url: idp.token_endpoint,
+                })
+            }
+            Err(e) => {
+                return self.fail(AuthError::Config(format!(
+                    "enterprise IdP token endpoint {:?}: {}",
+                    idp.token_endpoint, e.reason
+                )))
+            }
+        }
+        let id_token = match read_credential(&idp.id_token, "enterprise ID token") {
+            Ok(t) => t,
+            Err(e) => return self.fail(e),
+        };
+        let audience = self.issuer.clone().unwrap_or_else(|| {
+            self.server
+                .as_ref()
+                .and_then(|s| s.token_endpoint.clone())
+                .unwrap_or_default()
+        });
+        let mut pairs = vec![
+            ("grant_type", TOKEN_EXCHANGE),
+            ("requested_token_type", ID_JAG),
+            ("subject_token", id_token.as_str()),
+            ("subject_token_type", ID_TOKEN),
+            ("audience", audience.as_str()),
+            ("resource", self.resource.as_str()),
+        ];
+        if let Some(s) = &self.scope {
+            pairs.push(("scope", s.as_str()));
+        }
+        let mut headers = vec![
+            (
+                "Content-Type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
+            ("Accept".to_owned(), "application/json".to_owned()),
+        ];
+        match &idp.client_secret {
+            Some(secret) => headers.push((
+                "Authorization".to_owned(),
+                basic_credentials(&idp.client_id, secret),
+            )),
+            None => pairs.push(("client_id", idp.client_id.as_str())),
+        }
+        let body = encode_form(pairs);
+        self.step = Step::IdpExchange;
+        self.send(
+            now,
+            HttpMethod::Post,
+            &idp.token_endpoint,
+            headers,
+            body.into_bytes(),
+        );
+    }
+
+    fn idp_exchange_answer(&mut self, now: Instant, url: &str, answer: Answer) {
+        #[derive(Deserialize)]
+        struct Exchanged {
+            access_token: String,
+            #[serde(default)]
+            issued_token_type: Option<String>,
+        }
+        match answer {
+            Answer::Response { status: 200, body } => {
+                match serde_json::from_slice::<Exchanged>(&body) {
+                    Ok(e) if e.access_token.is_empty() => self.fail(AuthError::Metadata {
+                        url: url.to_owned(),
+                        reason: "empty ID-JAG".into(),
+                    }),
+                    Ok(e) if e.issued_token_type.as_deref().is_some_and(|t| t != ID_JAG) => self
+                        .fail(AuthError::Metadata {
+                            url: url.to_owned(),
+                            reason: format!(
+                                "issued_token_type {:?} is not an ID-JAG",
+                                e.issued_token_type.unwrap_or_default()
+                            ),
+                        }),
+                    Ok(e) => self.jwt_bearer(now, e.access_token),
+                    Err(e) => self.fail(AuthError::Metadata {
+                        url: url.to_owned(),
+                        reason: format!("not a token exchange response: {e}"),
+                    }),
+                }
+            }
+            Answer::Response { status, body } => {
+                let (error, description) = oauth_error(&body);
+                self.fail(AuthError::Token {
+                    status,
+                    error,
+                    description,
+                })
+            }
+            Answer::Failed(message) => self.fail(AuthError::Exchange {
+                url: url.to_owned(),
+                message,
+            }),
         }
     }
 
@@ -705,7 +888,37 @@ impl AuthFlow {
             .and_then(|s| s.token_endpoint.clone())
             .unwrap_or_default();
         self.step = Step::Token;
+        if let Err(e) = self.choose_dpop() {
+            return self.fail(e);
+        }
         self.post_token(now, &endpoint, pairs);
+    }
+
+    /// Whether proofs can be made (enabled, and a clock to date them).
+    fn dpop_usable(&self) -> bool {
+        self.config.dpop && self.config.wall_clock.is_some()
+    }
+
+    /// DPoP for the tokens when the authorization server lists ES256 for
+    /// proofs or the resource challenged with `DPoP`: the stored key when
+    /// there is one (tokens stay bound to one key), else a fresh one.
+    fn choose_dpop(&mut self) -> Result<(), AuthError> {
+        if self.dpop.is_some() || !self.dpop_usable() {
+            return Ok(());
+        }
+        let listed = self
+            .server
+            .as_ref()
+            .and_then(|s| s.dpop_signing_alg_values_supported.as_ref())
+            .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+        if !listed && self.trigger.dpop_challenge().is_none() {
+            return Ok(());
+        }
+        self.dpop = match self.previous.as_ref().and_then(|p| p.dpop_key.clone()) {
+            Some(key) => Some(key),
+            None => Some(DpopKey::generate().map_err(|e| AuthError::Config(e.to_string()))?),
+        };
+        Ok(())
     }
 
     /// POSTs a token request with the client's authentication.
@@ -717,9 +930,32 @@ impl AuthFlow {
             ),
             ("Accept".to_owned(), "application/json".to_owned()),
         ];
+        self.token_request = Some((endpoint.to_owned(), pairs.clone()));
         let Some(client) = self.client.clone() else {
             return self.fail(AuthError::Config("no client".into()));
         };
+        if let Some(key) = &self.dpop {
+            let Ok(url) = HttpUrl::parse(endpoint) else {
+                return self.fail(AuthError::Metadata {
+                    url: endpoint.to_owned(),
+                    reason: "not an absolute http(s) URL".into(),
+                });
+            };
+            let iat = self
+                .config
+                .wall_clock
+                .map(|c| c.unix_secs(now))
+                .unwrap_or_default();
+            let request = ProofRequest {
+                method: "POST",
+                url: &url,
+                access_token: None,
+            };
+            match key.proof(request, iat) {
+                Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
+                Err(e) => return self.fail(AuthError::Config(e.to_string())),
+            }
+        }
         let method = self.auth_method(&client);
         if let Some(c) = self.client.as_mut() {
             c.auth_method = Some(method);
@@ -799,6 +1035,18 @@ impl AuthFlow {
     }
 
     fn token_answer(&mut self, now: Instant, url: &str, answer: Answer, refreshing: bool) {
+        // RFC 9449 §8: the server wants a nonce in the proof; send the same
+        // request again, once, with the nonce it gave (remembered by now).
+        if let Answer::Response { status: 400, body } = &answer {
+            let asked = oauth_error(body).0 == "use_dpop_nonce";
+            if asked && self.dpop.is_some() && self.answer_nonce.is_some() && !self.nonce_retried {
+                if let Some((endpoint, pairs)) = self.token_request.clone() {
+                    self.nonce_retried = true;
+                    return self.post_token(now, &endpoint, pairs);
+                }
+            }
+        }
+        let dpop = self.dpop.is_some();
         let outcome = match answer {
             Answer::Response { status: 200, body } => {
                 match serde_json::from_slice::<TokenResponse>(&body) {
@@ -807,15 +1055,18 @@ impl AuthFlow {
                         reason: "empty access_token".into(),
                     }),
                     Ok(t)
-                        if t.token_type
-                            .as_deref()
-                            .is_some_and(|ty| !ty.eq_ignore_ascii_case("bearer")) =>
+                        if t.token_type.as_deref().is_some_and(|ty| {
+                            let accepted = ty.eq_ignore_ascii_case("bearer")
+                                || (dpop && ty.eq_ignore_ascii_case("dpop"));
+                            !accepted
+                        }) =>
                     {
                         Err(AuthError::Metadata {
                             url: url.to_owned(),
                             reason: format!(
-                                "token_type {:?} is not Bearer",
-                                t.token_type.unwrap_or_default()
+                                "token_type {:?} is not {}",
+                                t.token_type.unwrap_or_default(),
+                                if dpop { "Bearer or DPoP" } else { "Bearer" }
                             ),
                         })
                     }
@@ -841,6 +1092,10 @@ impl AuthFlow {
         };
         match outcome {
             Ok(t) => {
+                let bound = t
+                    .token_type
+                    .as_deref()
+                    .is_some_and(|ty| ty.eq_ignore_ascii_case("dpop"));
                 let old_refresh = self
                     .previous
                     .as_ref()
@@ -864,6 +1119,7 @@ impl AuthFlow {
                     client: self.client.clone().expect("chosen"),
                     tokens,
                     scope: self.scope.clone(),
+                    dpop_key: self.dpop.clone().filter(|_| bound),
                 };
                 self.step = Step::Finished;
                 self.actions.push_back(AuthAction::Done(state));
@@ -920,7 +1176,7 @@ impl AuthFlow {
             .as_ref()
             .and_then(|s| s.scopes_supported.as_ref())
             .is_some_and(|l| l.iter().any(|x| x == "offline_access"));
-        if self.config.offline_access && offered && self.config.grant == Grant::AuthorizationCode {
+        if self.config.offline_access && offered && self.config.grant.needs_user() {
             add(&mut scopes, "offline_access");
         }
         Some(scopes.join(" "))
@@ -955,6 +1211,7 @@ impl AuthFlow {
             status: None,
             body: Vec::new(),
             deadline: now.checked_add(self.config.exchange_timeout).unwrap_or(now),
+            dpop_nonce: None,
         });
         self.actions.push_back(AuthAction::Http(HttpRequest {
             exchange: id,
@@ -973,6 +1230,7 @@ impl AuthFlow {
             Step::ResourceMetadata { .. } => self.resource_metadata_answer(now, url, answer),
             Step::ServerMetadata { .. } => self.server_metadata_answer(now, url, answer),
             Step::Register => self.register_answer(now, url, answer),
+            Step::IdpExchange => self.idp_exchange_answer(now, url, answer),
             Step::Token => self.token_answer(now, url, answer, false),
             Step::Redirect { .. } | Step::Finished => {}
         }
@@ -985,6 +1243,34 @@ impl AuthFlow {
         self.step = Step::Finished;
         self.actions.push_back(AuthAction::Failed(error));
     }
+}
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+
+/// The grant's name in messages.
+fn grant_name(grant: Grant) -> &'static str {
+    match grant {
+        Grant::AuthorizationCode => "authorization code",
+        Grant::ClientCredentials => "client credentials",
+        Grant::JwtBearer => "JWT bearer",
+        Grant::EnterpriseManaged => "enterprise-managed (ID-JAG)",
+    }
+}
+
+/// Reads a credential from its source: one token of visible ASCII (a
+/// compact JWT; surrounding white space is dropped).
+fn read_credential(source: &CredentialSource, what: &str) -> Result<String, AuthError> {
+    let value = source().map_err(|e| AuthError::Config(format!("reading the {what}: {e}")))?;
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(AuthError::Config(format!(
+            "the {what} is empty or not a single token"
+        )));
+    }
+    Ok(value.to_owned())
 }
 
 /// The endpoint as an RFC 8707 resource: no fragment (there is none in an

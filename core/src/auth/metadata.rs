@@ -59,6 +59,9 @@ pub struct ServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449: the JWS algorithms accepted in DPoP proofs.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {

@@ -37,6 +37,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::exchange::challenge::{bearer, parse_challenges, Challenge};
+pub use crate::exchange::dpop::{DpopBinding, DpopError, DpopKey, ProofRequest, WallClock};
 pub use flow::{AuthAction, AuthFlow, Trigger};
 pub use metadata::{
     resource_covers, resource_metadata_urls, server_metadata_urls, ResourceMetadata, ServerMetadata,
@@ -176,17 +177,42 @@ pub struct AuthState {
     /// The scope last asked for (step-up adds to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The DPoP key the tokens are bound to (RFC 9449; `None`: bearer
+    /// tokens). Kept with them so that refreshed tokens stay bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<DpopKey>,
 }
 
 impl AuthState {
-    /// The `Authorization` header value for the resource.
+    /// `Bearer <token>` (see [`authorization`](Self::authorization) for
+    /// the header to send).
     pub fn bearer(&self) -> String {
         format!("Bearer {}", self.tokens.access_token)
+    }
+
+    /// The `Authorization` header value for the resource: `DPoP <token>`
+    /// for a DPoP-bound token, else `Bearer <token>`.
+    pub fn authorization(&self) -> String {
+        match self.dpop_key {
+            Some(_) => format!("DPoP {}", self.tokens.access_token),
+            None => self.bearer(),
+        }
+    }
+
+    /// What a transport needs to prove possession of the key, for a
+    /// DPoP-bound token (`None`: bearer, or no wall clock to date proofs).
+    pub fn dpop_binding(&self, clock: Option<WallClock>) -> Option<DpopBinding> {
+        Some(DpopBinding {
+            key: self.dpop_key.clone()?,
+            clock: clock?,
+            access_token: self.tokens.access_token.clone(),
+        })
     }
 }
 
 /// Which grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Grant {
     /// Authorization code with PKCE: a user approves in a browser.
     #[default]
@@ -194,6 +220,52 @@ pub enum Grant {
     /// Client credentials (machine to machine; needs a pre-registered
     /// client): no user involved.
     ClientCredentials,
+    /// Workload identity federation: the RFC 7523 JWT bearer grant with
+    /// the assertion [`AuthConfig::workload_identity`] reads (needs a
+    /// pre-registered client): no user involved.
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the
+    /// enterprise IdP's ID token ([`AuthConfig::enterprise`]) is exchanged
+    /// there for an ID-JAG (RFC 8693), which the MCP server's
+    /// authorization server takes as a JWT bearer grant (RFC 7523; needs a
+    /// pre-registered client): no user involved.
+    EnterpriseManaged,
+}
+
+impl Grant {
+    /// Whether the grant sends a user to the browser.
+    pub fn needs_user(self) -> bool {
+        self == Grant::AuthorizationCode
+    }
+}
+
+/// Reads a credential (a compact JWT) when a flow needs one: a workload
+/// identity token, an enterprise IdP's ID token. Called anew for every
+/// token request, so a rotated file or a new command output is used once
+/// the tokens expire. The driver provides it (the core does no I/O);
+/// `mcpwire-adapter` has ones for a file, a variable and a command.
+pub type CredentialSource = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+/// The enterprise identity provider of [`Grant::EnterpriseManaged`].
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    /// Its token endpoint (RFC 8693 token exchange).
+    pub token_endpoint: String,
+    /// This client's id there.
+    pub client_id: String,
+    /// This client's secret there, if it has one (sent with HTTP Basic).
+    pub client_secret: Option<String>,
+    /// The user's ID token from the IdP (the exchange's subject token).
+    pub id_token: CredentialSource,
+}
+
+impl fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a client assertion (RFC 7523 `private_key_jwt`) must say. The
@@ -244,6 +316,17 @@ pub struct AuthConfig {
     pub assertion: Option<AssertionSigner>,
     /// The scope to ask for, instead of the challenge's or the metadata's.
     pub scope: Option<String>,
+    /// Ask for DPoP-bound tokens (RFC 9449) when the authorization server
+    /// lists ES256 in `dpop_signing_alg_values_supported` or the resource
+    /// challenges with `DPoP` (default true; needs `wall_clock`).
+    pub dpop: bool,
+    /// Dates DPoP proofs (the core has no clock). Without it no DPoP is
+    /// used: tokens are requested as bearer tokens.
+    pub wall_clock: Option<WallClock>,
+    /// The workload's identity token for [`Grant::JwtBearer`].
+    pub workload_identity: Option<CredentialSource>,
+    /// The enterprise IdP for [`Grant::EnterpriseManaged`].
+    pub enterprise: Option<EnterpriseIdp>,
     /// How long the user has to complete the authorization (default 5 min).
     pub authorize_timeout: Duration,
     /// How long each discovery, registration or token exchange may take
@@ -268,6 +351,10 @@ impl Default for AuthConfig {
             state: None,
             assertion: None,
             scope: None,
+            dpop: true,
+            wall_clock: None,
+            workload_identity: None,
+            enterprise: None,
             authorize_timeout: Duration::from_secs(300),
             exchange_timeout: Duration::from_secs(30),
             max_document: 256 * 1024,
@@ -288,6 +375,12 @@ impl fmt::Debug for AuthConfig {
             .field("state", &self.state.as_ref().map(|s| &s.resource))
             .field("assertion", &self.assertion.as_ref().map(|_| "<signer>"))
             .field("scope", &self.scope)
+            .field("dpop", &self.dpop)
+            .field(
+                "workload_identity",
+                &self.workload_identity.as_ref().map(|_| "<source>"),
+            )
+            .field("enterprise", &self.enterprise)
             .finish_non_exhaustive()
     }
 }

@@ -19,6 +19,9 @@ struct Web {
     requests: Vec<HttpRequest>,
     /// URLs that never answer (the flow's timer must fire).
     silent: Vec<String>,
+    /// A token endpoint that wants this DPoP nonce in proofs (400
+    /// `use_dpop_nonce` with `DPoP-Nonce` otherwise).
+    dpop_nonce: Option<(String, String)>,
 }
 
 impl Web {
@@ -161,13 +164,28 @@ fn run_with(
                     if run.web.silent.contains(&key) {
                         continue;
                     }
-                    let (status, body) = run
+                    let (mut status, mut body) = run
                         .web
                         .routes
                         .get(&key)
                         .cloned()
                         .unwrap_or((404, "Not Found".into()));
-                    flow.handle_head(now, ex, &head(status));
+                    let mut h = head(status);
+                    if let Some((url, nonce)) = &run.web.dpop_nonce {
+                        let req = run.web.requests.last().unwrap();
+                        let sent =
+                            proof_claims(req).and_then(|c| c["nonce"].as_str().map(str::to_owned));
+                        if *url == key && sent.as_deref() != Some(nonce.as_str()) {
+                            status = 400;
+                            h = head(status);
+                            body = r#"{"error":"use_dpop_nonce"}"#.into();
+                        }
+                        if *url == key {
+                            h.headers
+                                .push(("DPoP-Nonce".into(), nonce.as_bytes().to_vec()));
+                        }
+                    }
+                    flow.handle_head(now, ex, &h);
                     // In two pieces, to exercise buffering.
                     let (a, b) = body.as_bytes().split_at(body.len() / 2);
                     flow.handle_body(now, ex, a);
@@ -584,6 +602,7 @@ fn state_with(scope: &str, refresh: Option<&str>) -> AuthState {
             expires_in: None,
         },
         scope: Some(scope.into()),
+        dpop_key: None,
     }
 }
 
@@ -1035,4 +1054,477 @@ fn requests_never_show_tokens_or_secrets_in_debug() {
         carries: Some(3),
     };
     assert!(!format!("{req:?}").contains("sekrit"));
+}
+
+// ---- DPoP (RFC 9449) --------------------------------------------------------
+
+/// The claims of a request's `DPoP` proof, if it has one.
+fn proof_claims(req: &HttpRequest) -> Option<serde_json::Value> {
+    use base64::Engine as _;
+    let proof = req.header("dpop")?;
+    let part = proof.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn dpop_config() -> AuthConfig {
+    AuthConfig {
+        wall_clock: Some(WallClock::anchor(
+            Instant::now(),
+            std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        )),
+        ..config()
+    }
+}
+
+/// The happy web whose server offers DPoP (ES256) and issues DPoP tokens.
+fn dpop_web() -> Web {
+    let mut meta = asm(AS);
+    meta["dpop_signing_alg_values_supported"] = serde_json::json!(["ES256"]);
+    let mut token = token_ok();
+    token["token_type"] = "DPoP".into();
+    happy()
+        .route(
+            &format!("{AS}/.well-known/oauth-authorization-server"),
+            200,
+            meta,
+        )
+        .route(&format!("{AS}/token"), 200, token)
+}
+
+#[test]
+fn dpop_token_request_carries_a_proof_and_binds_the_tokens() {
+    let r = run(dpop_web(), dpop_config(), "Bearer");
+    let s = ok(&r);
+    let key = s.dpop_key.as_ref().expect("the tokens are bound");
+    assert_eq!(s.authorization(), "DPoP at-1");
+    let token_req = r
+        .web
+        .requests
+        .iter()
+        .find(|q| q.url.to_string() == format!("{AS}/token"))
+        .unwrap();
+    let c = proof_claims(token_req).expect("a proof at the token endpoint");
+    assert_eq!(c["htm"], "POST");
+    assert_eq!(c["htu"], format!("{AS}/token"));
+    assert_eq!(c["iat"], 1_800_000_000u64);
+    assert!(c.get("ath").is_none(), "no token yet");
+    // The proof's key is the one kept with the tokens.
+    use base64::Engine as _;
+    let header: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token_req.header("dpop").unwrap().split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["jwk"].to_string(), key.jwk());
+    // Only the token request carries a proof.
+    assert_eq!(
+        r.web
+            .requests
+            .iter()
+            .filter(|q| q.header("dpop").is_some())
+            .count(),
+        1
+    );
+    // The key survives the token store's format.
+    let stored: AuthState = serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap();
+    assert_eq!(stored.dpop_key.as_ref(), Some(key));
+}
+
+#[test]
+fn dpop_is_not_used_unless_offered_enabled_and_dated() {
+    // Not offered: a bearer token, no proof.
+    let r = run(happy(), dpop_config(), "Bearer");
+    assert!(ok(&r).dpop_key.is_none());
+    assert!(r.web.requests.iter().all(|q| q.header("dpop").is_none()));
+    // Offered but disabled, or no clock: no proof, and a DPoP token_type
+    // that was not asked for is refused.
+    for cfg in [
+        AuthConfig {
+            dpop: false,
+            ..dpop_config()
+        },
+        config(),
+    ] {
+        let r = run(dpop_web(), cfg, "Bearer");
+        assert!(r.web.requests.iter().all(|q| q.header("dpop").is_none()));
+        assert!(matches!(err(&r), AuthError::Metadata { reason, .. } if reason.contains("DPoP")));
+    }
+    // Offered, proof sent, but the server still issues a bearer token: not
+    // bound.
+    let mut web = dpop_web();
+    web = web.route(&format!("{AS}/token"), 200, token_ok());
+    let r = run(web, dpop_config(), "Bearer");
+    assert!(ok(&r).dpop_key.is_none());
+    assert_eq!(ok(&r).authorization(), "Bearer at-1");
+}
+
+#[test]
+fn dpop_challenge_from_the_resource_is_enough() {
+    let mut token = token_ok();
+    token["token_type"] = "DPoP".into();
+    let web = happy().route(&format!("{AS}/token"), 200, token);
+    let r = run(web, dpop_config(), r#"DPoP algs="ES256""#);
+    assert!(ok(&r).dpop_key.is_some());
+}
+
+#[test]
+fn dpop_nonce_at_the_token_endpoint_is_retried_once() {
+    let mut web = dpop_web();
+    web.dpop_nonce = Some((format!("{AS}/token"), "as-nonce-1".into()));
+    let r = run(web, dpop_config(), "Bearer");
+    let s = ok(&r);
+    let tokens: Vec<_> = r
+        .web
+        .requests
+        .iter()
+        .filter(|q| q.url.to_string() == format!("{AS}/token"))
+        .collect();
+    assert_eq!(
+        tokens.len(),
+        2,
+        "the first without the nonce, the retry with it"
+    );
+    let first = proof_claims(tokens[0]).unwrap();
+    let second = proof_claims(tokens[1]).unwrap();
+    assert!(first.get("nonce").is_none());
+    assert_eq!(second["nonce"], "as-nonce-1");
+    assert_ne!(first["jti"], second["jti"], "a fresh proof");
+    assert_eq!(
+        r.web.form(&format!("{AS}/token"))["grant_type"],
+        "authorization_code"
+    );
+    // The nonce is remembered for the server's origin.
+    let key = s.dpop_key.as_ref().unwrap();
+    assert_eq!(
+        key.nonce_for(&HttpUrl::parse(&format!("{AS}/other")).unwrap())
+            .as_deref(),
+        Some("as-nonce-1")
+    );
+}
+
+#[test]
+fn dpop_nonce_that_keeps_failing_is_not_retried_forever() {
+    // The server wants a nonce, but refuses even the retry: once only.
+    let mut web = dpop_web();
+    web = web.route(
+        &format!("{AS}/token"),
+        400,
+        serde_json::json!({"error": "use_dpop_nonce"}),
+    );
+    web.dpop_nonce = Some((format!("{AS}/token"), "n".into()));
+    let r = run(web, dpop_config(), "Bearer");
+    assert!(matches!(err(&r), AuthError::Token { error, .. } if error == "use_dpop_nonce"));
+    let n = r
+        .web
+        .requests
+        .iter()
+        .filter(|q| q.url.to_string() == format!("{AS}/token"))
+        .count();
+    assert_eq!(n, 2);
+}
+
+#[test]
+fn dpop_refresh_keeps_the_stored_key() {
+    let key = DpopKey::generate().unwrap();
+    let mut prev = state_with("s", Some("rt-0"));
+    prev.dpop_key = Some(key.clone());
+    let web = Web::default().route(
+        &format!("{AS}/token"),
+        200,
+        serde_json::json!({"access_token": "at-2", "token_type": "DPoP"}),
+    );
+    let r = run_with(web, dpop_config(), trigger("DPoP"), Some(prev), |_| {
+        panic!("no user needed")
+    });
+    let s = ok(&r);
+    assert_eq!(
+        s.dpop_key.as_ref(),
+        Some(&key),
+        "refreshed tokens stay bound"
+    );
+    let c = proof_claims(&r.web.requests[0]).expect("the refresh proves the key");
+    assert_eq!(c["htu"], format!("{AS}/token"));
+    assert_eq!(
+        r.web.form(&format!("{AS}/token"))["grant_type"],
+        "refresh_token"
+    );
+}
+
+// ---- workload identity (RFC 7523) and enterprise-managed (SEP-990) -----------
+
+/// A web whose authorization server takes only the JWT bearer grant.
+fn jwt_bearer_web(auth_method: &str) -> Web {
+    let mut m = asm(AS);
+    m["grant_types_supported"] = serde_json::json!(["urn:ietf:params:oauth:grant-type:jwt-bearer"]);
+    m["token_endpoint_auth_methods_supported"] = serde_json::json!([auth_method]);
+    m.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    happy().route(
+        &format!("{AS}/.well-known/oauth-authorization-server"),
+        200,
+        m,
+    )
+}
+
+/// A credential source that counts its reads and gives `values` in turn
+/// (the last one again when they run out).
+fn counted(values: &[&str]) -> (CredentialSource, Arc<Mutex<usize>>) {
+    let values: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+    let reads = Arc::new(Mutex::new(0));
+    let r = reads.clone();
+    let source: CredentialSource = Arc::new(move || {
+        let mut n = r.lock().unwrap();
+        *n += 1;
+        Ok(values[(*n - 1).min(values.len() - 1)].clone())
+    });
+    (source, reads)
+}
+
+#[test]
+fn workload_identity_jwt_bearer_grant_reads_the_token_at_each_flow() {
+    let (source, reads) = counted(&["wl.jwt.1\n", "wl.jwt.2"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        client: Some(ClientCredentials::public("workload")),
+        workload_identity: Some(source),
+        ..config()
+    };
+    for expected in ["wl.jwt.1", "wl.jwt.2"] {
+        let r = run_with(
+            jwt_bearer_web("none"),
+            cfg.clone(),
+            trigger(r#"Bearer scope="s1""#),
+            None,
+            |_| panic!("no user"),
+        );
+        ok(&r);
+        let f = r.web.form(&format!("{AS}/token"));
+        assert_eq!(
+            f["grant_type"],
+            "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        );
+        assert_eq!(f["assertion"], expected, "read fresh, trimmed");
+        assert_eq!(f["scope"], "s1");
+        assert_eq!(f["resource"], MCP);
+        assert_eq!(f["client_id"], "workload");
+        assert!(!r.web.urls().iter().any(|u| u.ends_with("/register")));
+    }
+    assert_eq!(*reads.lock().unwrap(), 2);
+}
+
+#[test]
+fn workload_identity_errors_are_typed_and_not_retried() {
+    // The server refuses the assertion: the error, once, no other grant.
+    let (source, _) = counted(&["wl"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        client: Some(ClientCredentials::public("workload")),
+        workload_identity: Some(source),
+        ..config()
+    };
+    let web = jwt_bearer_web("none").route(
+        &format!("{AS}/token"),
+        400,
+        serde_json::json!({"error": "invalid_grant"}),
+    );
+    let r = run_with(web, cfg.clone(), trigger("Bearer"), None, |_| {
+        panic!("no user")
+    });
+    assert!(matches!(err(&r), AuthError::Token { error, .. } if error == "invalid_grant"));
+    let tokens = r
+        .web
+        .urls()
+        .iter()
+        .filter(|u| u.ends_with("/token"))
+        .count();
+    assert_eq!(tokens, 1);
+    // A source that fails, or gives no token, or none at all: Config.
+    for source in [
+        Some(Arc::new(|| Err("no such file".to_owned())) as CredentialSource),
+        Some(Arc::new(|| Ok("  \n".to_owned())) as CredentialSource),
+        Some(Arc::new(|| Ok("two words".to_owned())) as CredentialSource),
+        None,
+    ] {
+        let cfg = AuthConfig {
+            workload_identity: source,
+            ..cfg.clone()
+        };
+        let r = run_with(jwt_bearer_web("none"), cfg, trigger("Bearer"), None, |_| {
+            panic!("no user")
+        });
+        assert!(matches!(err(&r), AuthError::Config(_)), "{:?}", err(&r));
+        assert!(!r.web.urls().iter().any(|u| u.ends_with("/token")));
+    }
+    // Without a client: Config, nothing sent to the token endpoint.
+    let (source, _) = counted(&["wl"]);
+    let cfg = AuthConfig {
+        grant: Grant::JwtBearer,
+        workload_identity: Some(source),
+        ..config()
+    };
+    let r = run_with(jwt_bearer_web("none"), cfg, trigger("Bearer"), None, |_| {
+        panic!("no user")
+    });
+    assert!(matches!(err(&r), AuthError::Config(m) if m.contains("pre-registered")));
+}
+
+const IDP: &str = "https://idp.example";
+
+fn enterprise_config(id_token: CredentialSource, secret: Option<&str>) -> AuthConfig {
+    AuthConfig {
+        grant: Grant::EnterpriseManaged,
+        client: Some(ClientCredentials::confidential("mcp-client", "mcp-secret")),
+        enterprise: Some(EnterpriseIdp {
+            token_endpoint: format!("{IDP}/token"),
+            client_id: "idp-client".into(),
+            client_secret: secret.map(str::to_owned),
+            id_token,
+        }),
+        ..config()
+    }
+}
+
+#[test]
+fn enterprise_managed_exchanges_the_id_token_then_the_id_jag() {
+    let (source, reads) = counted(&["id.token.1"]);
+    let web = jwt_bearer_web("client_secret_basic").route(
+        &format!("{IDP}/token"),
+        200,
+        serde_json::json!({
+            "access_token": "id.jag.1",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "token_type": "N_A",
+        }),
+    );
+    let r = run_with(
+        web,
+        enterprise_config(source, None),
+        trigger(r#"Bearer scope="s1""#),
+        None,
+        |_| panic!("no user"),
+    );
+    let s = ok(&r);
+    assert_eq!(s.tokens.access_token, "at-1");
+    assert_eq!(*reads.lock().unwrap(), 1);
+    // First the token exchange at the IdP ...
+    let x = r.web.form(&format!("{IDP}/token"));
+    assert_eq!(
+        x["grant_type"],
+        "urn:ietf:params:oauth:grant-type:token-exchange"
+    );
+    assert_eq!(
+        x["requested_token_type"],
+        "urn:ietf:params:oauth:token-type:id-jag"
+    );
+    assert_eq!(x["subject_token"], "id.token.1");
+    assert_eq!(
+        x["subject_token_type"],
+        "urn:ietf:params:oauth:token-type:id_token"
+    );
+    assert_eq!(
+        x["audience"], AS,
+        "the ID-JAG is for this authorization server"
+    );
+    assert_eq!(x["resource"], MCP);
+    assert_eq!(x["scope"], "s1");
+    assert_eq!(x["client_id"], "idp-client");
+    // ... then the ID-JAG as a JWT bearer grant, with the client's
+    // authentication there.
+    let idp_at = r
+        .web
+        .urls()
+        .iter()
+        .position(|u| u == &format!("{IDP}/token"));
+    let as_at = r
+        .web
+        .urls()
+        .iter()
+        .position(|u| u == &format!("{AS}/token"));
+    assert!(idp_at < as_at);
+    let f = r.web.form(&format!("{AS}/token"));
+    assert_eq!(
+        f["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(f["assertion"], "id.jag.1");
+    assert_eq!(f["resource"], MCP);
+    let as_req = r
+        .web
+        .requests
+        .iter()
+        .find(|q| q.url.to_string() == format!("{AS}/token"))
+        .unwrap();
+    assert_eq!(
+        as_req.header("authorization"),
+        Some(basic_of("mcp-client", "mcp-secret").as_str())
+    );
+    // No secret of the MCP client goes to the IdP.
+    let idp_req = r
+        .web
+        .requests
+        .iter()
+        .find(|q| q.url.to_string() == format!("{IDP}/token"))
+        .unwrap();
+    assert_eq!(idp_req.header("authorization"), None);
+}
+
+#[test]
+fn enterprise_managed_failures_are_typed() {
+    let idp_answers = [
+        (400, serde_json::json!({"error": "invalid_grant"})),
+        (
+            200,
+            serde_json::json!({"access_token": "x", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}),
+        ),
+        (200, serde_json::json!({"access_token": ""})),
+        (200, serde_json::json!({"nope": 1})),
+    ];
+    for (status, body) in idp_answers {
+        let (source, _) = counted(&["id"]);
+        let web =
+            jwt_bearer_web("client_secret_basic").route(&format!("{IDP}/token"), status, body);
+        let r = run_with(
+            web,
+            enterprise_config(source, Some("idp-secret")),
+            trigger("Bearer"),
+            None,
+            |_| panic!("no user"),
+        );
+        match err(&r) {
+            AuthError::Token {
+                status: 400, error, ..
+            } => assert_eq!(error, "invalid_grant"),
+            AuthError::Metadata { url, .. } => assert_eq!(url, &format!("{IDP}/token")),
+            e => panic!("unexpected {e:?}"),
+        }
+        assert!(!r.web.urls().iter().any(|u| u == &format!("{AS}/token")));
+        // The IdP secret goes with HTTP Basic, not in the body.
+        let idp_req = r
+            .web
+            .requests
+            .iter()
+            .find(|q| q.url.to_string() == format!("{IDP}/token"))
+            .unwrap();
+        assert_eq!(
+            idp_req.header("authorization"),
+            Some(basic_of("idp-client", "idp-secret").as_str())
+        );
+    }
+    // An IdP over plain HTTP elsewhere than loopback is refused.
+    let (source, _) = counted(&["id"]);
+    let mut cfg = enterprise_config(source, None);
+    cfg.enterprise.as_mut().unwrap().token_endpoint = "http://idp.example/token".into();
+    let r = run_with(
+        jwt_bearer_web("client_secret_basic"),
+        cfg,
+        trigger("Bearer"),
+        None,
+        |_| panic!("no user"),
+    );
+    assert!(matches!(err(&r), AuthError::InsecureUrl { .. }));
 }

@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use super::types::{Input, Output};
 use crate::auth::{
-    parse_challenges, AuthAction, AuthConfig, AuthError, AuthFlow, AuthState, Secrets, Trigger,
+    parse_challenges, AuthAction, AuthConfig, AuthError, AuthFlow, AuthState, DpopBinding, Secrets,
+    Trigger,
 };
 use crate::exchange::{ExchangeId, HttpUrl};
 
@@ -76,9 +77,19 @@ impl Auth {
         self.state.as_ref()
     }
 
-    /// `Authorization` of the state in use, if any.
+    /// `Authorization` of the state in use, if any (`Bearer` or `DPoP`).
     pub(super) fn bearer(&self) -> Option<String> {
-        self.state.as_ref().map(AuthState::bearer)
+        self.state.as_ref().map(AuthState::authorization)
+    }
+
+    /// The DPoP binding of the state in use, if its token is bound.
+    pub(super) fn dpop(&self) -> Option<DpopBinding> {
+        self.state.as_ref()?.dpop_binding(self.config.wall_clock)
+    }
+
+    /// The DPoP binding of `state`, if its token is bound.
+    pub(super) fn dpop_of(&self, state: &AuthState) -> Option<DpopBinding> {
+        state.dpop_binding(self.config.wall_clock)
     }
 
     /// Request `id` waits for the authorization (the caller stopped its

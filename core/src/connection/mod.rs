@@ -147,7 +147,7 @@ impl Connection {
         }
         let auth = config.auth.map(Auth::new);
         let bearer = auth.as_ref().and_then(Auth::bearer);
-        let wire = Wire::new(
+        let mut wire = Wire::new(
             now,
             transport,
             config.stdio,
@@ -155,6 +155,7 @@ impl Connection {
             bearer,
             auth.is_some(),
         );
+        wire.set_dpop(auth.as_ref().and_then(Auth::dpop));
         let probe_timeout = config.probe_timeout.unwrap_or(Duration::from_secs(3));
         let listen_enabled = !config.no_subscriptions && config.http.listen;
         let mut conn = Connection {
@@ -654,7 +655,9 @@ impl Connection {
         match step {
             AuthStep::Output(o) => self.out.push_back(o),
             AuthStep::Authorized(state) => {
-                self.wire.authorized(now, state.bearer());
+                let dpop = self.auth.as_ref().and_then(|a| a.dpop_of(&state));
+                self.wire.set_dpop(dpop);
+                self.wire.authorized(now, state.authorization());
                 self.out.push_back(Output::Authorized(state));
                 self.resume_suspended(now);
             }

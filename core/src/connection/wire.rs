@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::types::{Diagnostic, Input, Output, TransportSpec};
 use crate::codec::glimpse::Glimpse;
 use crate::codec::jsonl::JsonlError;
+use crate::exchange::dpop::DpopBinding;
 use crate::exchange::{HttpRequest, HttpUrl};
 use crate::modern::headers::name_source;
 use crate::modern::{message_headers, ToolHeaders};
@@ -441,6 +442,14 @@ impl Wire {
     /// Whether an authorization holds the messages sent now.
     pub(super) fn auth_pending(&self) -> bool {
         matches!(&self.transport, Transport::Http(h) if h.auth_pending())
+    }
+
+    /// Binds the token to a DPoP key (Streamable HTTP only: each request
+    /// carries a proof).
+    pub(super) fn set_dpop(&mut self, binding: Option<DpopBinding>) {
+        if let Transport::Http(h) = &mut self.transport {
+            h.set_dpop(binding);
+        }
     }
 
     /// The authorization succeeded: send what waited with `bearer`.

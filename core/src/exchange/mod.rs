@@ -12,12 +12,13 @@
 //! send to), the rule for following redirects as fetch does
 //! ([`redirect`]), and `WWW-Authenticate` parsing ([`challenge`]), which
 //! the transport reads to spot a step-up and the authorization flow reads
-//! to find its metadata.
+//! to find its metadata, and DPoP proofs ([`dpop`]), which both sign.
 //!
 //! [`transport`]: crate::transport
 //! [`auth`]: crate::auth
 
 pub mod challenge;
+pub mod dpop;
 pub mod redirect;
 pub mod url;
 

@@ -12,7 +12,10 @@ use base64::Engine as _;
 use mcpwire::auth::{base64url, AssertionClaims, ClientCredentials, Grant, TokenAuthMethod};
 use mcpwire_tests::oauth::fetch_redirect;
 use mcpwire_tokio::auth::FnRedirect;
-use mcpwire_tokio::{AuthOptions, Client, ConnectOptions, ErrorObject, ServerConfig};
+use mcpwire_tokio::{
+    AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, ErrorObject, ServerConfig,
+    TokenSource,
+};
 use serde_json::{json, Map, Value};
 
 /// The Client ID Metadata Document URL the suite expects (basic-cimd).
@@ -72,6 +75,26 @@ fn auth_options(scenario: &str) -> Result<AuthOptions, String> {
     }
     if scenario.starts_with("auth/client-credentials") {
         auth = auth.config(|c| c.grant = Grant::ClientCredentials);
+    }
+    // Workload identity federation: the workload's JWT is handed over.
+    if let Some(jwt) = context["valid_jwt"].as_str() {
+        auth = auth.workload_identity(TokenSource::Value(jwt.to_owned()));
+    }
+    // Enterprise-managed authorization: the user's ID token from the
+    // enterprise IdP and where to exchange it.
+    if let (Some(endpoint), Some(id_token)) = (
+        context["idp_token_endpoint"].as_str(),
+        context["idp_id_token"].as_str(),
+    ) {
+        let idp = EnterpriseIdpOptions {
+            token_endpoint: endpoint.to_owned(),
+            client_id: context["idp_client_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            client_secret: context["idp_client_secret"].as_str().map(str::to_owned),
+        };
+        auth = auth.enterprise(idp, TokenSource::Value(id_token.to_owned()));
     }
     Ok(auth)
 }

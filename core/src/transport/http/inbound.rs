@@ -12,6 +12,7 @@ use super::{
 };
 use crate::codec::preview;
 use crate::codec::sse::{SseEnd, SseError, SseEvent, SseItem};
+use crate::exchange::dpop::wants_nonce;
 use crate::exchange::redirect::{Redirects, MAX_REDIRECTS};
 use crate::rpc::{parse_message, Message, RequestId};
 use crate::transport::{ExchangeId, HttpRequest, RedirectError, RequestFailure, ResponseHead};
@@ -27,6 +28,7 @@ impl StreamableHttp {
         head: &ResponseHead,
         _deliver: &mut dyn FnMut(&[u8]),
     ) {
+        self.touch(now);
         let Some(x) = self.exchanges.get_mut(&ex) else {
             return;
         };
@@ -59,6 +61,9 @@ impl StreamableHttp {
         if owner == Owner::Close {
             self.abort_exchange(Some(ex));
             return self.finish();
+        }
+        if self.dpop_nonce_retry(now, ex, &owner, head) {
+            return;
         }
         if self.auth_enabled
             && !matches!(owner, Owner::Resume(_))
@@ -285,6 +290,80 @@ impl StreamableHttp {
             ));
             self.url = to.clone();
         }
+    }
+
+    /// Notes the `DPoP-Nonce` of an answer (RFC 9449 §8, §9) and, when the
+    /// answer is a 401 `use_dpop_nonce` to a proof that did not carry that
+    /// nonce, sends the message again (once: the retry carries it). True
+    /// when it did.
+    fn dpop_nonce_retry(
+        &mut self,
+        now: Instant,
+        ex: ExchangeId,
+        owner: &Owner,
+        head: &ResponseHead,
+    ) -> bool {
+        let Some(d) = self.dpop.as_ref() else {
+            return false;
+        };
+        let Some(nonce) = head
+            .header("dpop-nonce")
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .map(str::trim)
+        else {
+            return false;
+        };
+        d.key.remember_nonce(&self.url, nonce);
+        let sent = self.exchanges.get(&ex).and_then(|x| x.dpop_nonce.clone());
+        let values = head
+            .header_all("www-authenticate")
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect::<Vec<_>>();
+        let challenges =
+            crate::exchange::challenge::parse_challenges(values.iter().map(String::as_str));
+        if !wants_nonce(head.status, &challenges)
+            || sent.is_none()
+            || sent.as_deref() == Some(nonce)
+            || d.key.nonce_for(&self.url).as_deref() != Some(nonce)
+        {
+            return false;
+        }
+        let resend = self.exchanges.get_mut(&ex).and_then(|x| x.resend.take());
+        match owner {
+            Owner::Request(id) => {
+                let Some(out) = self.pending.get_mut(id).and_then(|p| p.message.clone()) else {
+                    return false;
+                };
+                self.abort_exchange(Some(ex));
+                self.pending.remove(id);
+                self.note(format!(
+                    "the server asked for a DPoP nonce; request {id} sent again with it"
+                ));
+                match self.phase {
+                    Phase::Initializing { id: init, .. } if init == *id => {
+                        self.post(out, false);
+                    }
+                    _ => self.submit(now, out),
+                }
+            }
+            Owner::Notify(_) => {
+                self.abort_exchange(Some(ex));
+                if let Some(c) = self.confirming.as_mut().filter(|c| c.exchange == Some(ex)) {
+                    c.exchange = None;
+                    self.post_confirming();
+                } else if let Some(out) = resend {
+                    self.submit(now, out);
+                }
+            }
+            Owner::Listen => {
+                self.abort_exchange(Some(ex));
+                self.settle_until = None;
+                self.listener.state = ListenState::Off;
+                self.open_listener();
+            }
+            Owner::Resume(_) | Owner::Close => return false,
+        }
+        true
     }
 
     /// A 401/403 that an authorization may cure: park what met it.

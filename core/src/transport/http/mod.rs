@@ -58,6 +58,7 @@ use super::{
 };
 use crate::codec::glimpse::Glimpse;
 use crate::codec::sse::{SseConfig, SseDecoder};
+use crate::exchange::dpop::{DpopBinding, ProofRequest};
 use crate::exchange::redirect::{is_credential, Redirects};
 use crate::rpc::{parse_message, Message, SendKind};
 
@@ -263,6 +264,9 @@ struct Exchange {
     resend: Option<Outgoing>,
     /// The request as sent, until its head arrives (to follow a redirect).
     follow: Option<Redirects>,
+    /// The DPoP nonce its proof carried (`Some("")`: a proof without one),
+    /// `None` without a proof.
+    dpop_nonce: Option<String>,
 }
 
 /// The POST of `notifications/initialized` that the session waits for:
@@ -361,6 +365,11 @@ pub struct StreamableHttp {
     settle_until: Option<Instant>,
     /// `Authorization` of every request (a bearer token), if any.
     authorization: Option<String>,
+    /// The access token of `authorization` is DPoP-bound: each request
+    /// carries a fresh proof signed with this key (RFC 9449).
+    dpop: Option<DpopBinding>,
+    /// The latest `now` seen (a proof's `iat` is taken from it).
+    clock: Option<Instant>,
     /// 401/403 become [`HttpEvent::AuthRequired`].
     auth_enabled: bool,
     /// An authorization is under way: sends are parked.
@@ -417,6 +426,8 @@ impl StreamableHttp {
             },
             settle_until: None,
             authorization: None,
+            dpop: None,
+            clock: None,
             auth_enabled: false,
             auth_hold: false,
             parked: VecDeque::new(),
@@ -469,6 +480,36 @@ impl StreamableHttp {
         self.auth_origin = self.url.clone();
     }
 
+    /// Binds the access token of the `Authorization` to a DPoP key: every
+    /// later request to its origin carries a fresh proof (`None`: none).
+    pub fn set_dpop(&mut self, binding: Option<DpopBinding>) {
+        self.dpop = binding;
+    }
+
+    /// Notes the time of a call (proofs are dated from it).
+    pub(super) fn touch(&mut self, now: Instant) {
+        self.clock = Some(now);
+    }
+
+    /// The `DPoP` header for a request to the endpoint, when the token is
+    /// bound and the request goes where the token goes.
+    fn dpop_proof(&self, method: HttpMethod) -> Option<(String, String)> {
+        let d = self.dpop.as_ref()?;
+        let now = self.clock?;
+        if !self.url.same_origin(&self.auth_origin) || self.authorization.is_none() {
+            return None;
+        }
+        let request = ProofRequest {
+            method: method.as_str(),
+            url: &self.url,
+            access_token: Some(&d.access_token),
+        };
+        match d.key.proof(request, d.clock.unix_secs(now)) {
+            Ok(p) => Some(("DPoP".to_owned(), p)),
+            Err(_) => None,
+        }
+    }
+
     /// Whether an authorization is under way (sends are being parked).
     pub fn auth_pending(&self) -> bool {
         self.auth_hold
@@ -478,6 +519,7 @@ impl StreamableHttp {
     /// order, with `authorization` (and reopens the listener if it met the
     /// 401).
     pub fn authorized(&mut self, now: Instant, authorization: String) {
+        self.touch(now);
         self.set_authorization(Some(authorization));
         self.auth_hold = false;
         if self
@@ -564,7 +606,8 @@ impl StreamableHttp {
         self.submit(now, out);
     }
 
-    fn submit(&mut self, _now: Instant, out: Outgoing) {
+    fn submit(&mut self, now: Instant, out: Outgoing) {
+        self.touch(now);
         match self.phase {
             Phase::AwaitInit => match out.kind {
                 SendKind::Request { id } => {
@@ -608,6 +651,7 @@ impl StreamableHttp {
     /// failure is fatal too. Without a `notifications/initialized` among
     /// the held messages, everything is released at once.
     pub fn initialized(&mut self, now: Instant, protocol_version: &str) {
+        self.touch(now);
         if !matches!(self.phase, Phase::AwaitInit | Phase::Initializing { .. }) {
             return;
         }
@@ -731,6 +775,7 @@ impl StreamableHttp {
     /// an answer. Pending requests are not failed: the Connection closes
     /// them. Idempotent.
     pub fn begin_close(&mut self, now: Instant) {
+        self.touch(now);
         match self.phase {
             Phase::Closing { .. } | Phase::Closed => return,
             Phase::Dead => return self.finish(),
@@ -742,7 +787,7 @@ impl StreamableHttp {
         self.abort_all();
         if delete {
             let ex = self.next_id();
-            let headers = self.headers(None, false);
+            let headers = self.headers(HttpMethod::Delete, None, false);
             self.open(
                 ex,
                 HttpMethod::Delete,
@@ -765,6 +810,7 @@ impl StreamableHttp {
     /// Fires the timers due at `now`: resumptions, the listener's reopen,
     /// the close timeout. Spurious or repeated calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.touch(now);
         match self.phase {
             Phase::Closing { delete, until } => {
                 if now >= until {
@@ -852,8 +898,13 @@ impl StreamableHttp {
     /// The headers of a request: `Accept`, `Content-Type`, the configured
     /// ones (except those the transport sets), the session id and the
     /// negotiated version when known.
-    fn headers(&self, accept: Option<&str>, json_body: bool) -> Vec<(String, String)> {
-        let mut h = self.base_headers(accept, json_body);
+    fn headers(
+        &self,
+        method: HttpMethod,
+        accept: Option<&str>,
+        json_body: bool,
+    ) -> Vec<(String, String)> {
+        let mut h = self.base_headers(method, accept, json_body);
         if let Some(version) = &self.modern {
             h.push(("MCP-Protocol-Version".to_owned(), version.clone()));
             return h;
@@ -869,7 +920,12 @@ impl StreamableHttp {
 
     /// `Accept`, `Content-Type`, the configured headers and the
     /// authorization.
-    fn base_headers(&self, accept: Option<&str>, json_body: bool) -> Vec<(String, String)> {
+    fn base_headers(
+        &self,
+        method: HttpMethod,
+        accept: Option<&str>,
+        json_body: bool,
+    ) -> Vec<(String, String)> {
         let mut h = Vec::with_capacity(self.config.headers.len() + 5);
         if let Some(accept) = accept {
             h.push(("Accept".to_owned(), accept.to_owned()));
@@ -892,6 +948,7 @@ impl StreamableHttp {
                 h.push(("Authorization".to_owned(), a.clone()));
             }
         }
+        h.extend(self.dpop_proof(method));
         h
     }
 
@@ -906,6 +963,12 @@ impl StreamableHttp {
         owner: Owner,
     ) {
         let session = carries_session(&headers).then_some(self.generation);
+        let dpop_nonce = headers.iter().any(|(n, _)| n == "DPoP").then(|| {
+            self.dpop
+                .as_ref()
+                .and_then(|d| d.key.nonce_for(&self.url))
+                .unwrap_or_default()
+        });
         let carries = match owner {
             Owner::Request(id) | Owner::Resume(id) => Some(id),
             _ => None,
@@ -927,6 +990,7 @@ impl StreamableHttp {
                 session,
                 resend: None,
                 follow: Some(Redirects::new(request.clone())),
+                dpop_nonce,
             },
         );
         self.events.push_back(HttpEvent::Request(request));
@@ -966,7 +1030,7 @@ impl StreamableHttp {
                 ExchangePurpose::Notify,
             ),
         };
-        let mut headers = self.headers(Some(ACCEPT_POST), true);
+        let mut headers = self.headers(HttpMethod::Post, Some(ACCEPT_POST), true);
         if self.modern.is_some() {
             headers.extend(out.era_headers);
         }
@@ -1028,7 +1092,7 @@ impl StreamableHttp {
             .map(|d| d.last_event_id().to_owned())
             .unwrap_or_default();
         self.next_exchange += 1;
-        let mut headers = self.headers(Some(ACCEPT_SSE), false);
+        let mut headers = self.headers(HttpMethod::Get, Some(ACCEPT_SSE), false);
         headers.push(("Last-Event-ID".to_owned(), last));
         self.open(
             ex,
@@ -1042,7 +1106,7 @@ impl StreamableHttp {
 
     fn open_listener(&mut self) {
         let ex = self.next_id();
-        let mut headers = self.headers(Some(ACCEPT_SSE), false);
+        let mut headers = self.headers(HttpMethod::Get, Some(ACCEPT_SSE), false);
         let last = self.listener.sse.last_event_id();
         if !last.is_empty() && is_header_value(last) {
             headers.push(("Last-Event-ID".to_owned(), last.to_owned()));
