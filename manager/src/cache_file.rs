@@ -84,6 +84,7 @@ impl CacheFile {
     }
 
     /// [`CacheFile::flush`], blocking.
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
     pub(crate) fn flush_blocking(&self) {
         let (tx, rx) = async_channel::bounded(1);
         if self.send(Job::Flush(tx)) {

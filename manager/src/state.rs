@@ -143,6 +143,7 @@ impl Signal {
 
     /// Wakes the blocking waiters without a change, so that they look at
     /// their `stop` condition.
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
     pub(crate) fn wake(&self) {
         self.event.notify(usize::MAX);
     }
@@ -274,6 +275,7 @@ impl Running {
         }
     }
 
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
     pub(crate) fn wait_all_done(&self) {
         loop {
             if self.count.load(Ordering::SeqCst) == 0 {

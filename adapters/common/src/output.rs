@@ -109,6 +109,8 @@ impl OutputSchemas {
             .filter_map(|t| {
                 let schema = t.output_schema.as_ref()?;
                 let checker = compile(schema);
+                // (Irrefutable without the `validate` feature.)
+                #[allow(irrefutable_let_patterns)]
                 if let Checker::Unusable(why) = &checker {
                     notes.push(format!(
                         "tool `{}`: its outputSchema is not usable, its results are not checked: {why}",
