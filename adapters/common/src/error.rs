@@ -91,6 +91,21 @@ impl Error {
         }
     }
 
+    /// The URL elicitations the user must complete before the request is
+    /// made again, when the server answered -32042
+    /// (`URLElicitationRequiredError`); `None` for any other error (or a
+    /// -32042 whose `data` does not list them).
+    pub fn url_elicitations(&self) -> Option<Vec<mcpwire::mcp::types::ElicitUrl>> {
+        let e = self.remote()?;
+        if e.code != mcpwire::mcp::types::URL_ELICITATION_REQUIRED {
+            return None;
+        }
+        let data = e.data.as_ref()?;
+        serde_json::from_str::<mcpwire::mcp::types::UrlElicitationRequired>(data.get())
+            .ok()
+            .map(|d| d.elicitations)
+    }
+
     /// Whether the connection is closed or the server gone.
     pub fn is_closed(&self) -> bool {
         matches!(

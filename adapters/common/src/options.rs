@@ -13,7 +13,9 @@ use std::time::Duration;
 use event_listener::Event;
 use mcpwire::connection::ConnectionConfig;
 use mcpwire::mcp::methods::ListRootsResult;
-use mcpwire::mcp::types::{Implementation, Root};
+use mcpwire::mcp::types::{
+    CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Root,
+};
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
 use serde_json::Value;
@@ -219,6 +221,51 @@ impl<F> ConnectOptions<F> {
     }
 }
 
+/// Declares `elicitation` with both modes (a typed handler gets both).
+fn declare_both_modes<F>(mut o: ConnectOptions<F>) -> ConnectOptions<F> {
+    let modes = o
+        .config
+        .client
+        .capabilities
+        .elicitation
+        .get_or_insert_with(serde_json::Map::new);
+    for mode in ["form", "url"] {
+        modes
+            .entry(mode)
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+    o
+}
+
+/// Declares `sampling.tools` (the handler takes tools and tool choices).
+fn declare_sampling_tools<F>(mut o: ConnectOptions<F>) -> ConnectOptions<F> {
+    o.config
+        .client
+        .capabilities
+        .sampling
+        .get_or_insert_with(serde_json::Map::new)
+        .insert("tools".into(), Value::Object(serde_json::Map::new()));
+    o
+}
+
+/// Typed params, or -32602 naming what did not parse.
+fn typed_params<T: serde::de::DeserializeOwned>(
+    what: &str,
+    params: Value,
+) -> Result<T, ErrorObject> {
+    serde_json::from_value(params)
+        .map_err(|e| ErrorObject::new(-32602, format!("invalid {what} params: {e}")))
+}
+
+fn elicit_params(params: Value) -> Result<ElicitRequest, ErrorObject> {
+    ElicitRequest::parse(&params)
+        .map_err(|e| ErrorObject::new(-32602, format!("invalid elicitation/create params: {e}")))
+}
+
+fn to_value<T: serde::Serialize>(what: &str, v: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(v).map_err(|e| ErrorObject::internal(format!("{what}: {e}")))
+}
+
 /// `roots/list` answered from a function returning the roots.
 fn roots_answer(roots: Vec<Root>) -> Result<Value, ErrorObject> {
     serde_json::to_value(ListRootsResult::new(roots))
@@ -264,6 +311,103 @@ impl ConnectOptions<Async> {
     {
         let handler = Handler::Async(Arc::new(move |p| Box::pin(f(p))));
         self.handler(ServerRequestKind::Elicit, handler)
+    }
+}
+
+impl ConnectOptions<Async> {
+    /// Answers `elicitation/create` with a typed handler (form and URL
+    /// modes: [`ElicitRequest`]) and declares `elicitation` with both
+    /// modes. A URL elicitation's `notifications/elicitation/complete`
+    /// reaches the notification stream
+    /// ([`ServerNotification::ElicitationComplete`](mcpwire::mcp::ServerNotification)).
+    pub fn on_elicit<Fun, Fut>(self, f: Fun) -> Self
+    where
+        Fun: Fn(ElicitRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitResult> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let handler = Handler::Async(Arc::new(move |p| {
+            let f = f.clone();
+            Box::pin(async move {
+                let request = elicit_params(p)?;
+                to_value("elicitation result", &f(request).await)
+            })
+        }));
+        declare_both_modes(self.handler(ServerRequestKind::Elicit, handler))
+    }
+
+    /// Answers `sampling/createMessage` with a typed handler and declares
+    /// `sampling`. Return `Err(ErrorObject::new(-1, "…"))` when the user
+    /// declines.
+    pub fn on_sampling<Fun, Fut>(self, f: Fun) -> Self
+    where
+        Fun: Fn(CreateMessageRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let handler = Handler::Async(Arc::new(move |p| {
+            let f = f.clone();
+            Box::pin(async move {
+                let request = typed_params("sampling/createMessage", p)?;
+                to_value("sampling result", &f(request).await?)
+            })
+        }));
+        self.handler(ServerRequestKind::CreateMessage, handler)
+    }
+
+    /// [`on_sampling`](Self::on_sampling) for a model that can call tools:
+    /// also declares `sampling.tools`, so that the server may send `tools`
+    /// and `toolChoice` and expect `tool_use` content back.
+    pub fn on_sampling_with_tools<Fun, Fut>(self, f: Fun) -> Self
+    where
+        Fun: Fn(CreateMessageRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        declare_sampling_tools(self.on_sampling(f))
+    }
+}
+
+impl ConnectOptions<Blocking> {
+    /// Answers `elicitation/create` with a typed handler (on a thread of
+    /// its own) and declares `elicitation` with both modes.
+    pub fn on_elicit(
+        self,
+        f: impl Fn(ElicitRequest) -> ElicitResult + Send + Sync + 'static,
+    ) -> Self {
+        let handler = Handler::Blocking(Arc::new(move |p| {
+            to_value("elicitation result", &f(elicit_params(p)?))
+        }));
+        declare_both_modes(self.handler(ServerRequestKind::Elicit, handler))
+    }
+
+    /// Answers `sampling/createMessage` with a typed handler (on a thread
+    /// of its own) and declares `sampling`.
+    pub fn on_sampling(
+        self,
+        f: impl Fn(CreateMessageRequest) -> Result<CreateMessageResult, ErrorObject>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        let handler = Handler::Blocking(Arc::new(move |p| {
+            to_value(
+                "sampling result",
+                &f(typed_params("sampling/createMessage", p)?)?,
+            )
+        }));
+        self.handler(ServerRequestKind::CreateMessage, handler)
+    }
+
+    /// [`on_sampling`](Self::on_sampling) that also declares
+    /// `sampling.tools`.
+    pub fn on_sampling_with_tools(
+        self,
+        f: impl Fn(CreateMessageRequest) -> Result<CreateMessageResult, ErrorObject>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        declare_sampling_tools(self.on_sampling(f))
     }
 }
 

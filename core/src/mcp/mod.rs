@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 
 pub use handshake::{ClientConfig, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use methods::{check_capability, Capability, Method, Paged, ServerRequestKind};
-use types::{LoggingMessage, ResourceUpdated};
+use types::{ElicitationComplete, LoggingMessage, ResourceUpdated};
 
 /// A notification from the server, typed where the spec defines it.
 #[derive(Debug, Clone)]
@@ -34,6 +34,8 @@ pub enum ServerNotification {
     PromptsListChanged,
     /// `notifications/resources/updated`.
     ResourceUpdated(ResourceUpdated),
+    /// `notifications/elicitation/complete`: a URL elicitation finished.
+    ElicitationComplete(ElicitationComplete),
     /// Anything else, passed through unchanged (also a known method whose
     /// params did not parse).
     Other {
@@ -61,6 +63,9 @@ impl ServerNotification {
             "notifications/resources/updated" => {
                 typed(&params).map(ServerNotification::ResourceUpdated)
             }
+            "notifications/elicitation/complete" => {
+                typed(&params).map(ServerNotification::ElicitationComplete)
+            }
             _ => None,
         };
         parsed.unwrap_or(ServerNotification::Other { method, params })
@@ -74,6 +79,7 @@ impl ServerNotification {
             ServerNotification::ResourcesListChanged => "notifications/resources/list_changed",
             ServerNotification::PromptsListChanged => "notifications/prompts/list_changed",
             ServerNotification::ResourceUpdated(_) => "notifications/resources/updated",
+            ServerNotification::ElicitationComplete(_) => "notifications/elicitation/complete",
             ServerNotification::Other { method, .. } => method,
         }
     }

@@ -8,6 +8,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod client;
+pub use client::{
+    CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitForm, ElicitRequest,
+    ElicitResult, ElicitUrl, ElicitationComplete, Icon, SamplingContent, SamplingContentList,
+    SamplingMessage, ToolAnnotations, ToolChoice, UrlElicitationRequired, URL_ELICITATION_REQUIRED,
+};
+
 /// Fields a newer revision added that this crate does not model.
 pub type Extra = Map<String, Value>;
 
@@ -172,8 +179,11 @@ pub struct Tool {
     pub output_schema: Option<Value>,
     /// Behaviour hints (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Map<String, Value>>,
-    /// Unknown members (`icons`, `execution`, `_meta`, …).
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons a host may show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Unknown members (`execution`, `_meta`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }
