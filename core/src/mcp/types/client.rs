@@ -359,24 +359,56 @@ impl CreateMessageResult {
 
 // ---------------------------------------------------------------- tool metadata
 
+/// Deserializes an optional member that must not sink its parent: a value
+/// of the wrong shape reads as absent (what a server sends is not ours to
+/// refuse wholesale for a display hint).
+pub(super) fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
 /// A tool's behaviour hints (untrusted unless the server is).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
     /// A display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub title: Option<String>,
     /// It changes nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub read_only_hint: Option<bool>,
     /// It may destroy (when not read-only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub destructive_hint: Option<bool>,
     /// Calling it twice with the same arguments does no more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub idempotent_hint: Option<bool>,
     /// It reaches the world outside (the web, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub open_world_hint: Option<bool>,
     /// Unknown members.
     #[serde(flatten)]
@@ -503,5 +535,23 @@ mod tests {
         let back = serde_json::to_value(&t).unwrap();
         assert_eq!(back["annotations"]["x"], 1);
         assert_eq!(back["icons"][0]["src"], "https://a/i.png");
+        // Hints and icons of the wrong shape never sink the tool.
+        let t: super::super::Tool = serde_json::from_value(json!({
+            "name": "odd", "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": "yes", "title": 3, "idempotentHint": true},
+            "icons": ["not-an-icon"]
+        }))
+        .unwrap();
+        let a = t.annotations.unwrap();
+        assert_eq!(
+            (a.read_only_hint, a.title, a.idempotent_hint),
+            (None, None, Some(true))
+        );
+        assert!(t.icons.is_none());
+        let t: super::super::Tool = serde_json::from_value(json!({
+            "name": "odder", "annotations": [1, 2], "icons": {"src": 1}
+        }))
+        .unwrap();
+        assert!(t.annotations.is_none() && t.icons.is_none());
     }
 }

@@ -177,11 +177,20 @@ pub struct Tool {
     /// JSON Schema of `structuredContent`, when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
-    /// Behaviour hints (`readOnlyHint`, `destructiveHint`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Behaviour hints (`readOnlyHint`, `destructiveHint`, …). Hints of
+    /// the wrong type are dropped, never the tool.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "client::lenient"
+    )]
     pub annotations: Option<ToolAnnotations>,
-    /// Icons a host may show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Icons a host may show (left out when malformed, never the tool).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "client::lenient"
+    )]
     pub icons: Option<Vec<Icon>>,
     /// Unknown members (`execution`, `_meta`, …).
     #[serde(flatten)]
