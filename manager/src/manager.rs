@@ -324,11 +324,12 @@ async fn supervise<R: Runtime>(
             attempt = Some(Box::pin(connect::<R>(sup.config.clone(), options.clone())));
         }
         sup.publish(live.as_ref().map(|l| &l.client));
+        // Read before the check: a close in between bumps past `seen`.
+        let seen = shutdown.version();
         if shutdown.is_closed() {
             break;
         }
         let timer = sup.timeout();
-        let seen = shutdown.version();
         let event = or(
             async {
                 shutdown.changed_since(seen).await;
