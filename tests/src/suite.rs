@@ -90,6 +90,7 @@ macro_rules! adapter_suite {
             http_an_oversize_reply_fails_its_call_at_once,
             http_redirects_stop_after_5_hops_and_at_a_loop,
             http_a_303_on_a_post_is_an_error_naming_the_location,
+            http_a_list_change_reaches_the_notifications,
         );
     };
     (@era $module:ident, Both, $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {

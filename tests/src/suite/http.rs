@@ -672,3 +672,34 @@ pub async fn http_a_stream_lost_every_time_fails_after_the_reissues<A: Adapter>(
     assert_eq!(r.text(), "Echo: after");
     client.close().await.unwrap();
 }
+
+/// A list change reaches the notification stream over HTTP: on the call's
+/// stream in 2025-11-25, on the `subscriptions/listen` stream (a POST
+/// the client keeps open) in 2026-07-28.
+pub async fn http_a_list_change_reaches_the_notifications<A: Adapter>(era: Era) {
+    let log = temp_log("http-notes");
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let mut notes = client.notifications();
+    if era.is_modern() {
+        wait_log::<A>(&log, |v| {
+            v["event"] == "subscribed" && v["notifications"]["toolsListChanged"] == true
+        })
+        .await;
+    }
+    let r = client
+        .call_tool("notify_first", json!({"count": 1}))
+        .await
+        .unwrap();
+    if era.is_modern() {
+        assert!(r.text().contains("1 subscriptions reached"), "{}", r.text());
+    }
+    loop {
+        match A::recv_timeout(&mut notes, Duration::from_secs(5)).await {
+            Ok(mcpwire_adapter::ServerNotification::ToolsListChanged) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no tools/list_changed: {e:?}"),
+        }
+    }
+    client.close().await.unwrap();
+}
