@@ -1528,10 +1528,17 @@ fn modern_http_is_sessionless_with_the_era_headers() {
         assert_eq!(again.header("Mcp-Name"), Some("t"));
         call = again;
     }
-    assert!(matches!(
-        sim.completion(id),
-        Err(RequestError::Transport { message }) if message.contains("ended before its response")
-    ));
+    // The error says so, under the caller's id (not the last attempt's).
+    match sim.completion(id) {
+        Err(RequestError::Transport { message }) => assert_eq!(
+            message,
+            format!(
+                "the response stream of request {id} ended before its response 4 times \
+                 (issued again 3 times with new ids); giving up"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
     sim.advance(Duration::from_secs(1));
     assert!(sim.requests.is_empty(), "{:?}", sim.requests);
     // Close: no DELETE.
