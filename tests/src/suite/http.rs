@@ -539,6 +539,18 @@ pub async fn http_a_dual_era_server_speaks_the_era_asked<A: Adapter>(era: Era) {
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: new");
+    // A timed-out call's notifications/cancelled reaches it (no session).
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().timeout(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    let id = call_id::<A>(&log, "slow", 0).await;
+    wait_log::<A>(&log, cancelled_for(id)).await;
     client.close().await.unwrap();
     let lines = log_lines(&log);
     assert!(lines.iter().all(|v| v["event"] != "session_created"));

@@ -1042,7 +1042,11 @@ impl Server {
             }
             _ if req.header("mcp-session-id").is_some() => None,
             Incoming::Notification { method, params } => {
-                if !self.ctx.opts.era.legacy() || declared_version(params).is_some() {
+                // Of the era by its envelope or its era header (a
+                // client's `notifications/cancelled` carries no envelope).
+                let era_header =
+                    req.header("mcp-protocol-version") == Some(crate::protocol::MODERN_VERSION);
+                if !self.ctx.opts.era.legacy() || declared_version(params).is_some() || era_header {
                     handle_notification(&self.ctx, &self.modern, method, params);
                     wire.respond(202, &[], None, b"", close);
                     Some(true)
