@@ -47,7 +47,6 @@ macro_rules! adapter_suite {
         $crate::adapter_suite!(@era legacy_only, Legacy, $adapter, $block_on;
             stdio_a_legacy_server_is_probed_once_per_process,
             stdio_javascript_json_with_half_an_emoji_is_read,
-            stdio_a_server_that_stops_reading_keeps_the_client_bounded,
             http_expired_session_is_renewed_transparently,
             http_reinitialize_never_overtakes_initialized,
             http_dropped_stream_resumes_with_last_event_id,
@@ -81,6 +80,7 @@ macro_rules! adapter_suite {
             stdio_close_stops_the_whole_process_group,
             stdio_a_dead_wrappers_server_is_stopped,
             stdio_dropping_the_client_stops_the_whole_process_group,
+            stdio_a_server_that_stops_reading_keeps_the_client_bounded,
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,
