@@ -60,6 +60,7 @@ macro_rules! adapter_suite {
             http_a_lost_stream_is_issued_again_with_a_new_id,
             http_a_stream_lost_every_time_fails_after_the_reissues,
             http_era_headers_are_sent_and_checked,
+            http_a_remembered_era_that_went_stale_is_probed_again,
         );
         $crate::adapter_suite!(@era both_eras, Both, $adapter, $block_on;
             stdio_connect_list_call_close,

@@ -718,3 +718,36 @@ pub async fn http_a_list_change_reaches_the_notifications<A: Adapter>(era: Era) 
     }
     client.close().await.unwrap();
 }
+
+/// Modern only: the era remembered for a URL goes stale when another
+/// server takes its port (as happens between tests): a 2025-only server
+/// is found there first, then a 2026-only one on the same port; the
+/// client, starting with `initialize` from memory, is refused (`-32022`)
+/// and probes again.
+pub async fn http_a_remembered_era_that_went_stale_is_probed_again<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    let old = http_server_in(Some(Era::Legacy), &["--port", &port]);
+    let client = A::connect(ServerConfig::http(&old.url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    client.close().await.unwrap();
+    let url = old.url.clone();
+    drop(old);
+    let log = temp_log("stale-era");
+    let new = http_server_in(
+        Some(era),
+        &["--port", &port, "--log-file", log.to_str().unwrap()],
+    );
+    assert_eq!(new.url, url);
+    let client = A::connect(ServerConfig::http(&new.url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    let r = client
+        .call_tool("echo", json!({"message": "found again"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: found again");
+    client.close().await.unwrap();
+}
