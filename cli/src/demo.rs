@@ -18,7 +18,11 @@ pub(crate) async fn demo(cli: &Cli) -> Result<u8, Fail> {
         code: 3,
         message: format!("cannot find this program: {e}"),
     })?;
-    let config = ServerConfig::stdio(exe.to_string_lossy().into_owned()).args(["serve", "--demo"]);
+    let mut config =
+        ServerConfig::stdio(exe.to_string_lossy().into_owned()).args(["serve", "--demo"]);
+    // The demo server speaks both eras: `--era` picks one (auto finds
+    // 2026-07-28).
+    config.protocol_era = cli.era.clone();
     let bold = std::io::stdout().is_terminal() && no_color_unset();
     let say = |s: &str| {
         if bold {
@@ -27,19 +31,29 @@ pub(crate) async fn demo(cli: &Cli) -> Result<u8, Fail> {
             println!("\n▸ {s}");
         }
     };
+    let how = match cli.era.as_deref() {
+        Some("legacy") => "initializing (the 2025-11-25 handshake)",
+        Some("modern") => "discovering (server/discover, 2026-07-28 only)",
+        _ => "probing its era (server/discover, else initialize)",
+    };
     say(&format!(
-        "spawning `{} serve --demo` and initializing (stdio)",
+        "spawning `{} serve --demo` and {how} (stdio)",
         exe.display()
     ));
     let t = Instant::now();
     let client = connect(cli, config).await?;
     let s = client.server();
+    let era = if client.protocol_version() == "2026-07-28" {
+        "the stateless era: server/discover, no initialize, no session"
+    } else {
+        "the handshake era: initialize first"
+    };
     println!(
-        "connected to {} {} in {:.1} ms, protocol {}",
+        "connected to {} {} in {:.1} ms, protocol {} ({era})",
         s.server_info.name,
         s.server_info.version,
         t.elapsed().as_secs_f64() * 1000.0,
-        s.protocol_version
+        client.protocol_version()
     );
     if let Some(i) = &s.instructions {
         println!("instructions: {i}");
@@ -115,7 +129,11 @@ pub(crate) async fn demo(cli: &Cli) -> Result<u8, Fail> {
         print_content(&m.content);
     }
 
-    say("ping, then close (stdin closed; the server exits)");
+    say(if client.protocol_version() == "2026-07-28" {
+        "ping (a server/discover in 2026-07-28), then close (stdin closed; the server exits)"
+    } else {
+        "ping, then close (stdin closed; the server exits)"
+    });
     let t = Instant::now();
     client.ping().await?;
     println!("  pong in {:.2} ms", t.elapsed().as_secs_f64() * 1000.0);

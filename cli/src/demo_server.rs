@@ -5,6 +5,12 @@
 //! with an output schema), `countdown` (progress notifications, honours
 //! cancellation). Resource: `demo://readme`. Prompt: `greet`.
 //! Plain std: one reader loop, one thread per slow call.
+//!
+//! Dual-era, as real servers are: the 2025-11-25 handshake (`initialize`)
+//! and the stateless 2026-07-28 protocol (`server/discover`; each request
+//! carries `io.modelcontextprotocol/protocolVersion` in `_meta`; results
+//! say `resultType: "complete"`; `initialize` and `ping` are gone there),
+//! request by request.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -33,6 +39,51 @@ fn result(id: &Value, result: Value) -> Value {
 
 fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The stateless era's version, and the versions served, newest first.
+const MODERN: &str = "2026-07-28";
+const VERSIONS: &[&str] = &[
+    MODERN,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+fn server_info() -> Value {
+    json!({"name": "mcpwire-demo", "title": "mcpwire demo server", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn capabilities() -> Value {
+    json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}})
+}
+
+const INSTRUCTIONS: &str =
+    "A demo server: echo, add and countdown tools, one resource, one prompt.";
+
+/// Whether request `method` with `params` is of the 2026-07-28 era
+/// (`Err`: the error answer, a version this server does not serve).
+fn modern(id: &Value, method: &str, params: &Value) -> Result<bool, Value> {
+    match &params["_meta"]["io.modelcontextprotocol/protocolVersion"] {
+        Value::String(v) if v == MODERN => Ok(true),
+        Value::Null => Ok(method == "server/discover"),
+        other => Err(json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32022,
+            "message": format!("Unsupported protocol version {other}"),
+            "data": {"supported": VERSIONS, "requested": other},
+        }})),
+    }
+}
+
+/// A 2026-07-28 answer: its result says it is complete.
+fn stamp(modern: bool, mut reply: Value) -> Value {
+    if modern {
+        if let Some(r) = reply.get_mut("result").and_then(Value::as_object_mut) {
+            r.insert("resultType".into(), json!("complete"));
+        }
+    }
+    reply
 }
 
 fn tools() -> Value {
@@ -98,7 +149,31 @@ pub fn run() {
         if method.is_empty() {
             continue; // a response to us: we never ask anything
         }
+        let modern = match modern(&id, method, &params) {
+            Ok(m) => m,
+            Err(refusal) => {
+                send(&out, &refusal);
+                continue;
+            }
+        };
         let reply = match method {
+            "initialize" | "ping" | "logging/setLevel" if modern => error(
+                &id,
+                -32601,
+                &format!("Method not found: {method} (not in {MODERN})"),
+            ),
+            "server/discover" => result(
+                &id,
+                json!({
+                    "supportedVersions": VERSIONS,
+                    "capabilities": capabilities(),
+                    "serverInfo": server_info(),
+                    "instructions": INSTRUCTIONS,
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+                }),
+            ),
             "initialize" => {
                 let asked = params["protocolVersion"].as_str().unwrap_or("2025-11-25");
                 let version = match asked {
@@ -109,9 +184,9 @@ pub fn run() {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
-                        "serverInfo": {"name": "mcpwire-demo", "title": "mcpwire demo server", "version": env!("CARGO_PKG_VERSION")},
-                        "instructions": "A demo server: echo, add and countdown tools, one resource, one prompt."
+                        "capabilities": capabilities(),
+                        "serverInfo": server_info(),
+                        "instructions": INSTRUCTIONS,
                     }),
                 )
             }
@@ -172,13 +247,11 @@ pub fn run() {
                                 }
                             }
                             running.lock().expect("lock").remove(&id.to_string());
-                            send(
-                                &out,
-                                &result(
-                                    &id,
-                                    json!({"content": [{"type": "text", "text": format!("Liftoff after {steps} steps")}]}),
-                                ),
+                            let done = result(
+                                &id,
+                                json!({"content": [{"type": "text", "text": format!("Liftoff after {steps} steps")}]}),
                             );
+                            send(&out, &stamp(modern, done));
                         });
                         continue;
                     }
@@ -221,6 +294,6 @@ pub fn run() {
             },
             _ => error(&id, -32601, &format!("Method not found: {method}")),
         };
-        send(&out, &reply);
+        send(&out, &stamp(modern, reply));
     }
 }

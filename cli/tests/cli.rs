@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire_tests::suite::support::{
     http_server, process_alive, server_bin as test_server, session_order, stdio_behind_a_wrapper,
+    Era,
 };
 use serde_json::Value;
 
@@ -36,12 +37,31 @@ fn temp_log(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mcpwire-cli-{}-{tag}.log", std::process::id()))
 }
 
+/// The demo server is dual-era: `mcpwire demo` speaks 2026-07-28 to it by
+/// default, and says so; `--era legacy` walks through the handshake era.
 #[test]
 fn demo_walks_through_a_session() {
-    let o = run(&["demo"]);
+    for (args, era) in [
+        (&["demo"][..], "protocol 2026-07-28 (the stateless era"),
+        (
+            &["--era", "legacy", "demo"][..],
+            "protocol 2025-11-25 (the handshake era",
+        ),
+        (
+            &["demo", "--era", "modern"][..],
+            "protocol 2026-07-28 (the stateless era",
+        ),
+    ] {
+        demo_walk(args, era);
+    }
+}
+
+fn demo_walk(args: &[&str], era: &str) {
+    let o = run(args);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     for expected in [
+        era,
         "connected to mcpwire-demo",
         "hello from mcpwire",
         "structuredContent: {\"sum\":42}",
@@ -137,7 +157,13 @@ fn every_command_against_the_demo_server() {
     let o = run(&["info", "--", BIN, "serve", "--demo"]);
     let out = stdout(&o);
     assert!(out.contains("server:       mcpwire-demo"), "{out}");
-    assert!(out.contains("protocol:     2025-11-25"));
+    assert!(out.contains("protocol:     2026-07-28"), "{out}");
+    let o = run(&["info", "--era", "legacy", "--", BIN, "serve", "--demo"]);
+    assert!(
+        stdout(&o).contains("protocol:     2025-11-25"),
+        "{}",
+        stdout(&o)
+    );
     assert!(out.contains("transport:    stdio"));
     assert!(out.contains("capabilities: "));
     let o = run(&["info", "--json", "--", BIN, "serve", "--demo"]);
@@ -290,7 +316,7 @@ fn sigint_cancels_the_call_and_exits_130() {
 /// (and so does the shell): when `mcpwire` exits, nothing of it is left.
 #[test]
 fn the_whole_process_tree_is_stopped_on_exit() {
-    let wrapper = stdio_behind_a_wrapper();
+    let wrapper = stdio_behind_a_wrapper(Era::Legacy);
     let mut args = vec!["call", "pid", "--", "sh"];
     args.extend(wrapper.args.iter().map(String::as_str));
     let t = Instant::now();

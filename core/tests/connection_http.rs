@@ -1529,10 +1529,17 @@ fn modern_http_is_sessionless_with_the_era_headers() {
         assert_eq!(again.header("Mcp-Name"), Some("t"));
         call = again;
     }
-    assert!(matches!(
-        sim.completion(id),
-        Err(RequestError::Transport { message }) if message.contains("ended before its response")
-    ));
+    // The error says so, under the caller's id (not the last attempt's).
+    match sim.completion(id) {
+        Err(RequestError::Transport { message }) => assert_eq!(
+            message,
+            format!(
+                "the response stream of request {id} ended before its response 4 times \
+                 (issued again 3 times with new ids); giving up"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
     sim.advance(Duration::from_secs(1));
     assert!(sim.requests.is_empty(), "{:?}", sim.requests);
     // Close: no DELETE.
@@ -1773,6 +1780,46 @@ fn modern_http_probe_falls_back_on_a_legacy_4xx_and_retries_on_32022() {
     assert_eq!(again.header("MCP-Protocol-Version"), Some("2026-07-28"));
     sim.json(again.exchange, &[], &reply(1, DISCOVER));
     assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+}
+
+/// A server remembered as legacy that now speaks only 2026-07-28: the
+/// `initialize` the memory sends first meets 400 with `-32022`. That is a
+/// modern server's refusal, not a reason to fall back to HTTP+SSE (a GET):
+/// the client probes with `server/discover`, in the era, and is ready.
+#[test]
+fn modern_http_a_remembered_legacy_era_refused_with_32022_is_probed_again() {
+    let config = ConnectionConfig {
+        era_hint: Some(mcpwire::connection::Era::Legacy),
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config, TransportSpec::StreamableHttp(url(URL)));
+    let init = sim.next_request();
+    assert_eq!(body(&init)["method"], "initialize");
+    sim.head(init.exchange, 400, &[("Content-Type", "application/json")]);
+    sim.body(init.exchange, br#"{"jsonrpc":"2.0","id":0,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}"#);
+    sim.end(init.exchange);
+    let probe = sim.next_request();
+    assert_eq!(probe.method, HttpMethod::Post, "no fallback to HTTP+SSE");
+    assert_eq!(body(&probe)["method"], "server/discover");
+    assert_eq!(probe.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    assert_eq!(probe.header("Mcp-Method"), Some("server/discover"));
+    let id = body(&probe)["id"].as_u64().unwrap();
+    sim.json(probe.exchange, &[], &reply(id, DISCOVER));
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+
+    // Any other 400 to that first initialize still means HTTP+SSE.
+    let config = ConnectionConfig {
+        era_hint: Some(mcpwire::connection::Era::Legacy),
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config, TransportSpec::StreamableHttp(url(URL)));
+    let init = sim.next_request();
+    sim.head(init.exchange, 400, &[("Content-Type", "application/json")]);
+    sim.body(init.exchange, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: missing session"}}"#);
+    sim.end(init.exchange);
+    let get = sim.next_request();
+    assert_eq!(get.method, HttpMethod::Get, "fell back to legacy HTTP+SSE");
 }
 
 #[test]

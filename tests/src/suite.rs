@@ -14,6 +14,13 @@
 //! The few behaviours that differ by nature are the adapter's flags
 //! ([`Adapter::CANCELS_ON_DROP`]); everything else is asserted the same on
 //! every adapter.
+//!
+//! Each case takes the protocol era it runs in ([`support::Era`]): the
+//! test server is pinned to it (`--era legacy` or `--era modern`) and the
+//! client finds it by probing, as it does by default. Most cases run in
+//! both eras; the era-specific ones say why in their docs (sessions,
+//! resumption and the GET listener are 2025-11-25's; re-issue after a
+//! lost stream and the era headers are 2026-07-28's).
 
 mod adapter;
 #[cfg(feature = "blocking")]
@@ -28,13 +35,34 @@ pub use blocking::block_on;
 pub use http::*;
 pub use stdio::*;
 
-/// Generates one `#[test]` per case of this suite, each running the case
-/// for client `$adapter` (an [`Adapter`]) with `$block_on` (a
-/// `fn(impl Future<Output = ()>)`).
+/// Generates one `#[test]` per case of this suite and era, each running
+/// the case for client `$adapter` (an [`Adapter`]) with `$block_on` (a
+/// `fn(impl Future<Output = ()>)`): modules `legacy` and `legacy_only`
+/// against a test server speaking only 2025-11-25, `modern` and
+/// `modern_only` against one speaking only 2026-07-28. Most cases run in
+/// both eras; the era-specific ones (`*_only`) say why in their docs.
 #[macro_export]
 macro_rules! adapter_suite {
     ($adapter:ty, $block_on:path) => {
-        $crate::adapter_suite!(@cases $adapter, $block_on;
+        $crate::adapter_suite!(@era legacy_only, Legacy, $adapter, $block_on;
+            stdio_a_legacy_server_is_probed_once_per_process,
+            stdio_javascript_json_with_half_an_emoji_is_read,
+            http_expired_session_is_renewed_transparently,
+            http_reinitialize_never_overtakes_initialized,
+            http_dropped_stream_resumes_with_last_event_id,
+            http_dropping_the_last_client_ends_the_session,
+            http_307_and_308_are_followed_and_the_endpoint_moves,
+            http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_credentials,
+        );
+        $crate::adapter_suite!(@era modern_only, Modern, $adapter, $block_on;
+            stdio_a_dual_era_server_speaks_the_era_asked,
+            http_a_dual_era_server_speaks_the_era_asked,
+            http_a_lost_stream_is_issued_again_with_a_new_id,
+            http_a_stream_lost_every_time_fails_after_the_reissues,
+            http_era_headers_are_sent_and_checked,
+            http_a_remembered_era_that_went_stale_is_probed_again,
+        );
+        $crate::adapter_suite!(@era both_eras, Both, $adapter, $block_on;
             stdio_connect_list_call_close,
             stdio_structured_output_is_checked_against_the_output_schema,
             stdio_repeated_cursor_is_refused,
@@ -50,8 +78,6 @@ macro_rules! adapter_suite {
             stdio_notifications_stream_and_callback,
             stdio_missing_binary_is_a_spawn_error,
             stdio_dropping_the_last_client_closes_gracefully_and_fast,
-            stdio_a_legacy_server_is_probed_once_per_process,
-            stdio_javascript_json_with_half_an_emoji_is_read,
             stdio_an_oversize_reply_fails_its_call_at_once,
             stdio_close_stops_the_whole_process_group,
             stdio_a_dead_wrappers_server_is_stopped,
@@ -60,26 +86,31 @@ macro_rules! adapter_suite {
             http_sse_and_json_responses,
             http_progress_and_server_request_on_the_stream,
             http_cancel_and_timeout_tell_the_server,
-            http_expired_session_is_renewed_transparently,
-            http_reinitialize_never_overtakes_initialized,
-            http_dropped_stream_resumes_with_last_event_id,
             http_errors_are_clear,
             http_connection_refused_is_a_connect_error,
-            http_dropping_the_last_client_ends_the_session,
             http_8_tasks_share_one_client,
             http_an_oversize_reply_fails_its_call_at_once,
-            http_307_and_308_are_followed_and_the_endpoint_moves,
             http_redirects_stop_after_5_hops_and_at_a_loop,
             http_a_303_on_a_post_is_an_error_naming_the_location,
-            http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_credentials,
+            http_a_list_change_reaches_the_notifications,
         );
     };
-    (@cases $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $block_on($crate::suite::$case::<$adapter>())
-            }
-        )*
+    (@era $module:ident, Both, $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {
+        $crate::adapter_suite!(@era legacy, Legacy, $adapter, $block_on; $($case),*);
+        $crate::adapter_suite!(@era modern, Modern, $adapter, $block_on; $($case),*);
+    };
+    (@era $module:ident, $era:ident, $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $case() {
+                    $block_on($crate::suite::$case::<$adapter>(
+                        $crate::suite::support::Era::$era,
+                    ))
+                }
+            )*
+        }
     };
 }

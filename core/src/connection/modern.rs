@@ -682,6 +682,19 @@ impl Modern {
                 ))));
                 return None;
             }
+            Err(RequestError::Transport { .. }) if lost => {
+                // Every attempt lost its stream: say so, under the id the
+                // application knows (the transport named the last
+                // attempt's).
+                let reissues = call.reissues;
+                let attempts = reissues + 1;
+                self.calls.remove(&app);
+                let message = format!(
+                    "the response stream of request {app} ended before its response \
+                     {attempts} times (issued again {reissues} times with new ids); giving up"
+                );
+                return Some((app, Err(RequestError::Transport { message })));
+            }
             Err(e) => {
                 self.calls.remove(&app);
                 return Some((app, Err(e)));

@@ -9,14 +9,17 @@ use mcpwire_adapter::options::ConnectOptions;
 use mcpwire_adapter::{CallOptions, CancelToken, Error, Handler, RequestError, ServerConfig};
 use serde_json::json;
 
-use super::support::{cancelled_for, http_server, session_order, temp_log, wait_log};
+use super::support::{
+    call_id, cancelled_for, http_server_in, log_lines, session_order, temp_log, wait_log, Era,
+};
 use super::Adapter;
 
-pub async fn http_sse_and_json_responses<A: Adapter>() {
+pub async fn http_sse_and_json_responses<A: Adapter>(era: Era) {
     for args in [&[][..], &["--json-responses"][..], &["--tiny-chunks"][..]] {
-        let server = http_server(args);
+        let server = http_server_in(Some(era), args);
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
         assert_eq!(client.transport(), "streamable-http");
+        assert_eq!(client.protocol_version(), era.version(), "{args:?}");
         assert_eq!(client.list_tools().await.unwrap().len(), 17);
         let r = client
             .call_tool("echo", json!({"message": "over http"}))
@@ -29,8 +32,8 @@ pub async fn http_sse_and_json_responses<A: Adapter>() {
 
 /// The roots are answered by a blocking handler here (an `async` one in
 /// the stdio case).
-pub async fn http_progress_and_server_request_on_the_stream<A: Adapter>() {
-    let server = http_server(&[]);
+pub async fn http_progress_and_server_request_on_the_stream<A: Adapter>(era: Era) {
+    let server = http_server_in(Some(era), &[]);
     let roots = Handler::Blocking(Arc::new(|_params| {
         Ok(serde_json::to_value(ListRootsResult::new(Vec::new())).unwrap())
     }));
@@ -71,9 +74,9 @@ pub async fn http_progress_and_server_request_on_the_stream<A: Adapter>() {
 /// A call that times out and one whose [`CancelToken`] is cancelled from
 /// another task (a thread, for the blocking client): the server is told
 /// each time, and the session goes on.
-pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>() {
+pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>(era: Era) {
     let log = temp_log("http-cancel");
-    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     let e = client
         .call_tool_with(
@@ -84,8 +87,8 @@ pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>() {
         .await
         .unwrap_err();
     assert!(e.is_timeout(), "{e}");
-    // Ids: 0 the server/discover probe, 1 initialize, then the calls.
-    wait_log::<A>(&log, cancelled_for(2)).await;
+    let id = call_id::<A>(&log, "slow", 0).await;
+    wait_log::<A>(&log, cancelled_for(id)).await;
     let token = CancelToken::new();
     let t2 = token.clone();
     let canceller = A::spawn(async move {
@@ -101,15 +104,18 @@ pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>() {
         .await
         .unwrap_err();
     assert!(e.is_cancelled(), "{e}");
-    wait_log::<A>(&log, cancelled_for(3)).await;
+    let id = call_id::<A>(&log, "slow", 1).await;
+    wait_log::<A>(&log, cancelled_for(id)).await;
     canceller.await;
     client.ping().await.unwrap();
     client.close().await.unwrap();
 }
 
-pub async fn http_expired_session_is_renewed_transparently<A: Adapter>() {
+/// Legacy only (sessions).
+pub async fn http_expired_session_is_renewed_transparently<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
     let log = temp_log("expire");
-    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     client.call_tool("expire_session", json!({})).await.unwrap();
     let r = client
@@ -139,11 +145,13 @@ pub async fn http_expired_session_is_renewed_transparently<A: Adapter>() {
 /// nothing reaches the server before its `notifications/initialized`
 /// (the test server refuses it with 400 otherwise, and its log shows the
 /// order).
-pub async fn http_reinitialize_never_overtakes_initialized<A: Adapter>() {
+/// Legacy only (sessions and `initialize`).
+pub async fn http_reinitialize_never_overtakes_initialized<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
     const ROUNDS: u64 = 30;
     const CALLS: u64 = 4;
     let log = temp_log("reinit-order");
-    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     let before = client.stats();
     for round in 0..ROUNDS {
@@ -182,9 +190,11 @@ pub async fn http_reinitialize_never_overtakes_initialized<A: Adapter>() {
     assert!(order.violations.is_empty(), "{:#?}", order.violations);
 }
 
-pub async fn http_dropped_stream_resumes_with_last_event_id<A: Adapter>() {
+/// Legacy only (2026-07-28 has no resumption: see `http_a_lost_stream_is_issued_again_with_a_new_id`).
+pub async fn http_dropped_stream_resumes_with_last_event_id<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
     let log = temp_log("resume");
-    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     let t = Instant::now();
     let r = client
@@ -203,8 +213,8 @@ pub async fn http_dropped_stream_resumes_with_last_event_id<A: Adapter>() {
     client.close().await.unwrap();
 }
 
-pub async fn http_errors_are_clear<A: Adapter>() {
-    let server = http_server(&["--require-auth", "sekrit"]);
+pub async fn http_errors_are_clear<A: Adapter>(era: Era) {
+    let server = http_server_in(Some(era), &["--require-auth", "sekrit"]);
     let e = A::connect(ServerConfig::http(&server.url))
         .await
         .unwrap_err();
@@ -224,7 +234,8 @@ pub async fn http_errors_are_clear<A: Adapter>() {
     client.close().await.unwrap();
 }
 
-pub async fn http_connection_refused_is_a_connect_error<A: Adapter>() {
+/// No server at all: the same in both eras.
+pub async fn http_connection_refused_is_a_connect_error<A: Adapter>(_era: Era) {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -235,9 +246,11 @@ pub async fn http_connection_refused_is_a_connect_error<A: Adapter>() {
     assert!(e.to_string().contains("refused"), "{e}");
 }
 
-pub async fn http_dropping_the_last_client_ends_the_session<A: Adapter>() {
+/// Legacy only (sessions).
+pub async fn http_dropping_the_last_client_ends_the_session<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
     let log = temp_log("drop-http");
-    let server = http_server(&["--log-file", log.to_str().unwrap()]);
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     client.ping().await.unwrap();
     drop(client);
@@ -247,8 +260,8 @@ pub async fn http_dropping_the_last_client_ends_the_session<A: Adapter>() {
 
 /// 8 tasks (threads, for the blocking client) share one client, 5 calls
 /// each.
-pub async fn http_8_tasks_share_one_client<A: Adapter>() {
-    let server = http_server(&[]);
+pub async fn http_8_tasks_share_one_client<A: Adapter>(era: Era) {
+    let server = http_server_in(Some(era), &[]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     let tasks: Vec<_> = (0..8)
         .map(|t| {
@@ -270,12 +283,12 @@ pub async fn http_8_tasks_share_one_client<A: Adapter>() {
 
 /// A response over `max_event` (an SSE answer) or `max_body` (a JSON
 /// answer) fails its call at once, typed, and the session goes on.
-pub async fn http_an_oversize_reply_fails_its_call_at_once<A: Adapter>() {
+pub async fn http_an_oversize_reply_fails_its_call_at_once<A: Adapter>(era: Era) {
     for (args, what) in [
         (&[][..], "max_event"),
         (&["--json-responses"][..], "max_body"),
     ] {
-        let server = http_server(args);
+        let server = http_server_in(Some(era), args);
         let options = ConnectOptions::<A::Flavor>::new()
             .config(|c| {
                 c.http.max_event = 64 * 1024;
@@ -328,15 +341,20 @@ fn http_requests(log: &std::path::Path) -> Vec<(String, String, serde_json::Valu
 /// `Location: /mcp/`. The client follows, and once the `initialize` was
 /// answered there, everything goes to `/mcp/` directly: calls, the GET
 /// listener and the DELETE at close.
-pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>() {
+/// Legacy only (it follows `initialize`, the GET listener and the DELETE).
+pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
     for status in ["307", "308"] {
         let log = temp_log("redirect");
-        let server = http_server(&[
-            "--redirect-status",
-            status,
-            "--log-file",
-            log.to_str().unwrap(),
-        ]);
+        let server = http_server_in(
+            Some(era),
+            &[
+                "--redirect-status",
+                status,
+                "--log-file",
+                log.to_str().unwrap(),
+            ],
+        );
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
         assert_eq!(client.list_tools().await.unwrap().len(), 17);
         let r = client
@@ -390,8 +408,8 @@ pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>() 
 }
 
 /// Five hops are followed; a sixth, or a loop, is a clear error.
-pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>() {
-    let server = http_server(&["--redirect-hops", "5"]);
+pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>(era: Era) {
+    let server = http_server_in(Some(era), &["--redirect-hops", "5"]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
     let r = client
         .call_tool("echo", json!({"message": "five hops"}))
@@ -400,7 +418,7 @@ pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>() {
     assert_eq!(r.text(), "Echo: five hops");
     client.close().await.unwrap();
 
-    let server = http_server(&["--redirect-hops", "6"]);
+    let server = http_server_in(Some(era), &["--redirect-hops", "6"]);
     let e = A::connect(ServerConfig::http(&server.url))
         .await
         .unwrap_err();
@@ -408,7 +426,7 @@ pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>() {
     assert!(m.contains("too many redirects: more than 5"), "{m}");
     assert!(m.contains("/mcp/hop/5") && m.contains("/mcp/"), "{m}");
 
-    let server = http_server(&["--redirect-loop"]);
+    let server = http_server_in(Some(era), &["--redirect-loop"]);
     let e = A::connect(ServerConfig::http(&server.url))
         .await
         .unwrap_err();
@@ -418,9 +436,9 @@ pub async fn http_redirects_stop_after_5_hops_and_at_a_loop<A: Adapter>() {
 
 /// 301/302/303 on a POST would make fetch send a GET: an error naming
 /// where the server points.
-pub async fn http_a_303_on_a_post_is_an_error_naming_the_location<A: Adapter>() {
+pub async fn http_a_303_on_a_post_is_an_error_naming_the_location<A: Adapter>(era: Era) {
     for status in ["302", "303"] {
-        let server = http_server(&["--redirect-status", status]);
+        let server = http_server_in(Some(era), &["--redirect-status", status]);
         let e = A::connect(ServerConfig::http(&server.url))
             .await
             .unwrap_err();
@@ -440,13 +458,20 @@ pub async fn http_a_303_on_a_post_is_an_error_naming_the_location<A: Adapter>() 
 /// session it serves is the one it issued.
 pub async fn http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_credentials<
     A: Adapter,
->() {
+>(
+    era: Era,
+) {
+    // Legacy only (it follows the session, the GET listener and the DELETE).
+    assert_eq!(era, Era::Legacy);
     let log = temp_log("cross-origin");
-    let server = http_server(&[
-        "--redirect-cross-origin",
-        "--log-file",
-        log.to_str().unwrap(),
-    ]);
+    let server = http_server_in(
+        Some(era),
+        &[
+            "--redirect-cross-origin",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+    );
     let config = ServerConfig::http(&server.url).header("Authorization", "Bearer home-only");
     let e = A::connect(config.clone()).await.unwrap_err();
     let m = e.to_string();
@@ -496,4 +521,233 @@ pub async fn http_a_cross_origin_redirect_is_refused_unless_allowed_and_gets_no_
         );
     }
     assert!(here.iter().all(|(m, _, _)| m == "POST"), "{here:?}");
+}
+
+// ---- 2026-07-28 (issue 18, item 7) ------------------------------------------
+
+/// Modern only: a dual-era server (the test server's default) over HTTP:
+/// a probing client speaks 2026-07-28 without a session; one pinned to
+/// the legacy era gets `initialize` and a session from the same server.
+pub async fn http_a_dual_era_server_speaks_the_era_asked<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let log = temp_log("dual-http");
+    let server = http_server_in(None, &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    let r = client
+        .call_tool("echo", json!({"message": "new"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: new");
+    // A timed-out call's notifications/cancelled reaches it (no session).
+    let e = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5000, "steps": 5}),
+            CallOptions::new().timeout(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    let id = call_id::<A>(&log, "slow", 0).await;
+    wait_log::<A>(&log, cancelled_for(id)).await;
+    client.close().await.unwrap();
+    let lines = log_lines(&log);
+    assert!(lines.iter().all(|v| v["event"] != "session_created"));
+    assert!(lines
+        .iter()
+        .filter(|v| v["http"].is_object())
+        .all(|v| v["http"]["headers"]["mcp-session-id"].is_null()));
+    let client = A::connect(ServerConfig::http(&server.url).era("legacy"))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    let r = client
+        .call_tool("echo", json!({"message": "old"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: old");
+    client.close().await.unwrap();
+    wait_log::<A>(&log, |v| v["event"] == "session_created").await;
+}
+
+/// Modern only: every request POST carries the era headers
+/// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), which the server
+/// checks against the body (it refuses a mismatch with `-32020`; none
+/// was logged). The tool name and the URI arrive plain.
+pub async fn http_era_headers_are_sent_and_checked<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let log = temp_log("headers");
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    client
+        .call_tool("echo", json!({"message": "h\u{e9}llo"}))
+        .await
+        .unwrap();
+    client.read_resource("test://hello").await.unwrap();
+    client.close().await.unwrap();
+    let lines = log_lines(&log);
+    let posts: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|v| v["http"]["method"] == "POST")
+        .collect();
+    assert!(posts.len() >= 3, "{posts:?}");
+    for p in &posts {
+        assert_eq!(
+            p["http"]["headers"]["mcp-protocol-version"], "2026-07-28",
+            "{p}"
+        );
+        assert!(p["http"]["headers"]["mcp-method"].is_string(), "{p}");
+    }
+    let named: Vec<&str> = posts
+        .iter()
+        .filter_map(|p| p["http"]["headers"]["mcp-name"].as_str())
+        .collect();
+    assert!(
+        named.contains(&"echo") && named.contains(&"test://hello"),
+        "{named:?}"
+    );
+    assert!(
+        lines.iter().all(|v| v["event"] != "header_mismatch"),
+        "{lines:?}"
+    );
+}
+
+/// The `sse_drop` attempts the server logged for `key`: (request id,
+/// dropped).
+fn drop_attempts(log: &std::path::Path, key: &str) -> Vec<(u64, bool)> {
+    log_lines(log)
+        .iter()
+        .filter(|v| v["event"] == "sse_drop" && v["key"] == key)
+        .map(|v| (v["id"].as_u64().unwrap(), v["dropped"] == true))
+        .collect()
+}
+
+/// Modern only (2025 resumes the stream instead): the response stream
+/// of a call breaks before its response; the client issues the request
+/// again with a new id after a backoff, and the call succeeds.
+pub async fn http_a_lost_stream_is_issued_again_with_a_new_id<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let log = temp_log("reissue");
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let t = Instant::now();
+    let r = client
+        .call_tool(
+            "sse_drop",
+            json!({"drops": 1, "key": "once", "after_ms": 20}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "answered attempt 2 after 1 dropped streams");
+    assert!(
+        t.elapsed() >= Duration::from_millis(100),
+        "backed off first"
+    );
+    let attempts = drop_attempts(&log, "once");
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert!(attempts[0].1 && !attempts[1].1, "{attempts:?}");
+    assert_ne!(attempts[0].0, attempts[1].0, "a new id: {attempts:?}");
+    // The connection goes on.
+    let r = client
+        .call_tool("echo", json!({"message": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: after");
+    client.close().await.unwrap();
+}
+
+/// Modern only: every attempt's stream breaks: after the bounded
+/// re-issues (3, so 4 attempts, each with its own id) the call fails
+/// with an error saying the stream was lost; the connection goes on.
+pub async fn http_a_stream_lost_every_time_fails_after_the_reissues<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let log = temp_log("reissue-all");
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let e = client
+        .call_tool("sse_drop", json!({"drops": 1000, "key": "always"}))
+        .await
+        .unwrap_err();
+    let attempts = drop_attempts(&log, "always");
+    assert_eq!(attempts.len(), 4, "{attempts:?}");
+    let mut ids: Vec<u64> = attempts.iter().map(|a| a.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "each attempt its own id: {attempts:?}");
+    let m = e.to_string();
+    assert!(
+        m.contains("ended before its response 4 times (issued again 3 times with new ids)"),
+        "{m}"
+    );
+    let r = client
+        .call_tool("echo", json!({"message": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: after");
+    client.close().await.unwrap();
+}
+
+/// A list change reaches the notification stream over HTTP: on the call's
+/// stream in 2025-11-25, on the `subscriptions/listen` stream (a POST
+/// the client keeps open) in 2026-07-28.
+pub async fn http_a_list_change_reaches_the_notifications<A: Adapter>(era: Era) {
+    let log = temp_log("http-notes");
+    let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    let mut notes = client.notifications();
+    if era.is_modern() {
+        wait_log::<A>(&log, |v| {
+            v["event"] == "subscribed" && v["notifications"]["toolsListChanged"] == true
+        })
+        .await;
+    }
+    let r = client
+        .call_tool("notify_first", json!({"count": 1}))
+        .await
+        .unwrap();
+    if era.is_modern() {
+        assert!(r.text().contains("1 subscriptions reached"), "{}", r.text());
+    }
+    loop {
+        match A::recv_timeout(&mut notes, Duration::from_secs(5)).await {
+            Ok(mcpwire_adapter::ServerNotification::ToolsListChanged) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no tools/list_changed: {e:?}"),
+        }
+    }
+    client.close().await.unwrap();
+}
+
+/// Modern only: the era remembered for a URL goes stale when another
+/// server takes its port (as happens between tests): a 2025-only server
+/// is found there first, then a 2026-only one on the same port; the
+/// client, starting with `initialize` from memory, is refused (`-32022`)
+/// and probes again.
+pub async fn http_a_remembered_era_that_went_stale_is_probed_again<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Modern);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    let old = http_server_in(Some(Era::Legacy), &["--port", &port]);
+    let client = A::connect(ServerConfig::http(&old.url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    client.close().await.unwrap();
+    let url = old.url.clone();
+    drop(old);
+    let log = temp_log("stale-era");
+    let new = http_server_in(
+        Some(era),
+        &["--port", &port, "--log-file", log.to_str().unwrap()],
+    );
+    assert_eq!(new.url, url);
+    let client = A::connect(ServerConfig::http(&new.url)).await.unwrap();
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    let r = client
+        .call_tool("echo", json!({"message": "found again"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: found again");
+    client.close().await.unwrap();
 }

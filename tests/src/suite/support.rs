@@ -12,6 +12,40 @@ use serde_json::Value;
 
 use super::Adapter;
 
+/// The protocol era a case runs in: the test server is pinned to it
+/// (`--era`), and the client (probing, as by default) finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25: `initialize`, sessions (HTTP), server-to-client requests.
+    Legacy,
+    /// 2026-07-28: `server/discover`, the `_meta` envelope, no sessions,
+    /// `input_required` results, `subscriptions/listen`.
+    Modern,
+}
+
+impl Era {
+    /// The test server's `--era` value.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+
+    /// The protocol version the client negotiates.
+    pub fn version(self) -> &'static str {
+        match self {
+            Era::Legacy => "2025-11-25",
+            Era::Modern => "2026-07-28",
+        }
+    }
+
+    /// Whether it is 2026-07-28.
+    pub fn is_modern(self) -> bool {
+        self == Era::Modern
+    }
+}
+
 /// The test server binary, as a string.
 pub fn server_bin() -> String {
     crate::test_server_binary().to_string_lossy().into_owned()
@@ -87,16 +121,49 @@ pub fn parent_of(pid: u32) -> Option<u32> {
 /// The test server behind `sh -c '…; true'`, as a wrapper starts a
 /// server: `sh` stays its parent, and both ignore SIGTERM (and the server
 /// stdin EOF), so only SIGKILL to the whole group stops them.
-pub fn stdio_behind_a_wrapper() -> ServerConfig {
+pub fn stdio_behind_a_wrapper(era: Era) -> ServerConfig {
     ServerConfig::stdio("sh").arg("-c").arg(format!(
-        "trap '' TERM; '{}' --ignore-stdin-eof; true",
-        server_bin()
+        "trap '' TERM; '{}' --era {} --ignore-stdin-eof; true",
+        server_bin(),
+        era.flag()
     ))
 }
 
-/// The stdio test server with `args`.
+/// The stdio test server with `args`, speaking only 2025-11-25.
 pub fn stdio(args: &[&str]) -> ServerConfig {
-    ServerConfig::stdio(server_bin()).args(args.iter().copied())
+    stdio_in(Era::Legacy, args)
+}
+
+/// The stdio test server with `args`, speaking only `era`.
+pub fn stdio_in(era: Era, args: &[&str]) -> ServerConfig {
+    ServerConfig::stdio(server_bin())
+        .arg("--era")
+        .arg(era.flag())
+        .args(args.iter().copied())
+}
+
+/// The JSON-RPC id of the `n`th (from 0) `tools/call` of `tool` the
+/// server logged (waiting for it, at most 5 s): ids depend on the era
+/// (a probe, an `initialize`, a `subscriptions/listen`, re-issues).
+pub async fn call_id<A: Adapter>(path: &Path, tool: &str, n: usize) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ids: Vec<u64> = log_lines(path)
+            .iter()
+            .filter(|v| {
+                v["message"]["method"] == "tools/call" && v["message"]["params"]["name"] == tool
+            })
+            .filter_map(|v| v["message"]["id"].as_u64())
+            .collect();
+        if let Some(id) = ids.get(n) {
+            return *id;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "call {n} of {tool} never logged in {path:?}"
+        );
+        A::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// An HTTP test server on 127.0.0.1; it stops when this is dropped (its
@@ -115,11 +182,20 @@ impl Drop for HttpServer {
     }
 }
 
-/// Starts an HTTP test server and reads the address it prints (a blocking
-/// read of one line: the server prints it at once).
+/// Starts an HTTP test server speaking only 2025-11-25 (see
+/// [`http_server_in`]).
 pub fn http_server(args: &[&str]) -> HttpServer {
+    http_server_in(Some(Era::Legacy), args)
+}
+
+/// Starts an HTTP test server speaking only `era` (`None`: both, the
+/// server's default) and reads the address it prints (a blocking read of
+/// one line: the server prints it at once).
+pub fn http_server_in(era: Option<Era>, args: &[&str]) -> HttpServer {
+    let era = era.map_or("both", Era::flag);
     let mut child = std::process::Command::new(server_bin())
         .arg("--http")
+        .args(["--era", era])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_mcpwire-test-server");
 pub const T: Duration = Duration::from_secs(5);
 
 /// A fresh path for a server log (`--log-file`).
+#[allow(unused_imports)]
 pub use mcpwire_tests::suite::support::temp_log as temp_path;
 
 /// Reads the `--log-file` lines as JSON values.

@@ -73,8 +73,16 @@ impl StreamableHttp {
             return self.auth_required(ex, owner, head);
         }
         if let (Owner::Request(id), Phase::Initializing { id: init, .. }) = (&owner, self.phase) {
-            if *id == init && self.generation == 0 && matches!(head.status, 400 | 404 | 405) {
-                return self.fall_back(ex, init);
+            if *id == init && self.generation == 0 && head.status == 400 {
+                // Read its body first: a 2026-07-28 server refuses the
+                // handshake with 400 and -32022 (a remembered era gone
+                // stale); anything else means the legacy transport.
+                self.refused_init = Some(init);
+                return self.set_body(ex, Body::Error(ErrorBody::new(head)));
+            }
+            if *id == init && self.generation == 0 && matches!(head.status, 404 | 405) {
+                self.abort_exchange(Some(ex));
+                return self.fall_back(init);
             }
         }
         if let (404, Some(generation)) = (head.status, session) {
@@ -507,10 +515,10 @@ impl StreamableHttp {
         }
     }
 
-    /// The first `initialize` POST got 400/404/405: hand everything over to
-    /// the legacy transport.
-    fn fall_back(&mut self, ex: ExchangeId, id: u64) {
-        self.abort_exchange(Some(ex));
+    /// The first `initialize` POST got 400/404/405 (its exchange is over)
+    /// and no 2026-07-28 refusal: hand everything over to the legacy
+    /// transport.
+    fn fall_back(&mut self, id: u64) {
         let mut resend = Vec::new();
         if let Some(out) = self.pending.remove(&id).and_then(|p| p.message) {
             resend.push((out.bytes, out.kind));
@@ -719,6 +727,14 @@ impl StreamableHttp {
 
     /// A non-2xx answer has been read (whole, or up to the bound).
     fn finish_error(&mut self, owner: Owner, e: ErrorBody, deliver: &mut dyn FnMut(&[u8])) {
+        if let (Owner::Request(id), Some(init)) = (&owner, self.refused_init) {
+            if *id == init {
+                self.refused_init = None;
+                if e.truncated || !is_unsupported_version_for(&e.text, init) {
+                    return self.fall_back(init);
+                }
+            }
+        }
         match owner {
             Owner::Request(id) | Owner::Resume(id) => {
                 if !e.truncated && is_error_response_for(&e.text, id) {
@@ -952,6 +968,24 @@ fn is_error_response_for(body: &[u8], id: u64) -> bool {
             id: RequestId::Number(n),
             outcome: Err(_),
         }) => u64::try_from(n) == Ok(id),
+        _ => false,
+    }
+}
+
+/// The 2026-07-28 era's "unsupported protocol version" error code.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Whether `body` is the JSON-RPC error answer to request `id` saying its
+/// protocol version is not served (`-32022`): a 2026-07-28 server.
+fn is_unsupported_version_for(body: &[u8], id: u64) -> bool {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    match parse_message(text) {
+        Ok(Message::Response {
+            id: RequestId::Number(n),
+            outcome: Err(e),
+        }) => u64::try_from(n) == Ok(id) && e.code == UNSUPPORTED_PROTOCOL_VERSION,
         _ => false,
     }
 }

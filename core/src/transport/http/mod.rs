@@ -382,6 +382,10 @@ pub struct StreamableHttp {
     /// resumption; each POST carries `MCP-Protocol-Version` and the era
     /// headers its message came with ([`send_with`](Self::send_with)).
     modern: Option<String>,
+    /// The first `initialize` met 400/404/405: its body decides between
+    /// the legacy transport and a 2026-07-28 server's refusal (`-32022`),
+    /// which reaches the connection as the request's error.
+    refused_init: Option<u64>,
     events: VecDeque<HttpEvent>,
 }
 
@@ -433,6 +437,7 @@ impl StreamableHttp {
             parked: VecDeque::new(),
             listener_wants_auth: false,
             modern: None,
+            refused_init: None,
             events: VecDeque::new(),
         }
     }
@@ -442,9 +447,14 @@ impl StreamableHttp {
     /// Speaks the 2026-07-28 era (`version`) from now on: every message is
     /// POSTed at once, without a session, a listener or resumption. Call it
     /// before sending the `server/discover` probe, and only then (before any
-    /// `initialize`).
+    /// `initialize`, or after one refused without a session).
     pub fn begin_modern(&mut self, version: &str) {
-        if matches!(self.phase, Phase::AwaitInit | Phase::Ready) && self.session_id.is_none() {
+        // Also after an `initialize` answered with an error and no session
+        // (a 2026-07-28 server refusing the handshake with -32022).
+        let refused = matches!(self.phase, Phase::Initializing { answered: true, .. });
+        if (refused || matches!(self.phase, Phase::AwaitInit | Phase::Ready))
+            && self.session_id.is_none()
+        {
             self.modern = Some(version.to_owned());
             self.phase = Phase::Ready;
         }

@@ -1494,29 +1494,51 @@ fn first_initialize_answered_400_404_405_falls_back_to_legacy() {
         let init = h.one();
         h.notify("notifications/initialized");
         h.head(init.exchange, status, &[]);
-        assert_eq!(
-            h.events(),
-            [
-                HttpEvent::Abort(init.exchange),
-                HttpEvent::FallbackToLegacy {
-                    resend: vec![
-                        (
-                            req(0, "initialize").into_bytes(),
-                            SendKind::Request { id: 0 }
-                        ),
-                        (
-                            note("notifications/initialized").into_bytes(),
-                            SendKind::Notification
-                        ),
-                    ]
-                }
-            ]
-        );
+        let mut expected = vec![HttpEvent::Abort(init.exchange)];
+        if status == 400 {
+            // Its body is read first (a -32022 would be a 2026-07-28
+            // server's refusal): the fallback comes at its end.
+            assert_eq!(h.events(), []);
+            h.body(init.exchange, "Bad Request: no session");
+            h.end(init.exchange);
+            expected.clear();
+        }
+        expected.push(HttpEvent::FallbackToLegacy {
+            resend: vec![
+                (
+                    req(0, "initialize").into_bytes(),
+                    SendKind::Request { id: 0 },
+                ),
+                (
+                    note("notifications/initialized").into_bytes(),
+                    SendKind::Notification,
+                ),
+            ],
+        });
+        assert_eq!(h.events(), expected);
+        assert!(h.delivered.is_empty(), "{:?}", h.delivered);
         h.body(init.exchange, "x");
         h.end(init.exchange);
         h.t.begin_close(h.now);
         assert_eq!(h.events(), [HttpEvent::Finished]);
     }
+    // 400 with -32022 for the initialize: a 2026-07-28 server refusing
+    // the handshake (a remembered era gone stale): its error reaches the
+    // connection, which probes again; no fallback.
+    let mut h = Harness::new();
+    h.request(0, "initialize");
+    let init = h.one();
+    h.head(init.exchange, 400, &[("Content-Type", "application/json")]);
+    let refusal = r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}"#;
+    h.body(init.exchange, refusal);
+    h.end(init.exchange);
+    assert!(h.events().iter().all(is_diag));
+    assert_eq!(h.delivered, [refusal]);
+    h.t.begin_modern("2026-07-28");
+    h.request(1, "server/discover");
+    let probe = h.one();
+    assert_eq!(probe.method, HttpMethod::Post);
+    assert_eq!(probe.header("MCP-Protocol-Version"), Some("2026-07-28"));
     // Any other error is a plain failure.
     let mut h = Harness::new();
     h.request(0, "initialize");

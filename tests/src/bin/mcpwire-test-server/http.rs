@@ -5,11 +5,17 @@
 //! thread, so concurrent calls need concurrent connections (as any HTTP/1.1
 //! client does). SSE bodies are always chunked, JSON bodies use
 //! Content-Length (both chunked in 1-3 byte pieces under `--tiny-chunks`).
+//!
+//! 2026-07-28 requests (the `_meta` envelope, or `server/discover`) need
+//! no session and get no `Mcp-Session-Id`; their era headers
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) must match the body
+//! (else 400 with `-32020`), and a version not served is 400 with
+//! `-32022`.
 
 use crate::oauth::{Guard, OAuth};
 use crate::protocol::{
-    classify, error_response, handle_notification, handle_request, lock, log_notification, Ctx,
-    Incoming, Outbound, Outcome, Peer, SUPPORTED_VERSIONS,
+    classify, declared_version, error_response, handle_notification, handle_request, lock,
+    log_notification, request_era, Ctx, Era, Incoming, Outbound, Outcome, Peer, SUPPORTED_VERSIONS,
 };
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
@@ -80,6 +86,8 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
         second_port: second.as_ref().map(|(p, _)| *p),
         oauth,
         sessions: Mutex::new(HashMap::new()),
+        modern: Peer::default(),
+        modern_events: AtomicU64::new(0),
     });
     if let Some((second_port, second)) = second {
         eprintln!("mcpwire-test-server: also listening on http://127.0.0.1:{second_port}/mcp/");
@@ -534,7 +542,10 @@ fn sse_event(id: Option<&str>, retry: Option<u64>, data: &str) -> Vec<u8> {
 /// The SSE response of one request POST; the head is written on first use.
 struct SseSink<'a> {
     wire: RefCell<&'a mut Wire>,
-    session: &'a Session,
+    /// The session of a 2025 request (`None`: 2026-07-28).
+    session: Option<&'a Session>,
+    /// Where its event ids come from.
+    events: &'a AtomicU64,
     started: Cell<bool>,
     close: bool,
 }
@@ -542,17 +553,20 @@ struct SseSink<'a> {
 impl SseSink<'_> {
     fn start(&self) {
         if !self.started.replace(true) {
-            self.wire.borrow_mut().head(
-                200,
-                &[
-                    ("Content-Type", "text/event-stream".into()),
-                    ("Cache-Control", "no-cache".into()),
-                    ("Transfer-Encoding", "chunked".into()),
-                    ("Mcp-Session-Id", self.session.id.clone()),
-                ],
-                self.close,
-            );
+            let mut head = vec![
+                ("Content-Type", "text/event-stream".to_string()),
+                ("Cache-Control", "no-cache".into()),
+                ("Transfer-Encoding", "chunked".into()),
+            ];
+            if let Some(session) = self.session {
+                head.push(("Mcp-Session-Id", session.id.clone()));
+            }
+            self.wire.borrow_mut().head(200, &head, self.close);
         }
+    }
+
+    fn next_event_id(&self) -> String {
+        format!("ev-{}", self.events.fetch_add(1, Ordering::SeqCst) + 1)
     }
 
     fn event(&self, id: Option<&str>, retry: Option<u64>, data: &str) -> bool {
@@ -570,29 +584,98 @@ impl SseSink<'_> {
 
 impl Outbound for SseSink<'_> {
     fn send(&self, msg: &Value) -> bool {
-        let id = self.session.next_event_id();
+        let id = self.next_event_id();
         self.event(Some(&id), None, &msg.to_string())
     }
     fn send_raw(&self, text: &str) -> bool {
-        let id = self.session.next_event_id();
+        let id = self.next_event_id();
         self.event(Some(&id), None, text)
     }
     fn send_on_listener(&self, msg: &Value) -> bool {
-        self.session.push_listener(msg)
+        match self.session {
+            Some(session) => session.push_listener(msg),
+            // 2026-07-28 has no listener stream.
+            None => false,
+        }
+    }
+    fn alive(&self) -> bool {
+        let wire = self.wire.borrow();
+        !wire.broken && !wire.client_gone()
     }
 }
 
-/// `--json-responses`: messages before the response go to the listener stream.
-struct ListenerSink<'a>(&'a Session);
+/// `--json-responses`: messages before the response go to the listener
+/// stream (2026-07-28, which has none: nowhere).
+struct ListenerSink<'a>(Option<&'a Session>);
 
 impl Outbound for ListenerSink<'_> {
     fn send(&self, msg: &Value) -> bool {
-        self.0.push_listener(msg)
+        match self.0 {
+            Some(session) => session.push_listener(msg),
+            None => {
+                eprintln!("mcpwire-test-server: --json-responses: no stream for {msg}");
+                false
+            }
+        }
     }
     fn send_raw(&self, text: &str) -> bool {
         eprintln!("mcpwire-test-server: --json-responses: dropped raw {text:.80}");
         false
     }
+}
+
+/// The 2026-07-28 era headers of a request POST, checked against its
+/// body: `MCP-Protocol-Version` (the envelope's version), `Mcp-Method`,
+/// and `Mcp-Name` (the name or URI of `tools/call`, `prompts/get`,
+/// `resources/read`; plain or `=?base64?…?=`).
+fn check_era_headers(req: &Request, method: &str, params: &Value) -> Result<(), String> {
+    let expect = |header: &str, want: &str| -> Result<(), String> {
+        match req.header(header) {
+            Some(v) if v == want => Ok(()),
+            Some(v) if decode_header(v).as_deref() == Some(want) => Ok(()),
+            Some(v) => Err(format!(
+                "Header mismatch: {header} is {v:?}, the body says {want:?}"
+            )),
+            None => Err(format!("Header mismatch: {header} missing (want {want:?})")),
+        }
+    };
+    let version = declared_version(params).unwrap_or(crate::protocol::MODERN_VERSION);
+    expect("mcp-protocol-version", version)?;
+    expect("mcp-method", method)?;
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    match params[field].as_str() {
+        Some(name) => expect("mcp-name", name),
+        None => Ok(()), // the method itself refuses it
+    }
+}
+
+/// The value of an `=?base64?…?=` header (`None` if it is not one).
+fn decode_header(v: &str) -> Option<String> {
+    let b64 = v.strip_prefix("=?base64?")?.strip_suffix("?=")?;
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in b64.bytes().filter(|&c| c != b'=') {
+        let d = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        bits = (bits << 6) | u32::from(d);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 // ---------------------------------------------------------------- server
@@ -605,6 +688,10 @@ struct Server {
     /// `--oauth`: the authorization server and the guard of `/mcp`.
     oauth: Option<OAuth>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The 2026-07-28 requests in flight (no sessions: one peer for all).
+    modern: Peer,
+    /// Event ids of 2026-07-28 streams.
+    modern_events: AtomicU64,
 }
 
 /// Keep the connection open after this response?
@@ -815,6 +902,10 @@ impl Server {
             .message_in("http", &msg, req.header("mcp-session-id"));
         let incoming = classify(&msg);
 
+        if let Some(keep) = self.post_modern(req, &incoming, wire, close) {
+            return keep;
+        }
+
         let session = match &incoming {
             Incoming::Request { method, .. } if method == "initialize" => {
                 let session = Arc::new(Session {
@@ -901,9 +992,77 @@ impl Server {
                 );
                 true
             }
+            Incoming::Request { id, method, params } => self.request(
+                Some(&session),
+                Era::Legacy,
+                &id,
+                &method,
+                &params,
+                wire,
+                close,
+            ),
+        }
+    }
+
+    /// A message of the 2026-07-28 era, served without a session: a
+    /// request carrying the envelope (or `server/discover`), or a
+    /// notification without `Mcp-Session-Id` to a server that speaks the
+    /// era. `None`: not one (a 2025 message).
+    fn post_modern(
+        &self,
+        req: &Request,
+        incoming: &Incoming,
+        wire: &mut Wire,
+        close: bool,
+    ) -> Option<KeepAlive> {
+        if !self.ctx.opts.era.modern() {
+            return None;
+        }
+        let refuse = |wire: &mut Wire, body: Value| {
+            let body = body.to_string();
+            wire.respond(400, &[], Some("application/json"), body.as_bytes(), close);
+            Some(true)
+        };
+        match incoming {
             Incoming::Request { id, method, params } => {
-                self.request(&session, &id, &method, &params, wire, close)
+                match request_era(&self.ctx, id, method, params) {
+                    Ok(Era::Legacy) => None,
+                    Err(refusal) => refuse(wire, refusal),
+                    Ok(Era::Modern) => {
+                        if let Err(why) = check_era_headers(req, method, params) {
+                            self.ctx.log.event(
+                                "header_mismatch",
+                                json!({"id": id, "method": method, "why": why}),
+                            );
+                            return refuse(wire, error_response(id, -32020, &why));
+                        }
+                        Some(self.request(None, Era::Modern, id, method, params, wire, close))
+                    }
+                }
             }
+            _ if req.header("mcp-session-id").is_some() => None,
+            Incoming::Notification { method, params } => {
+                // Of the era by its envelope or its era header (a
+                // client's `notifications/cancelled` carries no envelope).
+                let era_header =
+                    req.header("mcp-protocol-version") == Some(crate::protocol::MODERN_VERSION);
+                if !self.ctx.opts.era.legacy() || declared_version(params).is_some() || era_header {
+                    handle_notification(&self.ctx, &self.modern, method, params);
+                    wire.respond(202, &[], None, b"", close);
+                    Some(true)
+                } else {
+                    None
+                }
+            }
+            Incoming::Response { id, .. } if !self.ctx.opts.era.legacy() => refuse(
+                wire,
+                error_response(
+                    id,
+                    -32600,
+                    "Bad Request: a 2026-07-28 server sends no requests to answer",
+                ),
+            ),
+            _ => None,
         }
     }
 
@@ -938,20 +1097,27 @@ impl Server {
         ))
     }
 
+    /// Serves request `method` of `era`, in `session` (2025) or without
+    /// one (2026-07-28).
+    #[allow(clippy::too_many_arguments)]
     fn request(
         &self,
-        session: &Session,
+        session: Option<&Session>,
+        era: Era,
         id: &Value,
         method: &str,
         params: &Value,
         wire: &mut Wire,
         close: bool,
     ) -> KeepAlive {
-        let json_mode = self.ctx.opts.json_responses;
-        let cancel = session.peer.begin(id);
+        let peer = session.map_or(&self.modern, |s| &s.peer);
+        // A subscription is a stream whatever the flag says.
+        let json_mode = self.ctx.opts.json_responses && method != "subscriptions/listen";
+        let cancel = peer.begin(id);
         let sink = SseSink {
             wire: RefCell::new(wire),
             session,
+            events: session.map_or(&self.modern_events, |s| &s.next_event),
             started: Cell::new(false),
             close,
         };
@@ -962,30 +1128,26 @@ impl Server {
         if !json_mode && method == "tools/call" && !matches!(tool, "http_500" | "crash") {
             sink.start();
         }
+        let ctx = &self.ctx;
         let outcome = if json_mode {
             let listener = ListenerSink(session);
-            handle_request(
-                &self.ctx,
-                &session.peer,
-                id,
-                method,
-                params,
-                &cancel,
-                &listener,
-            )
+            handle_request(ctx, peer, era, id, method, params, &cancel, &listener)
         } else {
-            handle_request(&self.ctx, &session.peer, id, method, params, &cancel, &sink)
+            handle_request(ctx, peer, era, id, method, params, &cancel, &sink)
         };
-        session.peer.finish(id);
+        peer.finish(id);
         let outcome = if cancel.load(Ordering::SeqCst) {
             Outcome::Silent
         } else {
             outcome
         };
-        if method != "initialize" {
+        if let Some(session) = session.filter(|_| method != "initialize") {
             session.answered.fetch_add(1, Ordering::SeqCst);
         }
-        let session_header = [("Mcp-Session-Id", session.id.clone())];
+        let session_header: Vec<(&str, String)> = session
+            .map(|s| ("Mcp-Session-Id", s.id.clone()))
+            .into_iter()
+            .collect();
 
         let reply = |v: &Value| {
             if json_mode {
@@ -1008,7 +1170,9 @@ impl Server {
                 // once it has the answer meets the 404 (ending it after
                 // the answer left a window, wide under load, in which
                 // the next requests were still served).
-                self.end_session(&session.id);
+                if let Some(session) = session {
+                    self.end_session(&session.id);
+                }
                 reply(&v);
             }
             Outcome::Silent => {
@@ -1040,8 +1204,12 @@ impl Server {
                 retry_ms,
                 reply,
             } => {
-                let event_id = session.next_event_id();
-                lock(&session.resumable).insert(event_id.clone(), vec![reply]);
+                let event_id = sink.next_event_id();
+                // 2025: the answer waits for a GET with Last-Event-ID;
+                // 2026-07-28: there is none (the client asks again).
+                if let (Some(session), Some(reply)) = (session, reply) {
+                    lock(&session.resumable).insert(event_id.clone(), vec![reply]);
+                }
                 sink.event(Some(&event_id), Some(retry_ms), "");
                 std::thread::sleep(Duration::from_millis(after_ms));
                 sink.end();

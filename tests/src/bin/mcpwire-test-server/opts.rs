@@ -14,6 +14,10 @@ modes:
   --port N               HTTP port (0 or absent: ephemeral)
 
 flags:
+  --era ERA              legacy: only the 2025-11-25 handshake (server/discover
+                         is -32601); modern: only 2026-07-28 (server/discover,
+                         the _meta envelope, no sessions; initialize is -32022);
+                         both (default): either, request by request
   --max-lifetime SECS    exit after SECS seconds (default 300, 0 = never)
   --ignore-stdin-eof     keep running after stdin EOF (both modes)
   --log-file PATH        append one JSON line per received message / HTTP request
@@ -57,6 +61,7 @@ JSON-RPC error (logged as a `rejected_before_initialized` event).
 #[derive(Debug, Clone)]
 pub struct Options {
     pub http: bool,
+    pub era: EraMode,
     pub port: u16,
     pub max_lifetime: Option<Duration>,
     pub ignore_stdin_eof: bool,
@@ -78,6 +83,23 @@ pub struct Options {
     pub redirect_cross_origin: bool,
 }
 
+/// Which protocol eras the server speaks (`--era`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraMode {
+    Legacy,
+    Modern,
+    Both,
+}
+
+impl EraMode {
+    pub fn legacy(self) -> bool {
+        self != EraMode::Modern
+    }
+    pub fn modern(self) -> bool {
+        self != EraMode::Legacy
+    }
+}
+
 pub enum ParseError {
     Help,
     Bad(String),
@@ -87,6 +109,7 @@ impl Options {
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, ParseError> {
         let mut o = Options {
             http: false,
+            era: EraMode::Both,
             port: 0,
             max_lifetime: Some(Duration::from_secs(300)),
             ignore_stdin_eof: false,
@@ -122,6 +145,15 @@ impl Options {
             match flag.as_str() {
                 "-h" | "--help" => return Err(ParseError::Help),
                 "--http" => o.http = true,
+                "--era" => {
+                    let v = value("--era")?;
+                    o.era = match v.as_str() {
+                        "legacy" | "2025-11-25" => EraMode::Legacy,
+                        "modern" | "2026-07-28" => EraMode::Modern,
+                        "both" => EraMode::Both,
+                        _ => return Err(ParseError::Bad(format!("bad --era {v:?}"))),
+                    };
+                }
                 "--port" => {
                     let v = value("--port")?;
                     o.port = v
@@ -199,6 +231,11 @@ impl Options {
         }
         if o.oauth && !o.http {
             return Err(ParseError::Bad("--oauth needs --http".into()));
+        }
+        if o.expire_after.is_some() && o.era == EraMode::Modern {
+            return Err(ParseError::Bad(
+                "--expire-after needs sessions (not --era modern)".into(),
+            ));
         }
         if o.expire_after.is_some() && !o.http {
             return Err(ParseError::Bad("--expire-after needs --http".into()));

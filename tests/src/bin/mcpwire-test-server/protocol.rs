@@ -5,9 +5,18 @@
 //! and requests to [`handle_request`], which returns an [`Outcome`]: usually a
 //! response to write, sometimes a deliberate misbehaviour for the transport to
 //! perform (crash, HTTP 500, dropped SSE stream, expired session).
+//!
+//! Two protocol eras (`--era`): the 2025-11-25 handshake, and 2026-07-28,
+//! where every request carries the `_meta` envelope
+//! (`io.modelcontextprotocol/protocolVersion`, …), `server/discover`
+//! replaces `initialize`, results say `resultType`, the server's questions
+//! to the client become `input_required` results (MRTR) answered by a
+//! retry with `inputResponses` and the echoed `requestState`, and list
+//! changes go out on `subscriptions/listen`. [`request_era`] tells which
+//! era a request is of.
 
 use crate::log::Log;
-use crate::opts::Options;
+use crate::opts::{EraMode, Options};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -17,6 +26,27 @@ use std::time::{Duration, Instant};
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 pub const LATEST_VERSION: &str = "2025-11-25";
 pub const SERVER_NAME: &str = "mcpwire-test-server";
+/// The stateless era's version.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// `_meta` keys of the 2026-07-28 envelope.
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// `-32022`: unsupported protocol version (2026-07-28).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// `-32021`: a client capability the request needs was not declared.
+const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+
+/// The era one request is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25 and before: after `initialize`, in a session (HTTP).
+    Legacy,
+    /// 2026-07-28: self-describing, stateless.
+    Modern,
+}
 
 /// How long `ask` waits for the client's answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,6 +62,21 @@ pub struct Ctx {
     /// Every `requestId` seen in `notifications/cancelled`, in arrival order.
     cancelled: Mutex<Vec<Value>>,
     log_level: Mutex<String>,
+    /// Open `subscriptions/listen` streams (2026-07-28).
+    subscriptions: Mutex<Vec<Subscription>>,
+    next_subscription: AtomicI64,
+    /// `sse_drop` attempts so far, by `key` (2026-07-28: each re-issue of
+    /// the call is a new request; the arguments name the call).
+    drops: Mutex<HashMap<String, u64>>,
+}
+
+/// One open `subscriptions/listen` stream: the notifications it asked
+/// for, and where its stream's writer waits.
+struct Subscription {
+    key: i64,
+    id: Value,
+    wanted: Value,
+    tx: mpsc::Sender<Value>,
 }
 
 impl Ctx {
@@ -41,8 +86,82 @@ impl Ctx {
             log,
             cancelled: Mutex::new(Vec::new()),
             log_level: Mutex::new("info".into()),
+            subscriptions: Mutex::new(Vec::new()),
+            next_subscription: AtomicI64::new(0),
+            drops: Mutex::new(HashMap::new()),
         }
     }
+
+    /// The versions this server serves, newest first.
+    pub fn served_versions(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.opts.era.modern() {
+            v.push(MODERN_VERSION);
+        }
+        if self.opts.era.legacy() {
+            v.extend_from_slice(SUPPORTED_VERSIONS);
+        }
+        v
+    }
+
+    /// Sends `method` to every subscription that asked for `wanted`
+    /// (e.g. `toolsListChanged`), stamped with its subscription id;
+    /// forgets the ones whose stream is gone. The number it reached.
+    pub fn broadcast(&self, wanted: &str, method: &str) -> usize {
+        let mut subs = lock(&self.subscriptions);
+        let mut reached = 0;
+        subs.retain(|s| {
+            if s.wanted[wanted] != true {
+                return true;
+            }
+            let msg = notification(method, json!({"_meta": {SUBSCRIPTION_ID_KEY: s.id}}));
+            let ok = s.tx.send(msg).is_ok();
+            reached += usize::from(ok);
+            ok
+        });
+        reached
+    }
+}
+
+/// The protocol version a request's `_meta` envelope declares.
+pub fn declared_version(params: &Value) -> Option<&str> {
+    params.get("_meta")?.get(VERSION_KEY)?.as_str()
+}
+
+/// The era of request `method` with `params`, or the error answer that
+/// refuses it (`-32022`: a version this server does not serve). A
+/// legacy-only server ignores the envelope (and does not know
+/// `server/discover`); a modern-only one refuses a request without it.
+pub fn request_era(ctx: &Ctx, id: &Value, method: &str, params: &Value) -> Result<Era, Value> {
+    let mode = ctx.opts.era;
+    if mode == EraMode::Legacy {
+        return Ok(Era::Legacy);
+    }
+    match declared_version(params) {
+        Some(MODERN_VERSION) => Ok(Era::Modern),
+        Some(other) => Err(unsupported_version(ctx, id, json!(other))),
+        None if method == "server/discover" => Ok(Era::Modern),
+        None if mode.legacy() => Ok(Era::Legacy),
+        None => {
+            let requested = match method {
+                "initialize" => params["protocolVersion"].clone(),
+                _ => Value::Null,
+            };
+            Err(unsupported_version(ctx, id, requested))
+        }
+    }
+}
+
+fn unsupported_version(ctx: &Ctx, id: &Value, requested: Value) -> Value {
+    let mut e = RpcError::new(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "Unsupported protocol version {requested}: this server speaks {}",
+            ctx.served_versions().join(", ")
+        ),
+    );
+    e.data = Some(json!({"supported": ctx.served_versions(), "requested": requested}));
+    rpc_error_response(id, e)
 }
 
 /// State of one client: the stdio peer, or one HTTP session.
@@ -108,6 +227,10 @@ pub trait Outbound {
     fn send_on_listener(&self, msg: &Value) -> bool {
         self.send(msg)
     }
+    /// Whether the client is still there (HTTP: its connection is open).
+    fn alive(&self) -> bool {
+        true
+    }
 }
 
 /// What the transport must do once a request has been handled.
@@ -123,11 +246,12 @@ pub enum Outcome {
     Http500,
     /// HTTP: send a priming event (id, `retry: retry_ms`, empty data), wait
     /// `after_ms`, end the stream; `reply` is delivered on a GET that resumes
-    /// with `Last-Event-ID`.
+    /// with `Last-Event-ID` (`Some`), or never (`None`: 2026-07-28 has no
+    /// resumption; the client issues the request again).
     SseDrop {
         after_ms: u64,
         retry_ms: u64,
-        reply: Value,
+        reply: Option<Value>,
     },
     /// Forget the HTTP session, then write `reply` (its last answer).
     ExpireSession(Value),
@@ -264,20 +388,48 @@ pub fn handle_notification(ctx: &Ctx, peer: &Peer, method: &str, params: &Value)
     // initialized, roots/list_changed, progress, ...: nothing to do.
 }
 
+/// Handles request `method` of `era` (see [`request_era`]).
+#[allow(clippy::too_many_arguments)]
 pub fn handle_request(
     ctx: &Ctx,
     peer: &Peer,
+    era: Era,
     id: &Value,
     method: &str,
     params: &Value,
     cancel: &AtomicBool,
     out: &dyn Outbound,
 ) -> Outcome {
+    if era == Era::Modern {
+        match method {
+            // Gone in 2026-07-28.
+            "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe" => {
+                let e = RpcError::new(
+                    -32601,
+                    format!("Method not found: {method} (not in {MODERN_VERSION})"),
+                );
+                return Outcome::Reply(rpc_error_response(id, e));
+            }
+            "server/discover" => return reply_for(era, id, Ok(discover(ctx))),
+            "subscriptions/listen" => {
+                return match subscribe(ctx, id, params) {
+                    Ok(sub) => serve_subscription(ctx, id, sub, cancel, out),
+                    Err(e) => Outcome::Reply(rpc_error_response(id, e)),
+                }
+            }
+            _ => {}
+        }
+    }
     let result = match method {
+        "initialize" if !ctx.opts.era.legacy() => unreachable!("refused by request_era"),
         "initialize" => Ok(initialize(ctx, params)),
         "ping" => Ok(json!({})),
         "tools/list" => tools_list(ctx, params),
-        "tools/call" => return call_tool(ctx, peer, id, params, cancel, out),
+        "tools/call" => return call_tool(ctx, peer, era, id, params, cancel, out),
         "resources/list" => Ok(resources_list()),
         "resources/read" => resources_read(params),
         "resources/templates/list" => Ok(json!({"resourceTemplates": [{
@@ -300,17 +452,26 @@ pub fn handle_request(
         "logging/setLevel" => set_level(ctx, params),
         _ => Err(RpcError::new(-32601, format!("Method not found: {method}"))),
     };
+    reply_for(era, id, result)
+}
+
+/// The answer to request `id`: in 2026-07-28 a result says it is
+/// complete (an `input_required` one says so already).
+fn reply_for(era: Era, id: &Value, result: Result<Value, RpcError>) -> Outcome {
     Outcome::Reply(match result {
-        Ok(r) => response(id, r),
+        Ok(mut r) => {
+            if era == Era::Modern {
+                if let Some(obj) = r.as_object_mut() {
+                    obj.entry("resultType").or_insert(json!("complete"));
+                }
+            }
+            response(id, r)
+        }
         Err(e) => rpc_error_response(id, e),
     })
 }
 
-fn initialize(ctx: &Ctx, params: &Value) -> Value {
-    let requested = params["protocolVersion"].as_str();
-    let version = requested
-        .filter(|v| SUPPORTED_VERSIONS.contains(v))
-        .unwrap_or(LATEST_VERSION);
+fn capabilities(ctx: &Ctx) -> Value {
     let mut caps = json!({
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {},
@@ -320,11 +481,111 @@ fn initialize(ctx: &Ctx, params: &Value) -> Value {
     if !ctx.opts.no_tools_cap {
         caps["tools"] = json!({"listChanged": true});
     }
+    caps
+}
+
+fn server_info() -> Value {
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
+
+const INSTRUCTIONS: &str = "Test server for mcpwire: every tool misbehaves on demand.";
+
+/// `server/discover` (2026-07-28): the versions served (both eras' unless
+/// pinned), capabilities, identity (in `_meta` as the schema says, and in
+/// the body as the draft page does).
+fn discover(ctx: &Ctx) -> Value {
+    json!({
+        "supportedVersions": ctx.served_versions(),
+        "capabilities": capabilities(ctx),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": {SERVER_INFO_KEY: server_info()},
+    })
+}
+
+/// Opens a `subscriptions/listen` (2026-07-28): registered at once (so a
+/// notification sent right after it was read reaches it), served by
+/// [`serve_subscription`]. Logged as a `subscribed` event.
+pub fn subscribe(ctx: &Ctx, id: &Value, params: &Value) -> Result<Listening, RpcError> {
+    let wanted = match params.get("notifications") {
+        Some(w @ Value::Object(_)) => w.clone(),
+        None | Some(Value::Null) => json!({}),
+        Some(_) => return Err(RpcError::invalid_params("notifications must be an object")),
+    };
+    let (tx, rx) = mpsc::channel();
+    let key = ctx.next_subscription.fetch_add(1, Ordering::SeqCst);
+    lock(&ctx.subscriptions).push(Subscription {
+        key,
+        id: id.clone(),
+        wanted: wanted.clone(),
+        tx,
+    });
+    ctx.log
+        .event("subscribed", json!({"id": id, "notifications": wanted}));
+    Ok(Listening { key, rx })
+}
+
+/// A registered subscription, to serve.
+pub struct Listening {
+    key: i64,
+    rx: mpsc::Receiver<Value>,
+}
+
+/// Serves an open subscription on its request's stream: the
+/// acknowledgement, then every notification for it, until the client
+/// cancels it or goes away. Never answered (the client ends it).
+pub fn serve_subscription(
+    ctx: &Ctx,
+    id: &Value,
+    sub: Listening,
+    cancel: &AtomicBool,
+    out: &dyn Outbound,
+) -> Outcome {
+    let Listening { key, rx } = sub;
+    let forget = || lock(&ctx.subscriptions).retain(|s| s.key != key);
+    let ack = notification(
+        "notifications/subscriptions/acknowledged",
+        json!({"_meta": {SUBSCRIPTION_ID_KEY: id}}),
+    );
+    if !out.send(&ack) {
+        forget();
+        return Outcome::Silent;
+    }
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            forget();
+            return Outcome::Silent;
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(msg) => {
+                if !out.send(&msg) {
+                    forget();
+                    return Outcome::Silent;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !out.alive() {
+                    forget();
+                    return Outcome::Silent;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Outcome::Silent,
+        }
+    }
+}
+
+fn initialize(ctx: &Ctx, params: &Value) -> Value {
+    let requested = params["protocolVersion"].as_str();
+    let version = requested
+        .filter(|v| SUPPORTED_VERSIONS.contains(v))
+        .unwrap_or(LATEST_VERSION);
     json!({
         "protocolVersion": version,
-        "capabilities": caps,
-        "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "Test server for mcpwire: every tool misbehaves on demand.",
+        "capabilities": capabilities(ctx),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
     })
 }
 
@@ -486,7 +747,8 @@ fn tool_definitions() -> Vec<Value> {
         tool(
             "ask",
             "Sends a request (roots/list, sampling/createMessage, elicitation/create, ping, ...) \
-             to the client and returns its answer as text JSON",
+             to the client and returns its answer as text JSON (2026-07-28: asks through an \
+             input_required result; -32021 if the client lacks the capability)",
             schema(
                 json!({"method": {"type": "string"}, "params": {"type": "object"},
                        "on_listener": {"type": "boolean",
@@ -497,7 +759,8 @@ fn tool_definitions() -> Vec<Value> {
         tool(
             "notify_first",
             "Sends `count` notifications (log lines, the last one tools/list_changed) before the \
-             answer",
+             answer (2026-07-28: log lines only with a logLevel, the list change on \
+             subscriptions/listen)",
             schema(json!({"count": int("default 3")}), &[]),
         ),
         tool(
@@ -526,10 +789,14 @@ fn tool_definitions() -> Vec<Value> {
         tool(
             "sse_drop",
             "HTTP: sends a priming event then closes the SSE stream; the answer comes on a GET \
-             with Last-Event-ID",
+             with Last-Event-ID (2026-07-28: the first `drops` attempts of the call named `key` \
+             lose their stream and get no answer; the next one is answered)",
             schema(
                 json!({"after_ms": int("delay before closing (default 0)"),
-                       "retry_ms": int("SSE retry field (default 300)")}),
+                       "retry_ms": int("SSE retry field (default 300)"),
+                       "drops": int("2026-07-28: attempts to drop (default 1)"),
+                       "key": {"type": "string",
+                               "description": "2026-07-28: names the call (default sse_drop)"}}),
                 &[],
             ),
         ),
@@ -581,16 +848,16 @@ fn arg_u64(args: &Value, name: &str, default: u64) -> u64 {
 fn call_tool(
     ctx: &Ctx,
     peer: &Peer,
+    era: Era,
     id: &Value,
     params: &Value,
     cancel: &AtomicBool,
     out: &dyn Outbound,
 ) -> Outcome {
-    let reply = |r: Result<Value, RpcError>| {
-        Outcome::Reply(match r {
-            Ok(v) => response(id, v),
-            Err(e) => rpc_error_response(id, e),
-        })
+    let reply = |r: Result<Value, RpcError>| reply_for(era, id, r);
+    let reply_value = |v: Value| match reply(Ok(v)) {
+        Outcome::Reply(v) => v,
+        _ => unreachable!("reply_for replies"),
     };
     let Some(name) = params["name"].as_str() else {
         return reply(Err(RpcError::invalid_params("missing tool name")));
@@ -702,7 +969,30 @@ fn call_tool(
                 .collect();
             reply(Ok(text_result(text)))
         }
+        "ask" if era == Era::Modern => reply(ask_modern(params, &args)),
         "ask" => ask(peer, &args, cancel, out).map_or(Outcome::Silent, |r| reply(Ok(r))),
+        "notify_first" if era == Era::Modern => {
+            // Log lines only when the request asked for a level; the list
+            // change goes to the subscriptions that want it.
+            let count = arg_u64(&args, "count", 3).min(100_000);
+            let logs = params["_meta"][LOG_LEVEL_KEY].is_string();
+            for i in 1..count {
+                if logs {
+                    out.send(&log_notification(
+                        "notify_first",
+                        format!("notification {i} of {count}"),
+                    ));
+                }
+            }
+            let reached = if count > 0 {
+                ctx.broadcast("toolsListChanged", "notifications/tools/list_changed")
+            } else {
+                0
+            };
+            reply(Ok(text_result(format!(
+                "sent {count} notifications ({reached} subscriptions reached)"
+            ))))
+        }
         "notify_first" => {
             let count = arg_u64(&args, "count", 3).min(100_000);
             for i in 1..=count {
@@ -731,11 +1021,42 @@ fn call_tool(
                 "structuredContent": {"requestIds": ids},
             })))
         }
+        "expire_session" if era == Era::Modern => reply(Ok(tool_error_result(format!(
+            "expire_session: there are no sessions in {MODERN_VERSION}"
+        )))),
         "expire_session" => Outcome::ExpireSession(response(id, text_result("session expired"))),
+        "sse_drop" if era == Era::Modern => {
+            // No resumption: the stream of the first `drops` attempts of
+            // the call named `key` breaks before the response; the client
+            // issues it again with a new id.
+            let drops = arg_u64(&args, "drops", 1);
+            let key = args["key"].as_str().unwrap_or("sse_drop").to_owned();
+            let attempt = {
+                let mut seen = lock(&ctx.drops);
+                let n = seen.entry(key.clone()).or_insert(0);
+                *n += 1;
+                *n
+            };
+            ctx.log.event(
+                "sse_drop",
+                json!({"key": key, "attempt": attempt, "id": id, "dropped": attempt <= drops}),
+            );
+            if attempt <= drops {
+                Outcome::SseDrop {
+                    after_ms: arg_u64(&args, "after_ms", 0),
+                    retry_ms: arg_u64(&args, "retry_ms", 300),
+                    reply: None,
+                }
+            } else {
+                reply(Ok(text_result(format!(
+                    "answered attempt {attempt} after {drops} dropped streams"
+                ))))
+            }
+        }
         "sse_drop" => Outcome::SseDrop {
             after_ms: arg_u64(&args, "after_ms", 0),
             retry_ms: arg_u64(&args, "retry_ms", 300),
-            reply: response(id, text_result("resumed after sse_drop")),
+            reply: Some(reply_value(text_result("resumed after sse_drop"))),
         },
         "http_500" => Outcome::Http500,
         "pid" => reply(Ok(text_result(std::process::id().to_string()))),
@@ -749,12 +1070,66 @@ fn call_tool(
     }
 }
 
-/// `ask`: one server-to-client request. `None` if the call was cancelled.
-fn ask(peer: &Peer, args: &Value, cancel: &AtomicBool, out: &dyn Outbound) -> Option<Value> {
+/// The capability a client must declare to be asked `method`.
+fn capability_for(method: &str) -> Option<&'static str> {
+    match method {
+        "roots/list" => Some("roots"),
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        _ => None,
+    }
+}
+
+/// `ask` in 2026-07-28 (MRTR): the first request gets an `input_required`
+/// result with one input request (`ask`) and a `requestState` naming the
+/// method; the retry carrying `inputResponses.ask` and that state gets
+/// the answer as text JSON (as over the 2025 era). Stateless: everything
+/// is in the request. A method the client did not declare the capability
+/// of is refused with `-32021`; one that cannot be an input request (e.g.
+/// `ping`, gone in 2026) is a tool error.
+fn ask_modern(params: &Value, args: &Value) -> Result<Value, RpcError> {
     let Some(method) = args["method"].as_str() else {
-        return Some(tool_error_result("ask: missing method"));
+        return Ok(tool_error_result("ask: missing method"));
     };
-    let params = match args.get("params") {
+    let Some(capability) = capability_for(method) else {
+        return Ok(tool_error_result(format!(
+            "ask: {method} cannot be asked of a client in {MODERN_VERSION}"
+        )));
+    };
+    let declared = &params["_meta"][CAPABILITIES_KEY];
+    if declared.get(capability).is_none_or(Value::is_null) {
+        let mut e = RpcError::new(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!("ask: {method} needs the client capability {capability}"),
+        );
+        e.data = Some(json!({"requiredCapabilities": {capability: {}}}));
+        return Err(e);
+    }
+    let state = format!("ask-v1:{method}");
+    if let Some(answer) = params.get("inputResponses").and_then(|r| r.get("ask")) {
+        if params["requestState"].as_str() != Some(&state) {
+            return Err(RpcError::invalid_params(format!(
+                "ask: requestState {} does not match the input asked for",
+                params["requestState"]
+            )));
+        }
+        return Ok(text_result(answer.to_string()));
+    }
+    let mut request = json!({"method": method});
+    if let Some(p) = ask_params(method, args) {
+        request["params"] = p;
+    }
+    Ok(json!({
+        "resultType": "input_required",
+        "inputRequests": {"ask": request},
+        "requestState": state,
+    }))
+}
+
+/// The params of the request `ask` sends: the tool's `params`, or a
+/// default for the well-known methods.
+fn ask_params(method: &str, args: &Value) -> Option<Value> {
+    match args.get("params") {
         Some(p) if !p.is_null() => Some(p.clone()),
         _ => match method {
             "sampling/createMessage" => Some(json!({
@@ -770,7 +1145,15 @@ fn ask(peer: &Peer, args: &Value, cancel: &AtomicBool, out: &dyn Outbound) -> Op
             })),
             _ => None,
         },
+    }
+}
+
+/// `ask`: one server-to-client request. `None` if the call was cancelled.
+fn ask(peer: &Peer, args: &Value, cancel: &AtomicBool, out: &dyn Outbound) -> Option<Value> {
+    let Some(method) = args["method"].as_str() else {
+        return Some(tool_error_result("ask: missing method"));
     };
+    let params = ask_params(method, args);
     let sid = peer.next_server_id.fetch_add(1, Ordering::SeqCst);
     let mut request = json!({"jsonrpc": "2.0", "id": sid, "method": method});
     if let Some(p) = params {

@@ -1,12 +1,13 @@
 //! stdio transport: one JSON message per line on stdin/stdout.
 //!
-//! The main thread reads stdin; `tools/call` requests each run on their own
-//! thread (a slow call never blocks others), the rest are answered inline.
+//! The main thread reads stdin; `tools/call` requests (and 2026-07-28
+//! `subscriptions/listen` streams) each run on their own thread (a slow
+//! call never blocks others), the rest are answered inline.
 //! Every write to stdout is one whole line under a lock, flushed.
 
 use crate::protocol::{
-    classify, error_response, handle_notification, handle_request, lock, response, Ctx, Incoming,
-    Outbound, Outcome, Peer,
+    classify, error_response, handle_notification, handle_request, lock, request_era, response,
+    serve_subscription, subscribe, Ctx, Era, Incoming, Outbound, Outcome, Peer,
 };
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -44,8 +45,15 @@ impl Outbound for StdoutSink {
 
 fn finish(sink: &StdoutSink, id: &Value, outcome: Outcome) {
     match outcome {
-        Outcome::Reply(v) | Outcome::ExpireSession(v) | Outcome::SseDrop { reply: v, .. } => {
+        Outcome::Reply(v) | Outcome::ExpireSession(v) | Outcome::SseDrop { reply: Some(v), .. } => {
             sink.send(&v);
+        }
+        Outcome::SseDrop { reply: None, .. } => {
+            sink.send(&response(
+                id,
+                json!({"content": [{"type": "text", "text": "sse_drop only has an effect over HTTP"}],
+                       "isError": true, "resultType": "complete"}),
+            ));
         }
         Outcome::Silent => {}
         Outcome::Crash { code, message } => {
@@ -126,17 +134,43 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
                 stop_reading(&sink, &id, &params["arguments"]);
             }
             Incoming::Request { id, method, params } => {
+                let era = match request_era(&ctx, &id, &method, &params) {
+                    Ok(era) => era,
+                    Err(refusal) => {
+                        sink.send(&refusal);
+                        continue;
+                    }
+                };
                 let cancel = peer.begin(&id);
-                if method == "tools/call" {
+                if era == Era::Modern && method == "subscriptions/listen" {
+                    // Registered before the next line is read, served on
+                    // a thread of its own until cancelled.
+                    match subscribe(&ctx, &id, &params) {
+                        Ok(sub) => {
+                            let (ctx, peer, sink) = (ctx.clone(), peer.clone(), sink.clone());
+                            std::thread::spawn(move || {
+                                let outcome = serve_subscription(&ctx, &id, sub, &cancel, &*sink);
+                                complete(&peer, &sink, &id, &cancel, outcome);
+                            });
+                        }
+                        Err(_) => {
+                            let outcome = handle_request(
+                                &ctx, &peer, era, &id, &method, &params, &cancel, &*sink,
+                            );
+                            complete(&peer, &sink, &id, &cancel, outcome);
+                        }
+                    }
+                } else if method == "tools/call" {
                     let (ctx, peer, sink) = (ctx.clone(), peer.clone(), sink.clone());
                     std::thread::spawn(move || {
-                        let outcome =
-                            handle_request(&ctx, &peer, &id, &method, &params, &cancel, &*sink);
+                        let outcome = handle_request(
+                            &ctx, &peer, era, &id, &method, &params, &cancel, &*sink,
+                        );
                         complete(&peer, &sink, &id, &cancel, outcome);
                     });
                 } else {
                     let outcome =
-                        handle_request(&ctx, &peer, &id, &method, &params, &cancel, &*sink);
+                        handle_request(&ctx, &peer, era, &id, &method, &params, &cancel, &*sink);
                     complete(&peer, &sink, &id, &cancel, outcome);
                 }
             }
