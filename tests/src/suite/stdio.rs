@@ -135,9 +135,7 @@ pub async fn stdio_connect_list_call_close<A: Adapter>(era: Era) {
     assert!(e.is_closed(), "{e}");
 }
 
-pub async fn stdio_structured_output_is_checked_against_the_output_schema<A: Adapter>(
-    era: Era,
-) {
+pub async fn stdio_structured_output_is_checked_against_the_output_schema<A: Adapter>(era: Era) {
     let client = A::connect(stdio_in(era, &[])).await.unwrap();
     let broken = |how: &str| json!({"a": 2, "b": 3, "broken": how});
     // Not listed yet: nothing to check against.
@@ -187,8 +185,8 @@ pub async fn stdio_structured_output_is_checked_against_the_output_schema<A: Ada
         stdio_in(era, &[]),
         ConnectOptions::new().validate_output(false),
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     client.list_tools().await.unwrap();
     let r = client.call_tool("add", broken("type")).await.unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": "5"})));

@@ -245,44 +245,12 @@ impl SamplingContentList {
     }
 }
 
-/// A block of a sampled message.
+/// A block of a sampled message: a tool use, a tool result, or content
+/// as in a tool's result (text, image, audio).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
 pub enum SamplingContent {
-    /// Text.
-    #[serde(rename = "text")]
-    Text {
-        /// The text.
-        text: String,
-        /// Unknown members.
-        #[serde(flatten)]
-        extra: Extra,
-    },
-    /// An image.
-    #[serde(rename = "image")]
-    Image {
-        /// Base64 data.
-        data: String,
-        /// MIME type.
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Unknown members.
-        #[serde(flatten)]
-        extra: Extra,
-    },
-    /// Audio.
-    #[serde(rename = "audio")]
-    Audio {
-        /// Base64 data.
-        data: String,
-        /// MIME type.
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Unknown members.
-        #[serde(flatten)]
-        extra: Extra,
-    },
     /// The model calls a tool.
     #[serde(rename = "tool_use")]
     ToolUse {
@@ -320,6 +288,9 @@ pub enum SamplingContent {
         #[serde(flatten)]
         extra: Extra,
     },
+    /// Text, an image or audio (the shapes of [`Content`]).
+    #[serde(untagged)]
+    Content(Content),
 }
 
 /// The result of `sampling/createMessage`.
@@ -346,10 +317,10 @@ impl CreateMessageResult {
     pub fn text(model: impl Into<String>, text: impl Into<String>) -> Self {
         CreateMessageResult {
             role: "assistant".into(),
-            content: SamplingContentList::One(SamplingContent::Text {
+            content: SamplingContentList::One(SamplingContent::Content(Content::Text {
                 text: text.into(),
                 extra: Extra::new(),
-            }),
+            })),
             model: model.into(),
             stop_reason: Some("endTurn".into()),
             extra: Extra::new(),
