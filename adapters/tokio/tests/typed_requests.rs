@@ -12,24 +12,31 @@ use mcpwire_tokio::types::{
 use mcpwire_tokio::{Client, ConnectOptions, ErrorObject, ServerConfig};
 use serde_json::{json, Value};
 
-fn server(log: &std::path::Path) -> ServerConfig {
+fn server(log: &std::path::Path, era: &str) -> ServerConfig {
     ServerConfig::stdio(
         mcpwire_tests::test_server_binary()
             .to_string_lossy()
             .into_owned(),
     )
-    .args(["--log-file", &log.to_string_lossy()])
+    .args(["--log-file", &log.to_string_lossy(), "--era", era])
 }
 
-/// The `initialize` params the server received.
-fn initialize_params(log: &std::path::Path) -> Value {
+/// The client capabilities the server received: the `initialize` params'
+/// (2025-11-25), or the `_meta` envelope's (2026-07-28).
+fn client_capabilities(log: &std::path::Path) -> Value {
     std::fs::read_to_string(log)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["message"]["method"] == "initialize")
-        .map(|v| v["message"]["params"].clone())
-        .expect("an initialize in the log")
+        .find_map(|v| {
+            let params = &v["message"]["params"];
+            if v["message"]["method"] == "initialize" {
+                return Some(params["capabilities"].clone());
+            }
+            let meta = &params["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+            (!meta.is_null()).then(|| meta.clone())
+        })
+        .expect("the client's capabilities in the log")
 }
 
 async fn ask(client: &Client, method: &str, params: Value) -> Value {
@@ -42,7 +49,17 @@ async fn ask(client: &Client, method: &str, params: Value) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn typed_elicitation_and_sampling_with_tools() {
+async fn typed_elicitation_and_sampling_with_tools_2025() {
+    typed_elicitation_and_sampling_with_tools("legacy", "2025-11-25").await;
+}
+
+/// The same through 2026-07-28's `input_required` rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_elicitation_and_sampling_with_tools_2026() {
+    typed_elicitation_and_sampling_with_tools("modern", "2026-07-28").await;
+}
+
+async fn typed_elicitation_and_sampling_with_tools(era: &str, version: &str) {
     static N: AtomicU32 = AtomicU32::new(0);
     let log = std::env::temp_dir().join(format!(
         "mcpwire-typed-{}-{}.log",
@@ -89,11 +106,14 @@ async fn typed_elicitation_and_sampling_with_tools() {
             result.stop_reason = Some("toolUse".into());
             Ok(result)
         });
-    let client = Client::connect_with(server(&log), options).await.unwrap();
+    let client = Client::connect_with(server(&log, era), options)
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version(), version);
 
     // The capabilities follow the handlers: both elicitation modes,
     // sampling with tools.
-    let caps = &initialize_params(&log)["capabilities"];
+    let caps = &client_capabilities(&log);
     assert_eq!(
         caps["elicitation"],
         json!({"form": {}, "url": {}}),
@@ -117,16 +137,31 @@ async fn typed_elicitation_and_sampling_with_tools() {
     )
     .await;
     assert_eq!(r, json!({"action": "accept"}));
-    // A URL elicitation without a URL: the handler never sees it.
+    // A URL elicitation without a URL: the handler never sees it. In
+    // 2025-11-25 the server gets -32602 (and the test server says so in its
+    // tool result); in 2026-07-28 the input round cannot be answered, so
+    // the call fails.
     let r = client
         .call_tool(
             "ask",
             json!({"method": "elicitation/create", "params": {"mode": "url", "message": "?"}}),
         )
-        .await
-        .unwrap();
-    assert!(r.is_error(), "{}", r.text());
-    assert!(r.text().contains("-32602"), "{}", r.text());
+        .await;
+    match era {
+        "legacy" => {
+            let r = r.unwrap();
+            assert!(r.is_error(), "{}", r.text());
+            assert!(r.text().contains("-32602"), "{}", r.text());
+        }
+        _ => {
+            let e = r.unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("invalid elicitation/create params: missing field `url`"),
+                "{e}"
+            );
+        }
+    }
 
     // Sampling with tools: a tool use, then text after the tool result.
     let tools = json!([{"name": "get_weather", "inputSchema": {"type": "object"}}]);
