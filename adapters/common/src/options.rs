@@ -221,45 +221,20 @@ impl<F> ConnectOptions<F> {
     }
 }
 
-/// Declares `elicitation` with both modes (a typed handler gets both).
-fn declare_both_modes<F>(mut o: ConnectOptions<F>) -> ConnectOptions<F> {
-    let modes = o
-        .config
-        .client
-        .capabilities
-        .elicitation
-        .get_or_insert_with(serde_json::Map::new);
-    for mode in ["form", "url"] {
-        modes
-            .entry(mode)
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    }
+/// Declares what a typed handler of `kind` answers (core's
+/// [`ServerRequestKind::declare_typed`]).
+fn declare_typed<F>(
+    mut o: ConnectOptions<F>,
+    kind: ServerRequestKind,
+    sampling_tools: bool,
+) -> ConnectOptions<F> {
+    kind.declare_typed(&mut o.config.client.capabilities, sampling_tools);
     o
 }
 
-/// Declares `sampling.tools` (the handler takes tools and tool choices).
-fn declare_sampling_tools<F>(mut o: ConnectOptions<F>) -> ConnectOptions<F> {
-    o.config
-        .client
-        .capabilities
-        .sampling
-        .get_or_insert_with(serde_json::Map::new)
-        .insert("tools".into(), Value::Object(serde_json::Map::new()));
-    o
-}
-
-/// Typed params, or -32602 naming what did not parse.
-fn typed_params<T: serde::de::DeserializeOwned>(
-    what: &str,
-    params: Value,
-) -> Result<T, ErrorObject> {
-    serde_json::from_value(params)
-        .map_err(|e| ErrorObject::new(-32602, format!("invalid {what} params: {e}")))
-}
-
-fn elicit_params(params: Value) -> Result<ElicitRequest, ErrorObject> {
-    ElicitRequest::parse(&params)
-        .map_err(|e| ErrorObject::new(-32602, format!("invalid elicitation/create params: {e}")))
+/// -32602 (invalid params) with core's message.
+fn invalid_params(message: String) -> ErrorObject {
+    ErrorObject::new(-32602, message)
 }
 
 fn to_value<T: serde::Serialize>(what: &str, v: &T) -> Result<Value, ErrorObject> {
@@ -329,11 +304,15 @@ impl ConnectOptions<Async> {
         let handler = Handler::Async(Arc::new(move |p| {
             let f = f.clone();
             Box::pin(async move {
-                let request = elicit_params(p)?;
+                let request = ElicitRequest::from_params(p).map_err(invalid_params)?;
                 to_value("elicitation result", &f(request).await)
             })
         }));
-        declare_both_modes(self.handler(ServerRequestKind::Elicit, handler))
+        declare_typed(
+            self.handler(ServerRequestKind::Elicit, handler),
+            ServerRequestKind::Elicit,
+            false,
+        )
     }
 
     /// Answers `sampling/createMessage` with a typed handler and declares
@@ -348,7 +327,7 @@ impl ConnectOptions<Async> {
         let handler = Handler::Async(Arc::new(move |p| {
             let f = f.clone();
             Box::pin(async move {
-                let request = typed_params("sampling/createMessage", p)?;
+                let request = CreateMessageRequest::from_params(p).map_err(invalid_params)?;
                 to_value("sampling result", &f(request).await?)
             })
         }));
@@ -363,7 +342,7 @@ impl ConnectOptions<Async> {
         Fun: Fn(CreateMessageRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
     {
-        declare_sampling_tools(self.on_sampling(f))
+        declare_typed(self.on_sampling(f), ServerRequestKind::CreateMessage, true)
     }
 }
 
@@ -375,9 +354,16 @@ impl ConnectOptions<Blocking> {
         f: impl Fn(ElicitRequest) -> ElicitResult + Send + Sync + 'static,
     ) -> Self {
         let handler = Handler::Blocking(Arc::new(move |p| {
-            to_value("elicitation result", &f(elicit_params(p)?))
+            to_value(
+                "elicitation result",
+                &f(ElicitRequest::from_params(p).map_err(invalid_params)?),
+            )
         }));
-        declare_both_modes(self.handler(ServerRequestKind::Elicit, handler))
+        declare_typed(
+            self.handler(ServerRequestKind::Elicit, handler),
+            ServerRequestKind::Elicit,
+            false,
+        )
     }
 
     /// Answers `sampling/createMessage` with a typed handler (on a thread
@@ -392,7 +378,7 @@ impl ConnectOptions<Blocking> {
         let handler = Handler::Blocking(Arc::new(move |p| {
             to_value(
                 "sampling result",
-                &f(typed_params("sampling/createMessage", p)?)?,
+                &f(CreateMessageRequest::from_params(p).map_err(invalid_params)?)?,
             )
         }));
         self.handler(ServerRequestKind::CreateMessage, handler)
@@ -407,7 +393,7 @@ impl ConnectOptions<Blocking> {
             + Sync
             + 'static,
     ) -> Self {
-        declare_sampling_tools(self.on_sampling(f))
+        declare_typed(self.on_sampling(f), ServerRequestKind::CreateMessage, true)
     }
 }
 

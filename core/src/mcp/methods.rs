@@ -446,6 +446,30 @@ impl ServerRequestKind {
         }
     }
 
+    /// Declares what a typed handler of this kind answers beyond
+    /// [`declare`](Self::declare): elicitation in the `url` mode as well as
+    /// `form`; for sampling with `tools`, `sampling.tools`. A no-op for
+    /// the other kinds.
+    pub fn declare_typed(self, caps: &mut ClientCapabilities, sampling_tools: bool) {
+        self.declare(caps);
+        match self {
+            ServerRequestKind::Elicit => {
+                let modes = caps.elicitation.get_or_insert_with(Map::new);
+                for mode in ["form", "url"] {
+                    modes
+                        .entry(mode)
+                        .or_insert_with(|| Value::Object(Map::new()));
+                }
+            }
+            ServerRequestKind::CreateMessage if sampling_tools => {
+                caps.sampling
+                    .get_or_insert_with(Map::new)
+                    .insert("tools".into(), Value::Object(Map::new()));
+            }
+            _ => {}
+        }
+    }
+
     /// Whether `caps` declares the capability for this kind (`ping`: always).
     pub fn declared_in(self, caps: &ClientCapabilities) -> bool {
         match self {
@@ -583,6 +607,23 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&caps).unwrap(),
             json!({"elicitation": {"url": {}}})
+        );
+    }
+
+    #[test]
+    fn typed_handlers_declare_both_modes_and_sampling_tools() {
+        let mut caps = ClientCapabilities::default();
+        ServerRequestKind::Elicit.declare_typed(&mut caps, false);
+        ServerRequestKind::CreateMessage.declare_typed(&mut caps, true);
+        assert_eq!(
+            serde_json::to_value(&caps).unwrap(),
+            json!({"sampling": {"tools": {}}, "elicitation": {"form": {}, "url": {}}})
+        );
+        let mut caps = ClientCapabilities::default();
+        ServerRequestKind::CreateMessage.declare_typed(&mut caps, false);
+        assert_eq!(
+            serde_json::to_value(&caps).unwrap(),
+            json!({"sampling": {}})
         );
     }
 }

@@ -9,6 +9,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Content, Extra};
+use crate::mcp::ServerRequestKind;
+
+/// What a handler answers the server (with -32602, invalid params) for
+/// params of `kind` that do not parse: the method and what is wrong.
+fn invalid_params(kind: ServerRequestKind, e: &serde_json::Error) -> String {
+    format!("invalid {} params: {e}", kind.method())
+}
 
 // ---------------------------------------------------------------- elicitation
 
@@ -33,6 +40,12 @@ impl ElicitRequest {
             return serde_json::from_value(params.clone()).map(ElicitRequest::Form);
         }
         serde_json::from_value(params.clone())
+    }
+
+    /// [`ElicitRequest::parse`] for a handler: when they do not parse, the
+    /// message of the -32602 (invalid params) the server gets.
+    pub fn from_params(params: Value) -> Result<Self, String> {
+        Self::parse(&params).map_err(|e| invalid_params(ServerRequestKind::Elicit, &e))
     }
 
     /// The message to show the user.
@@ -200,6 +213,16 @@ pub struct CreateMessageRequest {
     /// Unknown members (`_meta`, …).
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl CreateMessageRequest {
+    /// Typed `sampling/createMessage` params for a handler: when they do
+    /// not parse, the message of the -32602 (invalid params) the server
+    /// gets.
+    pub fn from_params(params: Value) -> Result<Self, String> {
+        serde_json::from_value(params)
+            .map_err(|e| invalid_params(ServerRequestKind::CreateMessage, &e))
+    }
 }
 
 /// How a sampled model may use the tools.
