@@ -14,7 +14,7 @@ use crate::codec::preview;
 use crate::codec::sse::{SseEnd, SseError, SseEvent, SseItem};
 use crate::exchange::dpop::wants_nonce;
 use crate::exchange::redirect::{Redirects, MAX_REDIRECTS};
-use crate::rpc::{parse_message, Message, RequestId};
+use crate::rpc::{parse_message, ErrorObject, Message, RequestId};
 use crate::transport::{ExchangeId, HttpRequest, RedirectError, RequestFailure, ResponseHead};
 
 impl StreamableHttp {
@@ -730,14 +730,17 @@ impl StreamableHttp {
         if let (Owner::Request(id), Some(init)) = (&owner, self.refused_init) {
             if *id == init {
                 self.refused_init = None;
-                if e.truncated || !is_unsupported_version_for(&e.text, init) {
+                let modern = !e.truncated
+                    && error_response_for(&e.text, init)
+                        .is_some_and(|r| r.code == UNSUPPORTED_PROTOCOL_VERSION);
+                if !modern {
                     return self.fall_back(init);
                 }
             }
         }
         match owner {
             Owner::Request(id) | Owner::Resume(id) => {
-                if !e.truncated && is_error_response_for(&e.text, id) {
+                if !e.truncated && error_response_for(&e.text, id).is_some() {
                     if let Some(p) = self.pending.get_mut(&id) {
                         p.exchange = None;
                     }
@@ -958,37 +961,21 @@ fn response_ids(text: &str, mut f: impl FnMut(u64)) {
     }
 }
 
-/// Whether a body is a JSON-RPC error response to our request `id`.
-fn is_error_response_for(body: &[u8], id: u64) -> bool {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return false;
-    };
-    match parse_message(text) {
-        Ok(Message::Response {
-            id: RequestId::Number(n),
-            outcome: Err(_),
-        }) => u64::try_from(n) == Ok(id),
-        _ => false,
-    }
-}
-
-/// The 2026-07-28 era's "unsupported protocol version" error code.
-const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
-/// Whether `body` is the JSON-RPC error answer to request `id` saying its
-/// protocol version is not served (`-32022`): a 2026-07-28 server.
-fn is_unsupported_version_for(body: &[u8], id: u64) -> bool {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return false;
-    };
+/// The JSON-RPC error a body answers our request `id` with, if it is one.
+fn error_response_for(body: &[u8], id: u64) -> Option<ErrorObject> {
+    let text = std::str::from_utf8(body).ok()?;
     match parse_message(text) {
         Ok(Message::Response {
             id: RequestId::Number(n),
             outcome: Err(e),
-        }) => u64::try_from(n) == Ok(id) && e.code == UNSUPPORTED_PROTOCOL_VERSION,
-        _ => false,
+        }) if u64::try_from(n) == Ok(id) => Some(e),
+        _ => None,
     }
 }
+
+/// The 2026-07-28 era's "unsupported protocol version" error code (the
+/// transport floor is below `modern`, which names it too).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// 401, or 403 whose `Bearer` challenge says `insufficient_scope`.
 fn wants_authorization(head: &ResponseHead) -> bool {
