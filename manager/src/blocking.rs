@@ -30,8 +30,8 @@ use serde_json::Value;
 use crate::discovery::ServerEntry;
 use crate::options::CallOptions;
 use crate::state::{
-    cancelled_while_waiting, prepare, refused_as_closed, AgentTool, Changes, LiveClient, Running,
-    ServerStatus, Shared, Step, Supervisor, Woke, CLOSE_GRACE,
+    cancelled_while_waiting, prepare, AgentTool, Changes, LiveClient, Running, ServerStatus,
+    Shared, Step, Supervisor, Woke, CLOSE_GRACE,
 };
 use crate::Error;
 
@@ -207,20 +207,16 @@ impl Manager {
                 let waiting = match shared.step(&target, dead_generation)? {
                     Step::Call(client, generation) => {
                         let remaining = deadline.saturating_duration_since(Instant::now());
-                        match client.call_tool_with(
+                        let result = client.call_tool_with(
                             &target.tool,
                             arguments.clone(),
                             options.for_client(remaining),
-                        ) {
-                            Err(e) if refused_as_closed(&e) => {
-                                dead_generation = Some(generation);
+                        );
+                        match target.settle(result, generation) {
+                            Ok(done) => return done,
+                            Err(dead) => {
+                                dead_generation = Some(dead);
                                 continue;
-                            }
-                            r => {
-                                return r.map_err(|source| Error::Client {
-                                    server: target.server.clone(),
-                                    source,
-                                })
                             }
                         }
                     }

@@ -18,8 +18,8 @@ use serde_json::Value;
 use crate::discovery::ServerEntry;
 use crate::options::{CallOptions, ManagerOptions};
 use crate::state::{
-    cancelled_while_waiting, prepare, refused_as_closed, AgentTool, Changes, LiveClient, Running,
-    ServerStatus, Shared, Signal, Step, Supervisor, CLOSE_GRACE,
+    cancelled_while_waiting, prepare, AgentTool, Changes, LiveClient, Running, ServerStatus,
+    Shared, Signal, Step, Supervisor, CLOSE_GRACE,
 };
 use crate::Error;
 
@@ -202,24 +202,19 @@ impl<R: Runtime> Manager<R> {
             let waiting = match shared.step(&target, dead_generation)? {
                 Step::Call(client, generation) => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
-                    match client
+                    let result = client
                         .call_tool_with(
                             &target.tool,
                             arguments.clone(),
                             options.for_client(remaining),
                         )
-                        .await
-                    {
-                        Err(e) if refused_as_closed(&e) => {
-                            // Never sent: wait for the next connection.
-                            dead_generation = Some(generation);
+                        .await;
+                    match target.settle(result, generation) {
+                        Ok(done) => return done,
+                        // Never sent: wait for the next connection.
+                        Err(dead) => {
+                            dead_generation = Some(dead);
                             continue;
-                        }
-                        r => {
-                            return r.map_err(|source| Error::Client {
-                                server: target.server.clone(),
-                                source,
-                            })
                         }
                     }
                 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use event_listener::{Event, Listener};
 use mcpwire::config::ServerConfig;
-use mcpwire::mcp::types::Tool;
+use mcpwire::mcp::types::{CallToolResult, Tool};
 use mcpwire_adapter::options::ConnectOptions;
 use mcpwire_adapter::RequestError;
 
@@ -582,6 +582,26 @@ impl<C: LiveClient> Shared<C> {
     }
 }
 
+impl Target {
+    /// The outcome of a call sent on the connection of `generation`: the
+    /// call's result, or (`Err`) that generation when the client refused
+    /// the call because that connection had just closed: nothing was sent,
+    /// so the call waits for the next one.
+    pub(crate) fn settle(
+        &self,
+        result: Result<CallToolResult, mcpwire_adapter::Error>,
+        generation: u64,
+    ) -> Result<Result<CallToolResult, Error>, u64> {
+        match result {
+            Err(e) if refused_as_closed(&e) => Err(generation),
+            r => Ok(r.map_err(|source| Error::Client {
+                server: self.server.clone(),
+                source,
+            })),
+        }
+    }
+}
+
 /// The error of a call cancelled while it waited for its server.
 pub(crate) fn cancelled_while_waiting(server: String) -> Error {
     Error::Client {
@@ -594,7 +614,7 @@ pub(crate) fn cancelled_while_waiting(server: String) -> Error {
 
 /// The client refused the call locally because its connection is closed:
 /// nothing was sent, so it is safe to send it on the next connection.
-pub(crate) fn refused_as_closed(e: &mcpwire_adapter::Error) -> bool {
+fn refused_as_closed(e: &mcpwire_adapter::Error) -> bool {
     matches!(
         e,
         mcpwire_adapter::Error::Call(mcpwire::connection::CallError::Closed(_))
