@@ -1264,3 +1264,381 @@ fn an_over_long_reply_fails_its_call_at_the_end_of_its_line_and_a_server_request
     assert_eq!(sim.conn.stats().oversize, 3);
     assert_eq!(sim.conn.stats().failed, 1);
 }
+
+// ---- tasks: followed to their end in both eras ---------------------------
+
+const TASKS_INIT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"sim","version":"1.0"}}"#;
+
+const TASKS_DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"2.0"}}}"#;
+
+/// A 2025-11-25 connection to a tasks server that listed `required`
+/// (taskSupport required) and `optional` (optional).
+fn legacy_tasks() -> Sim {
+    let mut sim = Sim::new(ConnectionConfig::default());
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    sim.reply(0, TASKS_INIT);
+    sim.take_events();
+    sim.take_written();
+    let id = sim
+        .conn
+        .send(sim.now, &ListTools::page(None), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.reply(
+        id,
+        r#"{"tools":[{"name":"required","inputSchema":{},"execution":{"taskSupport":"required"}},{"name":"optional","inputSchema":{},"execution":{"taskSupport":"optional"}},{"name":"plain","inputSchema":{}}]}"#,
+    );
+    sim.completion(id).unwrap();
+    sim
+}
+
+fn task_json(id: &str, status: &str, extra: Value) -> Value {
+    let mut t = json!({"taskId": id, "status": status, "createdAt": "2026-12-03T10:00:00Z",
+        "lastUpdatedAt": "2026-12-03T10:00:00Z", "ttl": 60000, "pollInterval": 200});
+    t.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    t
+}
+
+fn progress_messages(events: &[Output]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Output::Progress { progress, .. } if progress.task.is_some() => {
+                progress.message.clone()
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn legacy_a_required_task_tool_is_called_as_a_task_and_followed_to_its_result() {
+    let mut sim = legacy_tasks();
+    let options = opts().progress(true).timeout(Duration::from_secs(30));
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &CallTool::new("required", json!({"x": 1})),
+            options,
+        )
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["params"]["task"], json!({}), "asked for a task: {w:?}");
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app, "result": {"task": task_json("t1", "working", json!({}))}}));
+    let events = sim.take_events();
+    assert!(
+        !events.iter().any(|e| matches!(e, Output::Complete { .. })),
+        "not done yet: {events:?}"
+    );
+    assert_eq!(progress_messages(&events), ["task t1: working"]);
+    // Polled at the server's interval.
+    sim.advance(Duration::from_millis(100));
+    assert!(sim.take_written().is_empty());
+    sim.advance(Duration::from_millis(100));
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/get");
+    assert_eq!(w[0]["params"], json!({"taskId": "t1"}));
+    let get = w[0]["id"].as_u64().unwrap();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": get,
+        "result": task_json("t1", "working", json!({"statusMessage": "step 1/2"}))}));
+    assert_eq!(
+        progress_messages(&sim.take_events()),
+        ["task t1: working: step 1/2"]
+    );
+    // A status notification that it completed: tasks/result at once.
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+        "params": task_json("t1", "completed", json!({}))}),
+    );
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["method"], "tasks/result");
+    let result = w[0]["id"].as_u64().unwrap();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": result, "result": {"content": [{"type": "text", "text": "done"}],
+        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}}}));
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "done");
+    // Nothing more is polled.
+    sim.advance(Duration::from_secs(5));
+    assert!(sim.take_written().is_empty());
+}
+
+#[test]
+fn legacy_optional_tools_are_tasks_only_when_detached() {
+    let mut sim = legacy_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("optional", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    assert!(sim.take_written()[0]["params"].get("task").is_none());
+    sim.reply(app, r#"{"content":[]}"#);
+    sim.completion(app).unwrap();
+    let detached = opts().detach_task(true).task_ttl(Duration::from_secs(90));
+    for tool in ["optional", "plain"] {
+        let app = sim
+            .conn
+            .send(sim.now, &CallTool::new(tool, json!({})), detached)
+            .unwrap();
+        sim.drain();
+        let w = sim.take_written();
+        if tool == "plain" {
+            assert!(w[0]["params"].get("task").is_none(), "forbidden: {w:?}");
+            continue;
+        }
+        assert_eq!(w[0]["params"]["task"], json!({"ttl": 90000}));
+        sim.server_says(json!({"jsonrpc": "2.0", "id": app, "result": {"task": task_json("t2", "working", json!({}))}}));
+        // Detached: the created task is the answer, nothing is polled.
+        let raw = sim.completion(app).unwrap();
+        assert!(raw.get().contains("\"t2\""));
+        sim.advance(Duration::from_secs(5));
+        assert!(sim.take_written().is_empty());
+    }
+}
+
+#[test]
+fn legacy_input_required_and_failure_come_through_tasks_result() {
+    let mut sim = legacy_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("required", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "result": {"task": task_json("t3", "input_required", json!({}))}}));
+    // input_required: the questions come while tasks/result is open.
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/result");
+    let result = w[0]["id"].as_u64().unwrap();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": result,
+        "error": {"code": -32603, "message": "it broke"}}));
+    match sim.completion(app) {
+        Err(RequestError::Remote(e)) => assert_eq!(e.message, "it broke"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn legacy_a_cancelled_or_late_task_is_cancelled_on_the_server() {
+    let mut sim = legacy_tasks();
+    let options = opts().timeout(Duration::from_secs(2));
+    for cancel in [true, false] {
+        let app = sim
+            .conn
+            .send(sim.now, &CallTool::new("required", json!({})), options)
+            .unwrap();
+        sim.drain();
+        sim.take_written();
+        sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+            "result": {"task": task_json("t4", "working", json!({}))}}));
+        if cancel {
+            assert!(sim.conn.cancel(sim.now, app, "user"));
+            sim.drain();
+        } else {
+            for _ in 0..20 {
+                sim.advance(Duration::from_millis(200));
+            }
+        }
+        let w = sim.take_written();
+        let cancels: Vec<&Value> = w.iter().filter(|m| m["method"] == "tasks/cancel").collect();
+        assert_eq!(cancels.len(), 1, "{w:?}");
+        assert_eq!(cancels[0]["params"], json!({"taskId": "t4"}));
+        assert!(
+            !w.iter().any(
+                |m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == app
+            ),
+            "a task is never cancelled with notifications/cancelled: {w:?}"
+        );
+        match sim.completion(app) {
+            Err(RequestError::Cancelled { .. }) if cancel => {}
+            Err(RequestError::Timeout { ms: 2000 }) if !cancel => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn legacy_awaiting_a_task_by_id_follows_it() {
+    let mut sim = legacy_tasks();
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("t9"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/get", "{w:?}");
+    let get = w[0]["id"].as_u64().unwrap();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": get, "result": task_json("t9", "cancelled", json!({"statusMessage": "by someone"}))}));
+    match sim.completion(app) {
+        Err(RequestError::Cancelled { reason }) => {
+            assert!(reason.contains("by someone"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn modern_tasks() -> Sim {
+    let (mut sim, _) = {
+        let mut sim = Sim::probing(elicit_config());
+        let probe = sim.take_written();
+        assert_eq!(
+            meta_of(&probe[0])["io.modelcontextprotocol/clientCapabilities"]["extensions"],
+            json!({"io.modelcontextprotocol/tasks": {}}),
+            "the extension is declared"
+        );
+        sim.reply(0, TASKS_DISCOVER);
+        sim.take_events();
+        (sim, ())
+    };
+    sim.take_written();
+    sim
+}
+
+#[test]
+fn modern_a_task_is_polled_asks_through_tasks_update_and_ends_with_its_inline_result() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &CallTool::new("slow", json!({})),
+            opts().progress(true),
+        )
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(
+        meta_of(&w[0])["io.modelcontextprotocol/clientCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m1", "status": "working", "ttlMs": null, "pollIntervalMs": 50}}),
+    );
+    // Following it, the connection asks for its status pushes too.
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "subscriptions/listen", "{w:?}");
+    assert_eq!(w[0]["params"]["notifications"]["taskIds"], json!(["m1"]));
+    sim.advance(Duration::from_millis(50));
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/get");
+    assert_eq!(w[0]["params"]["taskId"], "m1");
+    assert!(meta_of(&w[0])["io.modelcontextprotocol/protocolVersion"].is_string());
+    let get = w[0]["id"].as_u64().unwrap();
+    let ask = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "name?",
+        "requestedSchema": {"type": "object"}}});
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m1", "status": "input_required", "pollIntervalMs": 50,
+        "inputRequests": {"k1": ask}}}),
+    );
+    let events = sim.take_events();
+    let rid = events
+        .iter()
+        .find_map(|e| match e {
+            Output::ServerRequest { id, method, .. } if method == "elicitation/create" => {
+                Some(id.clone())
+            }
+            _ => None,
+        })
+        .expect("the question reaches the application");
+    // Asked again before the answer: not surfaced twice.
+    sim.advance(Duration::from_millis(50));
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m1", "status": "input_required", "pollIntervalMs": 50,
+        "inputRequests": {"k1": ask}}}),
+    );
+    assert!(!sim
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, Output::ServerRequest { .. })));
+    let answer =
+        serde_json::value::to_raw_value(&json!({"action": "accept", "content": {"name": "Ada"}}))
+            .unwrap();
+    let status = sim.conn.respond(sim.now, rid, Ok(answer)).unwrap();
+    assert_eq!(status, mcpwire::rpc::RespondStatus::Sent);
+    sim.drain();
+    let w = sim.take_written();
+    let update = w
+        .iter()
+        .find(|m| m["method"] == "tasks/update")
+        .expect("tasks/update");
+    assert_eq!(update["params"]["taskId"], "m1");
+    assert_eq!(
+        update["params"]["inputResponses"],
+        json!({"k1": {"action": "accept", "content": {"name": "Ada"}}})
+    );
+    let up = update["id"].as_u64().unwrap();
+    sim.reply(up, r#"{"resultType":"complete"}"#);
+    sim.advance(Duration::from_millis(50));
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m1", "status": "completed", "result": {"content": [{"type": "text", "text": "hello Ada"}], "isError": false}}}));
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "hello Ada");
+}
+
+#[test]
+fn modern_a_failed_task_is_its_error_and_a_refused_push_leaves_polling() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m2", "status": "working", "pollIntervalMs": 100}}),
+    );
+    let listen = sim.take_written()[0]["id"].as_u64().unwrap();
+    // A server without subscriptions/listen: polling carries the task.
+    sim.server_says(json!({"jsonrpc": "2.0", "id": listen, "error": {"code": -32601, "message": "Method not found"}}));
+    sim.advance(Duration::from_millis(100));
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    let get = w[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m2", "status": "failed", "error": {"code": -32000, "message": "no luck"}}}),
+    );
+    match sim.completion(app) {
+        Err(RequestError::Remote(e)) => {
+            assert_eq!((e.code, e.message.as_str()), (-32000, "no luck"))
+        }
+        other => panic!("{other:?}"),
+    }
+    // The listen is not asked for again with the tasks.
+    sim.advance(Duration::from_secs(2));
+    assert!(!sim
+        .take_written()
+        .iter()
+        .any(|m| m["params"]["notifications"].get("taskIds").is_some()));
+}
+
+#[test]
+fn without_tasks_nothing_is_declared_or_augmented() {
+    let mut config = ConnectionConfig::default();
+    config.client.tasks = false;
+    let mut sim = Sim::probing(config);
+    let probe = sim.take_written();
+    assert!(
+        meta_of(&probe[0])["io.modelcontextprotocol/clientCapabilities"]
+            .get("extensions")
+            .is_none()
+    );
+}

@@ -44,6 +44,7 @@
 mod auth;
 mod modern;
 mod probe;
+mod tasks;
 mod types;
 mod wire;
 
@@ -62,6 +63,7 @@ use serde_json::value::RawValue;
 use crate::auth::AuthState;
 use crate::config::ServerConfig;
 use crate::mcp::handshake::{accept_result, HandshakeError};
+use crate::mcp::methods::{Capability, TaskResult};
 use crate::mcp::types::InitializeResult;
 use crate::mcp::{check_capability, ClientConfig, Method, ServerNotification};
 use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
@@ -73,6 +75,7 @@ use crate::transport::HttpConfig;
 use auth::{is_auth_exchange, Auth, AuthStep};
 use modern::{Modern, Outbox};
 use probe::{ProbeStep, Prober};
+use tasks::Tasks;
 use wire::{with_bearer, Fed, Wire, WireOutput};
 
 /// The [`Outbox`] of a connection: its engine, wire and outputs.
@@ -124,6 +127,8 @@ pub struct Connection {
     modern: Option<Modern>,
     /// Whether `subscriptions/listen` may be opened.
     listen_enabled: bool,
+    /// Tool calls that became tasks, followed for the application.
+    tasks: Tasks,
     out: VecDeque<Output>,
 }
 
@@ -158,6 +163,7 @@ impl Connection {
         wire.set_dpop(auth.as_ref().and_then(Auth::dpop));
         let probe_timeout = config.probe_timeout.unwrap_or(Duration::from_secs(3));
         let listen_enabled = !config.no_subscriptions && config.http.listen;
+        let tasks = Tasks::new(&config.client);
         let mut conn = Connection {
             engine: Engine::new(engine_config),
             wire,
@@ -172,6 +178,7 @@ impl Connection {
             prober: Prober::new(config.era, config.era_hint, probe_timeout),
             modern: None,
             listen_enabled,
+            tasks,
             out: VecDeque::new(),
         };
         conn.start(now);
@@ -250,6 +257,7 @@ impl Connection {
             if let Some(m) = self.modern.as_mut() {
                 m.handle_timeout(now, outbox!(self));
             }
+            self.tasks.handle_timeout(now, &mut self.out);
         }
         if let Some(message) = self.wire.handle_timeout(now) {
             self.shut_down(now, CloseReason::ServerGone(message));
@@ -274,7 +282,8 @@ impl Connection {
         let wire = self.wire.poll_timeout();
         let flow = self.auth.as_ref().and_then(Auth::poll_timeout);
         let listen = self.modern.as_ref().and_then(Modern::poll_timeout);
-        [self.engine.poll_timeout(), wire, flow, listen]
+        let tasks = self.tasks.poll_timeout();
+        [self.engine.poll_timeout(), wire, flow, listen, tasks]
             .into_iter()
             .flatten()
             .min()
@@ -325,6 +334,22 @@ impl Connection {
                 }
             })?;
         }
+        let caps = self.server.as_ref().map(|s| &s.capabilities);
+        if method == TaskResult::NAME && caps.is_some_and(|c| Capability::Tasks.declared_in(c)) {
+            // Awaiting a task: the connection follows it (both eras).
+            let id = self.engine.reserve_id()?;
+            let modern = self.modern.is_some();
+            self.tasks
+                .await_task(now, id, params, options, modern)
+                .map_err(LocalError::InvalidParams)?;
+            self.pump(now);
+            return Ok(id);
+        }
+        let augmented = match (self.modern.is_some(), caps) {
+            (false, Some(caps)) => self.tasks.augment(method, params, &options, caps),
+            _ => None,
+        };
+        let params = augmented.as_deref().or(params);
         let id = match self.modern.as_mut() {
             Some(m) => m.request(now, outbox!(self), method, params, options)?,
             None => {
@@ -333,6 +358,11 @@ impl Connection {
                 id
             }
         };
+        if let Some(caps) = self.server.as_ref().map(|s| &s.capabilities) {
+            let augmented = augmented.is_some();
+            self.tasks
+                .requested(now, id, method, options, caps, augmented);
+        }
         self.pump(now);
         Ok(id)
     }
@@ -401,10 +431,13 @@ impl Connection {
         if matches!(self.phase, Phase::Closing | Phase::Closed) {
             return Err(self.closed_error());
         }
-        let input = self
-            .modern
-            .as_mut()
-            .and_then(|m| m.respond(now, outbox!(self), &id, &response));
+        let input = match self.tasks.respond(now, &mut self.out, &id, &response) {
+            Some(status) => Some(status),
+            None => self
+                .modern
+                .as_mut()
+                .and_then(|m| m.respond(now, outbox!(self), &id, &response)),
+        };
         if let Some(status) = input {
             if status == RespondStatus::Sent {
                 self.pump(now);
@@ -420,6 +453,10 @@ impl Connection {
     /// and the server receives `notifications/cancelled`. Returns false if
     /// it had already completed.
     pub fn cancel(&mut self, now: Instant, id: u64, reason: &str) -> bool {
+        if self.tasks.cancel(&mut self.out, id, reason) {
+            self.pump(now);
+            return true;
+        }
         let done = match self
             .modern
             .as_mut()
@@ -518,7 +555,7 @@ impl Connection {
     /// all are quiet.
     fn pump(&mut self, now: Instant) {
         loop {
-            let mut moved = false;
+            let mut moved = self.send_for_tasks(now);
             while let Some(o) = self.engine.poll_output() {
                 moved = true;
                 self.route_engine(now, o);
@@ -568,6 +605,14 @@ impl Connection {
                     },
                     None => (id, outcome),
                 };
+                let (id, outcome) =
+                    match self
+                        .tasks
+                        .complete(now, &mut self.out, &self.client, id, outcome)
+                    {
+                        Some(delivered) => delivered,
+                        None => return,
+                    };
                 if self.initialize_id == Some(id) {
                     self.initialize_id = None;
                     // Closing: the handshake is over, and the app never
@@ -599,6 +644,8 @@ impl Connection {
                     }
                     m.notified(&method, params.as_deref());
                 }
+                self.tasks
+                    .notified(now, &mut self.out, &self.client, &method, params.as_deref());
                 self.out
                     .push_back(Output::Notification(ServerNotification::parse(
                         method, params,
@@ -901,6 +948,50 @@ impl Connection {
         }
     }
 
+    /// Sends what the tasks sub-state queued (stamped for the era) and
+    /// cancels what it no longer waits for. Whether anything moved.
+    fn send_for_tasks(&mut self, now: Instant) -> bool {
+        let mut moved = false;
+        for id in self.tasks.take_drops() {
+            moved = true;
+            let done = self
+                .modern
+                .as_mut()
+                .and_then(|m| m.cancel(now, outbox!(self), id, "no longer needed"));
+            if done.is_none() {
+                self.engine.cancel(now, id, "no longer needed");
+            }
+        }
+        if self.phase != Phase::Ready {
+            return moved;
+        }
+        if let Some(ids) = self.tasks.take_watch_change() {
+            if let (Some(m), true) = (self.modern.as_mut(), self.listen_enabled) {
+                m.watch_tasks(now, outbox!(self), ids);
+            }
+        }
+        while let Some(send) = self.tasks.next_send() {
+            moved = true;
+            let method = send.method();
+            let raw = serde_json::value::to_raw_value(&send.params).expect("JSON serializes");
+            let sent = match self.modern.as_mut() {
+                Some(m) => m.request(now, outbox!(self), method, Some(&raw), send.options),
+                None => match self.engine.request(now, method, Some(&raw), send.options) {
+                    Ok(id) => {
+                        self.note_request(id, method, Some(&raw));
+                        Ok(id)
+                    }
+                    Err(e) => Err(e.into()),
+                },
+            };
+            match sent {
+                Ok(id) => self.tasks.sent(id, &send),
+                Err(e) => self.tasks.send_failed(&mut self.out, &send, e.to_string()),
+            }
+        }
+        moved
+    }
+
     /// Ends the session: the engine completes everything pending with the
     /// reason, the transport shuts down; `Closed` follows when it is done.
     fn shut_down(&mut self, now: Instant, reason: CloseReason) {
@@ -913,6 +1004,7 @@ impl Connection {
         if let Some(m) = self.modern.as_mut() {
             m.close(&mut self.out, reason.message());
         }
+        self.tasks.close(&mut self.out, reason.message());
         self.engine.close(reason.message());
         self.reason = Some(reason);
         self.phase = Phase::Closing;

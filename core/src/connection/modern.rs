@@ -134,6 +134,12 @@ pub(super) struct Modern {
     /// The resource URIs subscribed to (the filter's
     /// `resourceSubscriptions`).
     resource_subs: BTreeSet<String>,
+    /// The tasks followed (the filter's `taskIds`: the tasks extension's
+    /// status pushes).
+    task_ids: BTreeSet<String>,
+    /// A listen that asked for `taskIds` failed: ask no more (polling
+    /// carries the tasks alone).
+    no_task_push: bool,
     /// Listen requests replaced by a newer filter: their end is ours.
     replaced: BTreeSet<u64>,
     /// Subscribes waiting for the acknowledgement: (app id, uri, deadline).
@@ -160,6 +166,8 @@ impl Modern {
             cache: ResultCache::new(),
             listen_flags: Map::new(),
             resource_subs: BTreeSet::new(),
+            task_ids: BTreeSet::new(),
+            no_task_push: false,
             replaced: BTreeSet::new(),
             awaiting_ack: Vec::new(),
             tools: ToolHeaders::default(),
@@ -247,6 +255,10 @@ impl Modern {
             let uris = self.resource_subs.iter().cloned().map(Value::String);
             wanted.insert("resourceSubscriptions".into(), Value::Array(uris.collect()));
         }
+        if !self.task_ids.is_empty() && !self.no_task_push {
+            let ids = self.task_ids.iter().cloned().map(Value::String);
+            wanted.insert("taskIds".into(), Value::Array(ids.collect()));
+        }
         if wanted.is_empty() {
             return;
         }
@@ -312,6 +324,20 @@ impl Modern {
             self.relisten(now, ob);
         }
         Ok(id)
+    }
+
+    /// The tasks followed changed: the listen filter asks for their status
+    /// pushes (the stream is opened again with the new filter).
+    pub(super) fn watch_tasks(&mut self, now: Instant, ob: &mut Outbox<'_>, ids: BTreeSet<String>) {
+        if ids == self.task_ids {
+            return;
+        }
+        // A task that ended needs no new stream: it leaves with the next change.
+        let added = ids.iter().any(|id| !self.task_ids.contains(id));
+        self.task_ids = ids;
+        if added && !self.no_task_push {
+            self.relisten(now, ob);
+        }
     }
 
     /// Subscribes still waiting fail with `message`.
@@ -718,6 +744,11 @@ impl Modern {
                 self.calls.remove(&app);
                 Some((app, Ok(raw)))
             }
+            Ok(ResultKind::Unknown(t)) if t == "task" && call.method == "tools/call" => {
+                // The tasks extension: the connection's tasks follow it.
+                self.calls.remove(&app);
+                Some((app, Ok(raw)))
+            }
             Ok(ResultKind::Unknown(t)) => {
                 self.calls.remove(&app);
                 fail(format!(
@@ -791,6 +822,17 @@ impl Modern {
     /// again after a backoff, a bounded number of times in a row.
     fn listen_ended(&mut self, now: Instant, out: &mut VecDeque<Output>, outcome: Outcome) {
         self.listen_id = None;
+        if matches!(
+            outcome,
+            Err(RequestError::Remote(_) | RequestError::Http { .. })
+        ) && !self.task_ids.is_empty()
+            && !self.no_task_push
+        {
+            // Perhaps the server refuses `taskIds`: the tasks are polled
+            // anyway, and the list changes must not be lost for them.
+            self.no_task_push = true;
+            self.listen_reopens = 0;
+        }
         let why = match &outcome {
             Ok(_) => "the server ended it".to_owned(),
             Err(e) => e.to_string(),

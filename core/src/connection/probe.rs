@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::types::CloseReason;
 use super::wire::Wire;
 use crate::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
-use crate::mcp::types::{Implementation, InitializeResult};
+use crate::mcp::types::{Implementation, InitializeResult, TASKS_EXTENSION};
 use crate::mcp::ClientConfig;
 use crate::modern::probe::{stdio_probe_verdict, Era, EraPolicy, ProbeVerdict, StdioProbeOutcome};
 use crate::modern::{
@@ -202,9 +202,16 @@ impl Prober {
 
 /// The `_meta` envelope of the era at `version` for this client.
 pub(super) fn envelope(client: &ClientConfig, version: &str) -> RequestMeta {
-    RequestMeta::new(
-        version,
-        client.capabilities.clone(),
-        Some(client.client_info.clone()),
-    )
+    let mut capabilities = client.capabilities.clone();
+    if client.tasks {
+        let extensions = capabilities
+            .extra
+            .entry("extensions")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let Some(map) = extensions.as_object_mut() {
+            map.entry(TASKS_EXTENSION)
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        }
+    }
+    RequestMeta::new(version, capabilities, Some(client.client_info.clone()))
 }

@@ -32,6 +32,11 @@ pub struct ClientConfig {
     pub capabilities: ClientCapabilities,
     /// The version asked for (default [`LATEST_PROTOCOL_VERSION`]).
     pub protocol_version: String,
+    /// Whether tool calls may become tasks the connection follows
+    /// (default true): declares the `io.modelcontextprotocol/tasks`
+    /// extension on 2026-07-28 requests, and calls 2025-11-25 tools whose
+    /// `execution.taskSupport` is `required` as tasks.
+    pub tasks: bool,
 }
 
 impl Default for ClientConfig {
@@ -40,6 +45,7 @@ impl Default for ClientConfig {
             client_info: Implementation::new("mcpwire", env!("CARGO_PKG_VERSION")),
             capabilities: ClientCapabilities::default(),
             protocol_version: LATEST_PROTOCOL_VERSION.to_string(),
+            tasks: true,
         }
     }
 }

@@ -32,8 +32,9 @@ use serde_json::{Map, Value};
 
 use super::types::{
     CallToolResult, ClientCapabilities, CompleteResult, Extra, GetPromptResult, ListChanged,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListTasksResult,
+    ListToolsResult, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    ServerCapabilities, Task, Tool,
 };
 
 /// A server capability that a method needs (`capabilities.tools`, …).
@@ -52,6 +53,11 @@ pub enum Capability {
     Completions,
     /// `logging`.
     Logging,
+    /// Tasks: `tasks.requests.tools.call` (2025-11-25) or the
+    /// `io.modelcontextprotocol/tasks` extension (2026-07-28).
+    Tasks,
+    /// `tasks.list` (2025-11-25 only).
+    TasksList,
 }
 
 impl Capability {
@@ -64,6 +70,8 @@ impl Capability {
             Capability::Prompts => "prompts",
             Capability::Completions => "completions",
             Capability::Logging => "logging",
+            Capability::Tasks => "tasks",
+            Capability::TasksList => "tasks.list",
         }
     }
 
@@ -78,6 +86,10 @@ impl Capability {
             Capability::Prompts => caps.prompts.is_some(),
             Capability::Completions => caps.completions.is_some(),
             Capability::Logging => caps.logging.is_some(),
+            Capability::Tasks => {
+                caps.tasks_for_tool_calls() || caps.has_extension(super::types::TASKS_EXTENSION)
+            }
+            Capability::TasksList => caps.tasks_list(),
         }
     }
 }
@@ -169,6 +181,10 @@ methods! {
     GetPrompt = "prompts/get", GetPromptResult, Some(Capability::Prompts), false;
     Complete = "completion/complete", CompleteResult, Some(Capability::Completions), false;
     SetLoggingLevel = "logging/setLevel", EmptyResult, Some(Capability::Logging), false;
+    GetTask = "tasks/get", Task, Some(Capability::Tasks), false;
+    TaskResult = "tasks/result", CallToolResult, Some(Capability::Tasks), false;
+    CancelTask = "tasks/cancel", EmptyResult, Some(Capability::Tasks), false;
+    ListTasks = "tasks/list", ListTasksResult, Some(Capability::TasksList), true;
 }
 
 /// `ping` (no capability needed; answered by every server).
@@ -263,6 +279,47 @@ list_method!(
 list_method!(
     /// `prompts/list`.
     ListPrompts, Prompt, prompts
+);
+list_method!(
+    /// `tasks/list` (2025-11-25; the 2026-07-28 extension has none).
+    ListTasks, Task, tasks
+);
+
+/// A method whose only param is a task's id.
+macro_rules! task_method {
+    ($(#[$doc:meta])* $ty:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $ty {
+            /// The server's id of the task.
+            pub task_id: String,
+        }
+
+        impl $ty {
+            /// For task `task_id`.
+            pub fn new(task_id: impl Into<String>) -> Self {
+                $ty { task_id: task_id.into() }
+            }
+        }
+    };
+}
+
+task_method!(
+    /// `tasks/get`: the task's state now.
+    GetTask
+);
+task_method!(
+    /// `tasks/result`: waits for the task's end and gives its result. The
+    /// connection follows the task itself (polling `tasks/get` at the
+    /// server's interval, answering its questions, status changes as
+    /// progress) in both eras; the 2026-07-28 extension has no
+    /// `tasks/result` on the wire.
+    TaskResult
+);
+task_method!(
+    /// `tasks/cancel`.
+    CancelTask
 );
 
 /// A method whose only param is a resource URI.

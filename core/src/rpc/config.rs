@@ -127,6 +127,12 @@ pub struct RequestOptions {
     /// Ask the server even when a fresh cached result exists (2026-07-28
     /// `ttlMs` hints); the answer refreshes the cache.
     pub bypass_cache: bool,
+    /// A `tools/call` that becomes a task completes with the created task
+    /// (`{task: …}` or `resultType: "task"`) instead of being followed to
+    /// its end; in 2025-11-25 it asks for a task when the tool allows one.
+    pub detach_task: bool,
+    /// The `ttl` asked for a task (2025-11-25 `params.task.ttl`).
+    pub task_ttl: Option<Duration>,
 }
 
 impl RequestOptions {
@@ -153,6 +159,18 @@ impl RequestOptions {
     pub fn reset_timeout_on_progress(mut self, yes: bool) -> Self {
         self.reset_timeout_on_progress = yes;
         self.progress |= yes;
+        self
+    }
+
+    /// Sets [`detach_task`](Self::detach_task).
+    pub fn detach_task(mut self, yes: bool) -> Self {
+        self.detach_task = yes;
+        self
+    }
+
+    /// Sets [`task_ttl`](Self::task_ttl).
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = Some(ttl);
         self
     }
 

@@ -842,6 +842,7 @@ impl Engine {
                 progress: parsed.progress,
                 total: parsed.total,
                 message: parsed.message,
+                task: None,
             },
         });
     }

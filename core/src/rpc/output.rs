@@ -117,6 +117,10 @@ pub struct Progress {
     pub total: Option<f64>,
     /// A human-readable message, if any.
     pub message: Option<String>,
+    /// Set when the call became a task on the server: the task's state as
+    /// last seen, as JSON (a status change; `message` then describes it;
+    /// `mcpwire::mcp::types::Task::from_value` reads it).
+    pub task: Option<serde_json::Value>,
 }
 
 /// Something the peer sent that the engine dropped.

@@ -346,7 +346,8 @@ fn progress_is_routed_and_filtered() {
                 Progress {
                     progress: 1.0,
                     total: Some(10.0),
-                    message: Some("m".into())
+                    message: Some("m".into()),
+                    task: None,
                 }
             );
         }

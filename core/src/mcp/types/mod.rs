@@ -9,10 +9,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod client;
+mod tasks;
 pub use client::{
     CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitForm, ElicitRequest,
     ElicitResult, ElicitUrl, ElicitationComplete, Icon, SamplingContent, SamplingContentList,
     SamplingMessage, ToolAnnotations, ToolChoice, UrlElicitationRequired, URL_ELICITATION_REQUIRED,
+};
+pub use tasks::{
+    ListTasksResult, Task, TaskStarted, TaskStatus, TaskSupport, RELATED_TASK_META_KEY,
+    TASKS_EXTENSION,
 };
 
 /// Fields a newer revision added that this crate does not model.

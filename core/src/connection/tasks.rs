@@ -1,0 +1,862 @@
+//! Tool calls that become tasks on the server, followed to their end for
+//! the application, in both eras (see [`crate::mcp::types::Task`]).
+//!
+//! ```text
+//!  tools/call ─► result is a task ─► (detached: the task is the result)
+//!     └─► follow: tasks/get every pollInterval (status change ─► Progress)
+//!           working ─► poll again
+//!           2026 input_required ─► ServerRequest per new input key ─► respond … ─► tasks/update ─► poll
+//!           2025 input_required, completed, failed ─► tasks/result (the server asks on it) ─► its answer
+//!           2026 completed ─► the inline result │ failed ─► the inline error
+//!           cancelled ─► Cancelled
+//!     status notifications (2025 notifications/tasks/status, 2026 notifications/tasks) count as polls
+//!     the call's deadline, the application's cancel ─► tasks/cancel ─► Timeout / Cancelled
+//!  tasks/result {taskId} of the application ─► the same follow, from a task started earlier
+//! ```
+//!
+//! The application keeps the id of its `tools/call` (or `tasks/result`)
+//! for the whole follow: progress and the completion carry it. The
+//! requests this sub-state sends are queued ([`Tasks::next_send`]) for the
+//! connection, which stamps them for the era and notes what they are
+//! ([`Tasks::sent`]); their completions come back through
+//! [`Tasks::complete`].
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::types::{Diagnostic, Output};
+use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport, TASKS_EXTENSION};
+use crate::mcp::ClientConfig;
+use crate::rpc::{ErrorObject, Progress, RequestError, RequestId, RequestOptions, RespondStatus};
+
+type Outcome = Result<Box<RawValue>, RequestError>;
+
+/// Poll interval when the server suggests none.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// Bounds on the server's poll interval.
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_secs(30);
+/// `tasks/get` timeouts in a row before the follow gives up.
+const MAX_POLL_TIMEOUTS: u32 = 3;
+/// Tasks followed at once, at most.
+const MAX_FOLLOWS: usize = 1024;
+/// Tools whose task support is remembered, at most.
+const MAX_TOOLS: usize = 10_000;
+/// Input keys remembered per task (answered ones are never asked twice).
+const MAX_INPUT_KEYS: usize = 1024;
+
+/// What a request of ours is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    Get,
+    Result,
+    Update,
+    Cancel,
+}
+
+impl Purpose {
+    fn method(self) -> &'static str {
+        match self {
+            Purpose::Get => "tasks/get",
+            Purpose::Result => "tasks/result",
+            Purpose::Update => "tasks/update",
+            Purpose::Cancel => "tasks/cancel",
+        }
+    }
+}
+
+/// A request for the connection to send on a follow's behalf.
+#[derive(Debug)]
+pub(super) struct Send {
+    pub(super) app: u64,
+    pub(super) purpose: Purpose,
+    pub(super) params: Value,
+    pub(super) options: RequestOptions,
+}
+
+impl Send {
+    pub(super) fn method(&self) -> &'static str {
+        self.purpose.method()
+    }
+}
+
+/// A `tools/call` in flight that may come back as a task.
+#[derive(Debug)]
+struct Creating {
+    options: RequestOptions,
+    deadline: Option<Instant>,
+}
+
+/// A task followed for a call of the application.
+#[derive(Debug)]
+struct Follow {
+    task_id: String,
+    modern: bool,
+    options: RequestOptions,
+    deadline: Option<Instant>,
+    /// Status and message last told (progress only on a change).
+    told: Option<(TaskStatus, Option<String>)>,
+    updates: u32,
+    interval: Duration,
+    poll_at: Option<Instant>,
+    /// Our request in flight (`tasks/get`, or `tasks/result` in 2025).
+    in_flight: Option<u64>,
+    /// 2025-11-25: `tasks/result` sent (the end comes on it).
+    fetching: bool,
+    timeouts: u32,
+    /// 2026-07-28 inputs: keys ever surfaced, keys the application still
+    /// answers, and the answers not yet sent.
+    seen: BTreeSet<String>,
+    pending: BTreeSet<String>,
+    responses: Map<String, Value>,
+}
+
+/// The connection's tasks (see the [module docs](self)).
+#[derive(Debug)]
+pub(super) struct Tasks {
+    enabled: bool,
+    /// 2025-11-25: each tool's `execution.taskSupport`, from `tools/list`.
+    support: HashMap<String, TaskSupport>,
+    /// `tools/list` requests whose tools' support is read.
+    tool_lists: BTreeSet<u64>,
+    creating: HashMap<u64, Creating>,
+    follows: HashMap<u64, Follow>,
+    /// Our requests in flight → (the application's id, what for).
+    ours: HashMap<u64, (u64, Purpose)>,
+    sends: VecDeque<Send>,
+    /// Our requests whose answer no longer matters (to cancel).
+    drops: Vec<u64>,
+    /// Inputs surfaced as server requests → (call, key).
+    inputs: HashMap<RequestId, (u64, String)>,
+    /// The 2026-07-28 tasks followed changed since the last look.
+    watch_changed: bool,
+}
+
+impl Tasks {
+    pub(super) fn new(client: &ClientConfig) -> Tasks {
+        Tasks {
+            enabled: client.tasks,
+            support: HashMap::new(),
+            tool_lists: BTreeSet::new(),
+            creating: HashMap::new(),
+            follows: HashMap::new(),
+            ours: HashMap::new(),
+            sends: VecDeque::new(),
+            drops: Vec::new(),
+            inputs: HashMap::new(),
+            watch_changed: false,
+        }
+    }
+
+    // ---- requests of the application ---------------------------------------
+
+    /// 2025-11-25: the params of `tools/call` asking for a task, when the
+    /// server takes tasks and the tool requires one (or the caller detaches
+    /// and the tool allows one); `None` leaves the call as it is.
+    pub(super) fn augment(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        options: &RequestOptions,
+        caps: &ServerCapabilities,
+    ) -> Option<Box<RawValue>> {
+        if !self.enabled || method != "tools/call" || !caps.tasks_for_tool_calls() {
+            return None;
+        }
+        let mut value: Value = serde_json::from_str(params?.get()).ok()?;
+        let name = value.get("name")?.as_str()?;
+        let wanted = match self.support.get(name).copied().unwrap_or_default() {
+            TaskSupport::Required => true,
+            TaskSupport::Optional => options.detach_task,
+            TaskSupport::Forbidden => false,
+        };
+        if !wanted {
+            return None;
+        }
+        let mut task = Map::new();
+        if let Some(ttl) = options.task_ttl {
+            task.insert("ttl".into(), Value::from(ttl.as_millis() as u64));
+        }
+        value
+            .as_object_mut()?
+            .entry("task")
+            .or_insert(Value::Object(task));
+        serde_json::value::to_raw_value(&value).ok()
+    }
+
+    /// Request `id` of the application was sent: a `tools/call` that may
+    /// come back as a task, or a `tools/list` whose tools say whether they
+    /// take tasks.
+    pub(super) fn requested(
+        &mut self,
+        now: Instant,
+        id: u64,
+        method: &str,
+        options: RequestOptions,
+        caps: &ServerCapabilities,
+        augmented: bool,
+    ) {
+        match method {
+            "tools/call" if augmented || (self.enabled && caps.has_extension(TASKS_EXTENSION)) => {
+                let deadline = options.timeout.and_then(|t| now.checked_add(t));
+                self.creating.insert(id, Creating { options, deadline });
+            }
+            "tools/list" if self.enabled && caps.tasks_for_tool_calls() => {
+                self.tool_lists.insert(id);
+            }
+            _ => {}
+        }
+    }
+
+    /// `tasks/result {taskId}` of the application, under `app` (an id the
+    /// connection reserved): follows the task to its end.
+    pub(super) fn await_task(
+        &mut self,
+        now: Instant,
+        app: u64,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        modern: bool,
+    ) -> Result<(), &'static str> {
+        let task_id = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|v| v.get("taskId").and_then(Value::as_str).map(str::to_owned))
+            .ok_or("tasks/result needs a string taskId")?;
+        if self.follows.len() >= MAX_FOLLOWS {
+            return Err("too many tasks followed at once");
+        }
+        let deadline = options.timeout.and_then(|t| now.checked_add(t));
+        let follow = Follow::new(task_id, modern, options, deadline);
+        self.watch_changed |= modern;
+        self.follows.insert(app, follow);
+        self.poll(now, app);
+        Ok(())
+    }
+
+    // ---- what the connection sends for us -------------------------------------
+
+    /// The next request to send, if any.
+    pub(super) fn next_send(&mut self) -> Option<Send> {
+        self.sends.pop_front()
+    }
+
+    /// Our requests whose answers are no longer wanted.
+    pub(super) fn take_drops(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.drops)
+    }
+
+    /// `send` went out as request `id`.
+    pub(super) fn sent(&mut self, id: u64, send: &Send) {
+        self.ours.insert(id, (send.app, send.purpose));
+        if matches!(send.purpose, Purpose::Get | Purpose::Result) {
+            if let Some(f) = self.follows.get_mut(&send.app) {
+                f.in_flight = Some(id);
+            }
+        }
+    }
+
+    /// `send` could not go out: the follow ends with `message`.
+    pub(super) fn send_failed(&mut self, out: &mut VecDeque<Output>, send: &Send, message: String) {
+        if send.purpose == Purpose::Cancel {
+            return;
+        }
+        let error = RequestError::Transport {
+            message: format!("{} not sent: {message}", send.method()),
+        };
+        self.end(out, send.app, Err(error), "failed", false);
+    }
+
+    // ---- timers -----------------------------------------------------------------
+
+    /// When a poll or a deadline is due next.
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        self.follows
+            .values()
+            .flat_map(|f| [f.poll_at.filter(|_| f.in_flight.is_none()), f.deadline])
+            .flatten()
+            .min()
+    }
+
+    /// Deadlines over: the task is cancelled and the call times out; polls
+    /// due: `tasks/get`.
+    pub(super) fn handle_timeout(&mut self, now: Instant, out: &mut VecDeque<Output>) {
+        let late: Vec<u64> = self
+            .follows
+            .iter()
+            .filter(|(_, f)| f.deadline.is_some_and(|d| d <= now))
+            .map(|(app, _)| *app)
+            .collect();
+        for app in late {
+            let ms = self.follows[&app]
+                .options
+                .timeout
+                .map_or(0, |t| t.as_millis() as u64);
+            self.end(
+                out,
+                app,
+                Err(RequestError::Timeout { ms }),
+                "timed out",
+                true,
+            );
+        }
+        let due: Vec<u64> = self
+            .follows
+            .iter()
+            .filter(|(_, f)| f.in_flight.is_none() && f.poll_at.is_some_and(|t| t <= now))
+            .map(|(app, _)| *app)
+            .collect();
+        for app in due {
+            self.poll(now, app);
+        }
+    }
+
+    fn poll(&mut self, now: Instant, app: u64) {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        f.poll_at = None;
+        let options = f.request_options(now, Purpose::Get);
+        let params = serde_json::json!({ "taskId": f.task_id });
+        self.sends.push_back(Send {
+            app,
+            purpose: Purpose::Get,
+            params,
+            options,
+        });
+    }
+
+    // ---- completions -------------------------------------------------------------
+
+    /// A completion for the application's request `id` (or one of ours):
+    /// `Some` to deliver, `None` when this sub-state took it.
+    pub(super) fn complete(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        id: u64,
+        outcome: Outcome,
+    ) -> Option<(u64, Outcome)> {
+        if let Some((app, purpose)) = self.ours.remove(&id) {
+            self.ours_done(now, out, client, app, id, purpose, outcome);
+            return None;
+        }
+        if self.tool_lists.remove(&id) {
+            if let Ok(raw) = &outcome {
+                self.read_support(raw);
+            }
+            return Some((id, outcome));
+        }
+        let Some(creating) = self.creating.remove(&id) else {
+            return Some((id, outcome));
+        };
+        let raw = match outcome {
+            Ok(raw) => raw,
+            e => return Some((id, e)),
+        };
+        let created = task_of_creation(&raw);
+        let (Some((task, modern)), false) = (created, creating.options.detach_task) else {
+            return Some((id, Ok(raw)));
+        };
+        if self.follows.len() >= MAX_FOLLOWS {
+            let message = "too many tasks followed at once".to_owned();
+            return Some((id, Err(RequestError::Transport { message })));
+        }
+        let follow = Follow::new(
+            task.task_id.clone(),
+            modern,
+            creating.options,
+            creating.deadline,
+        );
+        self.watch_changed |= modern;
+        self.follows.insert(id, follow);
+        self.apply(now, out, client, id, task);
+        None
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ours_done(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        app: u64,
+        id: u64,
+        purpose: Purpose,
+        outcome: Outcome,
+    ) {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        if f.in_flight == Some(id) {
+            f.in_flight = None;
+        }
+        match (purpose, outcome) {
+            (Purpose::Cancel, _) => {}
+            (Purpose::Update, Ok(_)) => {
+                if f.in_flight.is_none() && f.poll_at.is_none() {
+                    f.poll_at = now.checked_add(f.interval);
+                }
+            }
+            (Purpose::Update, Err(e)) => {
+                let message = format!("tasks/update of task {} failed: {e}", f.task_id);
+                let error = Err(RequestError::Transport { message });
+                self.end(out, app, error, "tasks/update failed", true);
+            }
+            (Purpose::Result, outcome) => self.end(out, app, outcome, "done", false),
+            (Purpose::Get, Ok(raw)) => {
+                f.timeouts = 0;
+                let value: Option<Value> = serde_json::from_str(raw.get()).ok();
+                match value.as_ref().and_then(Task::from_value) {
+                    Some(task) if task.task_id == f.task_id => {
+                        self.apply(now, out, client, app, task)
+                    }
+                    _ => {
+                        let message = format!(
+                            "tasks/get of task {} answered with something that is not that task",
+                            f.task_id
+                        );
+                        let error = Err(RequestError::Transport { message });
+                        self.end(out, app, error, "invalid tasks/get", true);
+                    }
+                }
+            }
+            (Purpose::Get, Err(RequestError::Timeout { .. }))
+                if f.timeouts + 1 < MAX_POLL_TIMEOUTS =>
+            {
+                f.timeouts += 1;
+                f.poll_at = now.checked_add(f.interval);
+            }
+            (Purpose::Get, Err(e)) => self.end(out, app, Err(e), "tasks/get failed", false),
+        }
+    }
+
+    /// A task's state (a poll's answer, a notification, the creation):
+    /// progress on a change, then what the status asks for.
+    fn apply(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        app: u64,
+        task: Task,
+    ) {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        if let Some(ms) = task.poll_interval_ms {
+            f.interval = Duration::from_millis(ms).clamp(MIN_POLL, MAX_POLL);
+        }
+        let state = (task.status, task.status_message.clone());
+        if f.told.as_ref() != Some(&state) {
+            f.told = Some(state);
+            f.updates += 1;
+            if f.options.progress {
+                out.push_back(Output::Progress {
+                    id: app,
+                    progress: Progress {
+                        progress: f64::from(f.updates),
+                        total: None,
+                        message: Some(format!("task {}: {}", task.task_id, task.describe())),
+                        task: serde_json::to_value(&task).ok(),
+                    },
+                });
+            }
+        }
+        let modern = f.modern;
+        match task.status {
+            TaskStatus::Cancelled => {
+                let reason = match &task.status_message {
+                    Some(m) => format!("the server cancelled task {}: {m}", task.task_id),
+                    None => format!("the server cancelled task {}", task.task_id),
+                };
+                self.end(
+                    out,
+                    app,
+                    Err(RequestError::Cancelled { reason }),
+                    "cancelled",
+                    false,
+                );
+            }
+            TaskStatus::Completed | TaskStatus::Failed if modern => {
+                let outcome = terminal_outcome(&task);
+                match outcome {
+                    Some(outcome) => self.end(out, app, outcome, "done", false),
+                    None => {
+                        let message = format!(
+                            "task {} is {} but carries no {}",
+                            task.task_id,
+                            task.status,
+                            if task.status == TaskStatus::Completed {
+                                "result"
+                            } else {
+                                "error"
+                            }
+                        );
+                        let error = Err(RequestError::Transport { message });
+                        self.end(out, app, error, "invalid task", false);
+                    }
+                }
+            }
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired if !modern => {
+                // 2025-11-25: the end (and the server's questions) come on
+                // tasks/result.
+                if !f.fetching {
+                    f.fetching = true;
+                    f.poll_at = None;
+                    let options = f.request_options(now, Purpose::Result);
+                    let params = serde_json::json!({ "taskId": f.task_id });
+                    self.sends.push_back(Send {
+                        app,
+                        purpose: Purpose::Result,
+                        params,
+                        options,
+                    });
+                }
+            }
+            TaskStatus::InputRequired => {
+                if let Err(message) = self.ask(out, client, app, &task) {
+                    let error = Err(RequestError::Transport { message });
+                    self.end(out, app, error, "input not possible", true);
+                    return;
+                }
+                self.schedule(now, app);
+            }
+            _ => self.schedule(now, app),
+        }
+    }
+
+    fn schedule(&mut self, now: Instant, app: u64) {
+        if let Some(f) = self.follows.get_mut(&app) {
+            if f.in_flight.is_none() && !f.fetching && f.poll_at.is_none() {
+                f.poll_at = now.checked_add(f.interval);
+            }
+        }
+    }
+
+    /// 2026-07-28 `input_required`: each question not seen before goes to
+    /// the application as a server request.
+    fn ask(
+        &mut self,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        app: u64,
+        task: &Task,
+    ) -> Result<(), String> {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return Ok(());
+        };
+        let Some(requests) = task.input_requests() else {
+            return Ok(());
+        };
+        let handled = client.handled_requests();
+        for (key, request) in requests {
+            if f.seen.contains(key) {
+                continue;
+            }
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("task {}: input {key:?} has no method", f.task_id))?;
+            if !handled.contains(&method) {
+                return Err(format!(
+                    "task {} asked for {method} (input {key:?}), which this client did not declare",
+                    f.task_id
+                ));
+            }
+            if f.seen.len() >= MAX_INPUT_KEYS {
+                return Err(format!("task {} asked for too many inputs", f.task_id));
+            }
+            f.seen.insert(key.clone());
+            f.pending.insert(key.clone());
+            let params = request
+                .get("params")
+                .and_then(|p| serde_json::value::to_raw_value(p).ok());
+            let rid = RequestId::String(format!("task-input-{app}-{key}"));
+            self.inputs.insert(rid.clone(), (app, key.clone()));
+            out.push_back(Output::ServerRequest {
+                id: rid,
+                method: method.to_owned(),
+                params,
+            });
+        }
+        Ok(())
+    }
+
+    /// An answer to a task's input, if `id` is one; `None` otherwise.
+    pub(super) fn respond(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        id: &RequestId,
+        response: &Result<Box<RawValue>, ErrorObject>,
+    ) -> Option<RespondStatus> {
+        let Some((app, key)) = self.inputs.remove(id) else {
+            return matches!(id, RequestId::String(s) if s.starts_with("task-input-"))
+                .then_some(RespondStatus::Withdrawn);
+        };
+        let Some(f) = self.follows.get_mut(&app) else {
+            return Some(RespondStatus::Withdrawn);
+        };
+        match response {
+            Ok(raw) => {
+                let v = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                f.pending.remove(&key);
+                f.responses.insert(key, v);
+                if f.pending.is_empty() {
+                    let responses = std::mem::take(&mut f.responses);
+                    let params = serde_json::json!({
+                        "taskId": f.task_id,
+                        "inputResponses": responses,
+                    });
+                    let options = f.request_options(now, Purpose::Update);
+                    self.sends.push_back(Send {
+                        app,
+                        purpose: Purpose::Update,
+                        params,
+                        options,
+                    });
+                }
+            }
+            Err(e) => {
+                let message = format!(
+                    "the application could not answer input {key:?} of task {}: {}",
+                    f.task_id, e.message
+                );
+                let error = Err(RequestError::Transport { message });
+                self.end(out, app, error, "answer failed", true);
+            }
+        }
+        Some(RespondStatus::Sent)
+    }
+
+    // ---- notifications -------------------------------------------------------------
+
+    /// A server notification: a status change of a task followed counts as
+    /// a poll's answer.
+    pub(super) fn notified(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        method: &str,
+        params: Option<&RawValue>,
+    ) {
+        if !matches!(method, "notifications/tasks/status" | "notifications/tasks")
+            || self.follows.is_empty()
+        {
+            return;
+        }
+        let Some(task) = params
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .as_ref()
+            .and_then(Task::from_value)
+        else {
+            return;
+        };
+        let app = self
+            .follows
+            .iter()
+            .find(|(_, f)| f.task_id == task.task_id)
+            .map(|(app, _)| *app);
+        if let Some(app) = app {
+            self.apply(now, out, client, app, task);
+        }
+    }
+
+    /// The 2026-07-28 task ids followed, when they changed since the last
+    /// call (for the `subscriptions/listen` filter).
+    pub(super) fn take_watch_change(&mut self) -> Option<BTreeSet<String>> {
+        if !std::mem::take(&mut self.watch_changed) {
+            return None;
+        }
+        let ids = self
+            .follows
+            .values()
+            .filter(|f| f.modern)
+            .map(|f| f.task_id.clone())
+            .collect();
+        Some(ids)
+    }
+
+    // ---- the end -------------------------------------------------------------------
+
+    /// The application cancels call `app`: a followed task is cancelled on
+    /// the server (`tasks/cancel`, never `notifications/cancelled`). False
+    /// when it is not a followed task.
+    pub(super) fn cancel(&mut self, out: &mut VecDeque<Output>, app: u64, reason: &str) -> bool {
+        if !self.follows.contains_key(&app) {
+            return false;
+        }
+        let error = RequestError::Cancelled {
+            reason: reason.to_owned(),
+        };
+        self.end(out, app, Err(error), reason, true);
+        true
+    }
+
+    /// The connection is closing: every follow ends with `reason`.
+    pub(super) fn close(&mut self, out: &mut VecDeque<Output>, reason: &str) {
+        let apps: Vec<u64> = self.follows.keys().copied().collect();
+        for app in apps {
+            let error = RequestError::Closed {
+                reason: reason.to_owned(),
+            };
+            self.end(out, app, Err(error), reason, false);
+        }
+        self.sends.clear();
+        self.creating.clear();
+    }
+
+    /// Ends the follow of `app` with `outcome`: its open inputs are
+    /// withdrawn, its request in flight dropped, and (`cancel_task`) the
+    /// task cancelled on the server.
+    fn end(
+        &mut self,
+        out: &mut VecDeque<Output>,
+        app: u64,
+        outcome: Outcome,
+        why: &str,
+        cancel_task: bool,
+    ) {
+        let Some(f) = self.follows.remove(&app) else {
+            return;
+        };
+        self.watch_changed |= f.modern;
+        if let Some(id) = f.in_flight {
+            self.ours.remove(&id);
+            self.drops.push(id);
+        }
+        self.sends.retain(|s| s.app != app);
+        let open: Vec<RequestId> = self
+            .inputs
+            .iter()
+            .filter(|(_, (a, _))| *a == app)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in open {
+            self.inputs.remove(&id);
+            out.push_back(Output::ServerRequestCancelled {
+                id,
+                reason: Some(why.to_owned()),
+            });
+        }
+        if cancel_task {
+            out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                "task {}: {why}; cancelling it on the server",
+                f.task_id
+            ))));
+            self.sends.push_back(Send {
+                app,
+                purpose: Purpose::Cancel,
+                params: serde_json::json!({ "taskId": f.task_id }),
+                options: RequestOptions::default(),
+            });
+        }
+        out.push_back(Output::Complete { id: app, outcome });
+    }
+
+    /// 2025-11-25: remembers the tools' task support from a `tools/list` page.
+    fn read_support(&mut self, raw: &RawValue) {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            tools: Vec<Value>,
+        }
+        let Ok(page) = serde_json::from_str::<Page>(raw.get()) else {
+            return;
+        };
+        for tool in page.tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let support = TaskSupport::of_value(&tool);
+            if support == TaskSupport::Forbidden {
+                self.support.remove(name);
+            } else if self.support.len() < MAX_TOOLS || self.support.contains_key(name) {
+                self.support.insert(name.to_owned(), support);
+            }
+        }
+    }
+}
+
+impl Follow {
+    fn new(
+        task_id: String,
+        modern: bool,
+        options: RequestOptions,
+        deadline: Option<Instant>,
+    ) -> Follow {
+        Follow {
+            task_id,
+            modern,
+            options,
+            deadline,
+            told: None,
+            updates: 0,
+            interval: DEFAULT_POLL,
+            poll_at: None,
+            in_flight: None,
+            fetching: false,
+            timeouts: 0,
+            seen: BTreeSet::new(),
+            pending: BTreeSet::new(),
+            responses: Map::new(),
+        }
+    }
+
+    /// Options of a request of ours: the time left of the call, else the
+    /// connection's default (`tasks/result` waits for the end: no bound
+    /// but the call's).
+    fn request_options(&self, now: Instant, purpose: Purpose) -> RequestOptions {
+        let mut options = RequestOptions::default();
+        match self.deadline {
+            Some(d) => options.timeout = Some(d.saturating_duration_since(now).max(MIN_POLL)),
+            None if purpose == Purpose::Result => options.timeout = Some(Duration::MAX),
+            None => {}
+        }
+        options
+    }
+}
+
+/// The task a `tools/call` result created, if it is one, and whether it
+/// is the 2026-07-28 shape (`resultType: "task"`). A plain result is only
+/// scanned, never built.
+fn task_of_creation(raw: &RawValue) -> Option<(Task, bool)> {
+    #[derive(serde::Deserialize)]
+    struct Shape<'a> {
+        #[serde(rename = "resultType", default, borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow)]
+        task: Option<&'a RawValue>,
+    }
+    let shape: Shape<'_> = serde_json::from_str(raw.get()).ok()?;
+    let modern = shape.result_type.as_deref() == Some("task");
+    if !modern && shape.task.is_none() {
+        return None;
+    }
+    let value: Value = serde_json::from_str(raw.get()).ok()?;
+    if !modern && !value["task"].get("taskId").is_some_and(Value::is_string) {
+        return None;
+    }
+    Task::from_value(&value).map(|t| (t, modern))
+}
+
+/// A 2026-07-28 terminal task's inline result or error.
+fn terminal_outcome(task: &Task) -> Option<Outcome> {
+    match task.status {
+        TaskStatus::Completed => {
+            let result = task.inline_result()?;
+            serde_json::value::to_raw_value(result).ok().map(Ok)
+        }
+        TaskStatus::Failed => {
+            let error = task.inline_error()?;
+            let error: ErrorObject = serde_json::from_value(error.clone()).ok()?;
+            Some(Err(RequestError::Remote(error)))
+        }
+        _ => None,
+    }
+}
