@@ -141,6 +141,11 @@ pub(crate) enum Cmd {
         #[arg(value_name = "KEY=VALUE")]
         pairs: Vec<String>,
     },
+    /// Tasks (long-running tool calls): start, list, get, wait for, cancel.
+    Tasks {
+        #[command(subcommand)]
+        action: TaskCmd,
+    },
     /// List the server's resources.
     Resources,
     /// Read a resource.
@@ -186,6 +191,40 @@ pub(crate) enum Cmd {
         /// The built-in demo server.
         #[arg(long)]
         demo: bool,
+    },
+}
+
+/// What `mcpwire tasks` does.
+#[derive(Subcommand, Debug)]
+pub(crate) enum TaskCmd {
+    /// Start a tool call as a task and print the task without waiting
+    /// (the result instead, when the server answers at once).
+    Start {
+        /// The tool.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Arguments as key=value pairs.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// List the server's tasks (2025-11-25 servers; 2026-07-28 has no list).
+    List,
+    /// A task's state now.
+    Get {
+        /// The task's id.
+        id: String,
+    },
+    /// Wait for a task's end (status as progress) and print its result.
+    Result {
+        /// The task's id.
+        id: String,
+    },
+    /// Ask the server to cancel a task.
+    Cancel {
+        /// The task's id.
+        id: String,
     },
 }
 

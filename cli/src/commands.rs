@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use mcpwire_manager::ToolFilter;
+use mcpwire_tokio::types::{Task, TaskStarted};
 use mcpwire_tokio::{CallOptions, CancelToken, Client};
 use serde_json::json;
 
@@ -55,6 +56,7 @@ pub(crate) async fn command(
             }
             Ok(if result.is_error() { 1 } else { 0 })
         }
+        Cmd::Tasks { action } => tasks(cli, client, tools, action, call_opts).await,
         Cmd::Resources => {
             let resources = client.list_resources().await?;
             if cli.json {
@@ -167,5 +169,108 @@ pub(crate) async fn command(
         Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
             unreachable!("handled before connecting")
         }
+    }
+}
+
+/// `mcpwire tasks …`.
+async fn tasks(
+    cli: &Cli,
+    client: &Client,
+    tools: &ToolFilter,
+    action: &TaskCmd,
+    call_opts: CallOptions,
+) -> Result<u8, Fail> {
+    match action {
+        TaskCmd::Start { tool, args, pairs } => {
+            if !tools.allows(tool) {
+                return Err(Fail::usage(format!("unknown tool {tool:?}")));
+            }
+            let arguments = parse_args(args.as_deref(), pairs)?;
+            // 2025-11-25: the tool's task support comes from the list.
+            if client.server().capabilities.tasks_for_tool_calls() {
+                client.list_tools().await?;
+            }
+            match client.start_tool_task(tool, arguments, call_opts).await? {
+                TaskStarted::Task(task) => {
+                    print_task(cli, &task);
+                    Ok(0)
+                }
+                TaskStarted::Done(result) => {
+                    if cli.json {
+                        print_json(&result);
+                    } else {
+                        eprintln!("the server answered at once (no task):");
+                        print_call(&result);
+                    }
+                    Ok(if result.is_error() { 1 } else { 0 })
+                }
+            }
+        }
+        TaskCmd::List => {
+            let tasks = client.list_tasks().await?;
+            if cli.json {
+                print_json(&json!({ "tasks": tasks }));
+            } else {
+                for t in tasks {
+                    println!(
+                        "{:<38} {:<15} {}",
+                        t.task_id,
+                        t.status,
+                        t.status_message.as_deref().unwrap_or("")
+                    );
+                }
+            }
+            Ok(0)
+        }
+        TaskCmd::Get { id } => {
+            let task = client.get_task(id).await?;
+            print_task(cli, &task);
+            Ok(0)
+        }
+        TaskCmd::Result { id } => {
+            let progress = Progress::new(cli.quiet);
+            let p = progress.clone();
+            let result = client
+                .task_result(id, call_opts.on_progress(move |pr| p.show(pr)))
+                .await;
+            progress.done();
+            let result = result?;
+            if cli.json {
+                print_json(&result);
+            } else {
+                print_call(&result);
+            }
+            Ok(if result.is_error() { 1 } else { 0 })
+        }
+        TaskCmd::Cancel { id } => {
+            client.cancel_task(id).await?;
+            if cli.json {
+                print_json(&json!({ "cancelled": id }));
+            } else {
+                println!("asked the server to cancel task {id}");
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn print_task(cli: &Cli, task: &Task) {
+    if cli.json {
+        print_json(task);
+        return;
+    }
+    println!("task:    {}", task.task_id);
+    println!("status:  {}", task.status);
+    if let Some(m) = &task.status_message {
+        println!("message: {m}");
+    }
+    if let Some(t) = &task.created_at {
+        println!("created: {t}");
+    }
+    if let Some(ms) = task.ttl_ms {
+        println!("ttl:     {ms} ms");
+    }
+    if let Some(ms) = task.poll_interval_ms {
+        println!("poll:    every {ms} ms");
     }
 }

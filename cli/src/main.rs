@@ -140,6 +140,12 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
         Cmd::Prompt { args, pairs, .. } => {
             parse_args(args.as_deref(), pairs)?;
         }
+        Cmd::Tasks {
+            action: TaskCmd::Start { tool, args, pairs },
+        } => {
+            target.check_tool(tool)?;
+            parse_args(args.as_deref(), pairs)?;
+        }
         _ => {}
     }
     let quiet = cli.quiet;

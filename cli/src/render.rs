@@ -103,6 +103,12 @@ impl Progress {
         self.shown.store(true, std::sync::atomic::Ordering::Relaxed);
         let msg = p.message.as_deref().unwrap_or("");
         let mut err = std::io::stderr().lock();
+        if p.task.is_some() {
+            // A task's status change: its own line (`task ID: working: …`).
+            let _ = writeln!(err, "{msg}");
+            let _ = err.flush();
+            return;
+        }
         match p.total {
             Some(total) if total > 0.0 && self.tty => {
                 let frac = (p.progress / total).clamp(0.0, 1.0);

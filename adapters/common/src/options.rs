@@ -119,6 +119,17 @@ impl<F> ConnectOptions<F> {
         self
     }
 
+    /// Whether tool calls may become tasks on the server (default: yes).
+    /// With tasks on, the client declares the `io.modelcontextprotocol/tasks`
+    /// extension (2026-07-28) and calls a 2025-11-25 tool whose
+    /// `execution.taskSupport` is `required` as a task; either way
+    /// `call_tool` follows the task to its end. Off, a server that needs
+    /// tasks refuses those calls.
+    pub fn tasks(mut self, enabled: bool) -> Self {
+        self.config.client.tasks = enabled;
+        self
+    }
+
     /// Sets `clientInfo`.
     pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.config.client.client_info = Implementation::new(name, version);
@@ -483,6 +494,21 @@ impl CallOptions {
     /// cached, 2026-07-28 `ttlMs`); the answer refreshes the cache.
     pub fn bypass_cache(mut self) -> Self {
         self.rpc = self.rpc.bypass_cache(true);
+        self
+    }
+
+    /// The time a task created by this call is kept on the server
+    /// (2025-11-25 `task.ttl`; a 2026-07-28 server chooses its own).
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.rpc = self.rpc.task_ttl(ttl);
+        self
+    }
+
+    /// A `tools/call` that becomes a task completes with the task instead
+    /// of following it (for `start_tool_task`).
+    #[doc(hidden)]
+    pub fn detach_task(mut self) -> Self {
+        self.rpc = self.rpc.detach_task(true);
         self
     }
 

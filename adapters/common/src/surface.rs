@@ -96,6 +96,26 @@ pub fn check_output(
         })
 }
 
+/// A detached `tools/call`'s answer: a task, or a result checked as
+/// `call_tool` checks one.
+#[doc(hidden)]
+pub fn task_started(
+    access: &impl SessionAccess,
+    tool: &str,
+    raw: &RawValue,
+) -> Result<mcpwire::mcp::types::TaskStarted, Error> {
+    let value: serde_json::Value = parse("tools/call", raw)?;
+    let started =
+        mcpwire::mcp::types::TaskStarted::from_result(value).map_err(|source| Error::Decode {
+            method: "tools/call".to_owned(),
+            source,
+        })?;
+    if let mcpwire::mcp::types::TaskStarted::Done(result) = &started {
+        check_output(access, tool, result)?;
+    }
+    Ok(started)
+}
+
 /// A raw result parsed as `T`.
 #[doc(hidden)]
 pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Error> {
@@ -258,6 +278,67 @@ macro_rules! client_surface {
             let result = self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*?;
             $crate::surface::check_output(&**self.shared(), name, &result)?;
             Ok(result)
+        }
+
+        // ----- tasks -----------------------------------------------------------
+
+        /// Starts `tools/call` as a task when the server runs it as one,
+        /// and returns at once: [`TaskStarted::Task`]($crate::types::TaskStarted)
+        /// with the task to follow later ([`task_result`](Self::task_result),
+        /// [`get_task`](Self::get_task), [`cancel_task`](Self::cancel_task)),
+        /// or [`TaskStarted::Done`]($crate::types::TaskStarted) when the
+        /// server answered at once.
+        ///
+        /// In 2025-11-25 a task is asked for when the server takes tasks
+        /// and the tool allows one (`execution.taskSupport`, from the last
+        /// [`list_tools`](Self::list_tools)); in 2026-07-28 the server
+        /// decides. [`call_tool`](Self::call_tool) follows a task by itself.
+        pub $($async)* fn start_tool_task(
+            &self,
+            name: &str,
+            arguments: $crate::__private::Value,
+            options: $crate::CallOptions,
+        ) -> Result<$crate::types::TaskStarted, $crate::Error> {
+            let call = $crate::methods::CallTool::new(name, arguments);
+            let params = $crate::surface::params_of(&call)?;
+            let method = <$crate::methods::CallTool as $crate::__private::Method>::NAME;
+            let raw = self.request_raw(method, params, options.detach_task())$($await)*?;
+            $crate::surface::task_started(&**self.shared(), name, &raw)
+        }
+
+        /// `tasks/get`: a task's state now.
+        pub $($async)* fn get_task(
+            &self,
+            task_id: &str,
+        ) -> Result<$crate::types::Task, $crate::Error> {
+            self.send(&$crate::methods::GetTask::new(task_id), $crate::CallOptions::new())$($await)*
+        }
+
+        /// Waits for task `task_id`'s end and returns its result, following
+        /// it as [`call_tool`](Self::call_tool) does: polls at the server's
+        /// interval, passes status changes to the progress observer,
+        /// answers the server's questions through the handlers, and
+        /// cancels the task when the call times out or is cancelled.
+        pub $($async)* fn task_result(
+            &self,
+            task_id: &str,
+            options: $crate::CallOptions,
+        ) -> Result<$crate::types::CallToolResult, $crate::Error> {
+            self.send(&$crate::methods::TaskResult::new(task_id), options)$($await)*
+        }
+
+        /// `tasks/cancel`: asks the server to cancel task `task_id`
+        /// (cooperative: it may still end otherwise).
+        pub $($async)* fn cancel_task(&self, task_id: &str) -> Result<(), $crate::Error> {
+            self.send(&$crate::methods::CancelTask::new(task_id), $crate::CallOptions::new())$($await)*
+                .map(drop)
+        }
+
+        /// Every task the server lists (`tasks/list`, 2025-11-25). A
+        /// 2026-07-28 server has no list: the call fails with
+        /// `CallError::NotSupported` before anything is sent.
+        pub $($async)* fn list_tasks(&self) -> Result<Vec<$crate::types::Task>, $crate::Error> {
+            self.list_all::<$crate::methods::ListTasks>()$($await)*
         }
 
         /// `resources/read`.
