@@ -61,8 +61,8 @@ pub use client::Client;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::Error;
 pub use mcpwire_adapter::{
-    methods, types, BlockingHandler as RequestHandler, CallOptions, CancelToken, ErrorObject,
-    NotificationFn, Notifications, Progress, ProgressFn, RequestError, ServerConfig,
+    methods, types, BlockingHandler as RequestHandler, CallError, CallOptions, CancelToken,
+    ErrorObject, NotificationFn, Notifications, Progress, ProgressFn, RequestError, ServerConfig,
     ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{

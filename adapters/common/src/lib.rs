@@ -62,7 +62,7 @@ pub use error::Error;
 pub use handlers::{
     BlockingHandler, BoxFuture, DiagnosticFn, Handler, NotificationFn, RequestHandler,
 };
-pub use mcpwire::connection::Diagnostic;
+pub use mcpwire::connection::{CallError, Diagnostic};
 pub use notifications::Notifications;
 pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
 

@@ -55,9 +55,9 @@ use mcpwire_adapter::runtime::Child;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::types;
 pub use mcpwire_adapter::{
-    methods, BoxFuture, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject, Handler,
-    Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime, ServerConfig,
-    ServerNotification, Stats,
+    methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
+    Handler, Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime,
+    ServerConfig, ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
