@@ -23,7 +23,9 @@ flags:
   --log-file PATH        append one JSON line per received message / HTTP request
   --no-tools-cap         omit the tools capability from initialize
   --tasks                tools/list also shows task_sleep, task_required and
-                         task_ask (callable either way; see tasks.rs)
+                         task_ask (as it does for a 2026-07-28 request that
+                         declares the tasks extension; callable either way;
+                         see tasks.rs)
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
   --json-responses       HTTP: answer requests with application/json, not SSE
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
