@@ -580,21 +580,19 @@ pub fn handle(
             }
             reply(Ok(json!({})))
         }
-        _ => task_result(ctx, peer, id, &task, cancel, out),
+        _ => task_result(peer, id, &task, cancel, out),
     }
 }
 
 /// `tasks/result` (2025-11-25): waits for the task to end; asks the
 /// client the task's question on this request's stream meanwhile.
 fn task_result(
-    ctx: &Ctx,
     peer: &Peer,
     id: &Value,
     task: &Task,
     cancel: &AtomicBool,
     out: &dyn Outbound,
 ) -> Outcome {
-    let _ = ctx;
     let related = json!({RELATED_TASK_KEY: {"taskId": task.id}});
     loop {
         if cancel.load(Ordering::SeqCst) || !out.alive() {
