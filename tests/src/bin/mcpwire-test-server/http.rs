@@ -918,6 +918,11 @@ impl Server {
                     listeners: Mutex::new(Vec::new()),
                     resumable: Mutex::new(HashMap::new()),
                 });
+                // Legacy tasks' status notifications: on the listener stream.
+                let weak = Arc::downgrade(&session);
+                session.peer.set_notifier(Arc::new(move |msg: &Value| {
+                    weak.upgrade().is_some_and(|s| s.push_listener(msg))
+                }));
                 lock(&self.sessions).insert(session.id.clone(), session.clone());
                 self.ctx
                     .log
@@ -1125,7 +1130,9 @@ impl Server {
         // client sees 200 before a slow call ends; the tools that need another
         // status or no answer at all keep it back.
         let tool = params["name"].as_str().unwrap_or("");
-        if !json_mode && method == "tools/call" && !matches!(tool, "http_500" | "crash") {
+        let streams_early = (method == "tools/call" && !matches!(tool, "http_500" | "crash"))
+            || method == "tasks/result";
+        if !json_mode && streams_early {
             sink.start();
         }
         let ctx = &self.ctx;

@@ -9,7 +9,11 @@
 //!   (header names lower-cased), logged before its body
 //! * `{"ms":N,"event":"<what>",..}` server events: `stdin_eof`, `session_created`,
 //!   `session_ended`, `rejected_before_initialized` (HTTP: a message or GET
-//!   refused because its session's `notifications/initialized` had not arrived)
+//!   refused because its session's `notifications/initialized` had not arrived),
+//!   and for tasks (`tasks.rs`): `task_created` (`taskId`, `tool`, `status`),
+//!   `task_status` (`taskId`, `status`, `statusMessage`: every change), and
+//!   `task_request` (`method`, `taskId`, `id`: every `tasks/*` request, which
+//!   is also logged as a received message)
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};

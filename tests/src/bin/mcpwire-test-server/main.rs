@@ -15,6 +15,7 @@ mod oauth;
 mod opts;
 mod protocol;
 mod stdio;
+mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +51,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let ctx = Arc::new(protocol::Ctx::new(opts, log));
+    let ctx = Arc::new_cyclic(|me| protocol::Ctx::new(opts, log, me.clone()));
     if ctx.opts.http {
         http::run(ctx)
     } else {

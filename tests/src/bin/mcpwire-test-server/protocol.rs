@@ -17,10 +17,11 @@
 
 use crate::log::Log;
 use crate::opts::{EraMode, Options};
+use crate::tasks::{Notifier, Tasks};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -30,14 +31,14 @@ pub const SERVER_NAME: &str = "mcpwire-test-server";
 pub const MODERN_VERSION: &str = "2026-07-28";
 /// `_meta` keys of the 2026-07-28 envelope.
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 /// `-32022`: unsupported protocol version (2026-07-28).
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// `-32021`: a client capability the request needs was not declared.
-const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
 /// The era one request is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,10 @@ pub struct Ctx {
     /// `sse_drop` attempts so far, by `key` (2026-07-28: each re-issue of
     /// the call is a new request; the arguments name the call).
     drops: Mutex<HashMap<String, u64>>,
+    /// Every task, of either era (`tasks.rs`).
+    pub tasks: Tasks,
+    /// This context itself (task threads need an owned handle).
+    me: Weak<Ctx>,
 }
 
 /// One open `subscriptions/listen` stream: the notifications it asked
@@ -80,7 +85,8 @@ struct Subscription {
 }
 
 impl Ctx {
-    pub fn new(opts: Options, log: Log) -> Ctx {
+    /// Built inside `Arc::new_cyclic`, whose handle is `me`.
+    pub fn new(opts: Options, log: Log, me: Weak<Ctx>) -> Ctx {
         Ctx {
             opts,
             log,
@@ -89,7 +95,32 @@ impl Ctx {
             subscriptions: Mutex::new(Vec::new()),
             next_subscription: AtomicI64::new(0),
             drops: Mutex::new(HashMap::new()),
+            tasks: Tasks::default(),
+            me,
         }
+    }
+
+    /// An owned handle on this context.
+    pub fn arc(&self) -> Arc<Ctx> {
+        self.me.upgrade().expect("the context outlives its users")
+    }
+
+    /// Sends `notifications/tasks` (the detailed task) to every
+    /// subscription whose `taskIds` name `task_id`.
+    pub fn broadcast_task(&self, task_id: &str, detail: &Value) {
+        let mut subs = lock(&self.subscriptions);
+        subs.retain(|s| {
+            let wanted = s.wanted["taskIds"]
+                .as_array()
+                .is_some_and(|ids| ids.iter().any(|i| i == task_id));
+            if !wanted {
+                return true;
+            }
+            let mut params = detail.clone();
+            params["_meta"] = json!({SUBSCRIPTION_ID_KEY: s.id});
+            s.tx.send(notification("notifications/tasks", params))
+                .is_ok()
+        });
     }
 
     /// The versions this server serves, newest first.
@@ -173,6 +204,9 @@ pub struct Peer {
     pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     /// Client requests in flight, by id JSON text, with their cancel flag.
     inflight: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Where this client's unsolicited notifications go (legacy tasks'
+    /// `notifications/tasks/status`), if anywhere.
+    notifier: Mutex<Option<Notifier>>,
 }
 
 impl Peer {
@@ -207,6 +241,51 @@ impl Peer {
                 true
             }
             None => false,
+        }
+    }
+
+    pub fn set_notifier(&self, notifier: Notifier) {
+        *lock(&self.notifier) = Some(notifier);
+    }
+
+    pub fn notifier(&self) -> Option<Notifier> {
+        lock(&self.notifier).clone()
+    }
+
+    /// Sends request `method` to the client on `out` and waits for its
+    /// answer (the whole response message). `Err`: cancelled (`cancel`),
+    /// nowhere to send it, no answer in time, or the client is gone.
+    pub fn request_client(
+        &self,
+        out: &dyn Outbound,
+        method: &str,
+        params: Value,
+        cancel: &AtomicBool,
+    ) -> Result<Value, String> {
+        let sid = self.next_server_id.fetch_add(1, Ordering::SeqCst);
+        let key = json!(sid).to_string();
+        let request = json!({"jsonrpc": "2.0", "id": sid, "method": method, "params": params});
+        let (tx, rx) = mpsc::channel();
+        lock(&self.pending).insert(key.clone(), tx);
+        if !out.send(&request) {
+            lock(&self.pending).remove(&key);
+            return Err(format!("no stream to send {method} on"));
+        }
+        let deadline = Instant::now() + ASK_TIMEOUT;
+        loop {
+            if cancel.load(Ordering::SeqCst) || !out.alive() {
+                lock(&self.pending).remove(&key);
+                return Err("cancelled".into());
+            }
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(answer) => return Ok(answer),
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    lock(&self.pending).remove(&key);
+                    return Err(format!("no answer to {method} (id {sid})"));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err("session ended".into()),
+            }
         }
     }
 
@@ -320,18 +399,18 @@ pub fn classify(msg: &Value) -> Incoming {
 pub struct RpcError {
     code: i64,
     message: String,
-    data: Option<Value>,
+    pub data: Option<Value>,
 }
 
 impl RpcError {
-    fn new(code: i64, message: impl Into<String>) -> RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
             message: message.into(),
             data: None,
         }
     }
-    fn invalid_params(message: impl Into<String>) -> RpcError {
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(-32602, message)
     }
 }
@@ -344,7 +423,7 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-fn rpc_error_response(id: &Value, e: RpcError) -> Value {
+pub fn rpc_error_response(id: &Value, e: RpcError) -> Value {
     let mut v = error_response(id, e.code, &e.message);
     if let Some(data) = e.data {
         v["error"]["data"] = data;
@@ -424,11 +503,14 @@ pub fn handle_request(
             _ => {}
         }
     }
+    if method.starts_with("tasks/") {
+        return crate::tasks::handle(ctx, peer, era, id, method, params, cancel, out);
+    }
     let result = match method {
         "initialize" if !ctx.opts.era.legacy() => unreachable!("refused by request_era"),
         "initialize" => Ok(initialize(ctx, params)),
         "ping" => Ok(json!({})),
-        "tools/list" => tools_list(ctx, params),
+        "tools/list" => tools_list(ctx, era, params),
         "tools/call" => return call_tool(ctx, peer, era, id, params, cancel, out),
         "resources/list" => Ok(resources_list()),
         "resources/read" => resources_read(params),
@@ -457,7 +539,7 @@ pub fn handle_request(
 
 /// The answer to request `id`: in 2026-07-28 a result says it is
 /// complete (an `input_required` one says so already).
-fn reply_for(era: Era, id: &Value, result: Result<Value, RpcError>) -> Outcome {
+pub fn reply_for(era: Era, id: &Value, result: Result<Value, RpcError>) -> Outcome {
     Outcome::Reply(match result {
         Ok(mut r) => {
             if era == Era::Modern {
@@ -494,9 +576,11 @@ const INSTRUCTIONS: &str = "Test server for mcpwire: every tool misbehaves on de
 /// pinned), capabilities, identity (in `_meta` as the schema says, and in
 /// the body as the draft page does).
 fn discover(ctx: &Ctx) -> Value {
+    let mut caps = capabilities(ctx);
+    caps["extensions"] = json!({crate::tasks::TASKS_EXTENSION: {}});
     json!({
         "supportedVersions": ctx.served_versions(),
-        "capabilities": capabilities(ctx),
+        "capabilities": caps,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
@@ -509,11 +593,15 @@ fn discover(ctx: &Ctx) -> Value {
 /// notification sent right after it was read reaches it), served by
 /// [`serve_subscription`]. Logged as a `subscribed` event.
 pub fn subscribe(ctx: &Ctx, id: &Value, params: &Value) -> Result<Listening, RpcError> {
-    let wanted = match params.get("notifications") {
+    let mut wanted = match params.get("notifications") {
         Some(w @ Value::Object(_)) => w.clone(),
         None | Some(Value::Null) => json!({}),
         Some(_) => return Err(RpcError::invalid_params("notifications must be an object")),
     };
+    crate::tasks::listen_task_ids(ctx, params, &mut wanted)?;
+    // The acknowledgement echoes a filter that names tasks (narrowed to
+    // the tasks that exist).
+    let echo = wanted.get("taskIds").is_some().then(|| wanted.clone());
     let (tx, rx) = mpsc::channel();
     let key = ctx.next_subscription.fetch_add(1, Ordering::SeqCst);
     lock(&ctx.subscriptions).push(Subscription {
@@ -524,13 +612,15 @@ pub fn subscribe(ctx: &Ctx, id: &Value, params: &Value) -> Result<Listening, Rpc
     });
     ctx.log
         .event("subscribed", json!({"id": id, "notifications": wanted}));
-    Ok(Listening { key, rx })
+    Ok(Listening { key, rx, echo })
 }
 
 /// A registered subscription, to serve.
 pub struct Listening {
     key: i64,
     rx: mpsc::Receiver<Value>,
+    /// The filter the acknowledgement echoes, if any.
+    echo: Option<Value>,
 }
 
 /// Serves an open subscription on its request's stream: the
@@ -543,12 +633,13 @@ pub fn serve_subscription(
     cancel: &AtomicBool,
     out: &dyn Outbound,
 ) -> Outcome {
-    let Listening { key, rx } = sub;
+    let Listening { key, rx, echo } = sub;
     let forget = || lock(&ctx.subscriptions).retain(|s| s.key != key);
-    let ack = notification(
-        "notifications/subscriptions/acknowledged",
-        json!({"_meta": {SUBSCRIPTION_ID_KEY: id}}),
-    );
+    let mut ack_params = json!({"_meta": {SUBSCRIPTION_ID_KEY: id}});
+    if let Some(echo) = echo {
+        ack_params["notifications"] = echo;
+    }
+    let ack = notification("notifications/subscriptions/acknowledged", ack_params);
     if !out.send(&ack) {
         forget();
         return Outcome::Silent;
@@ -581,9 +672,11 @@ fn initialize(ctx: &Ctx, params: &Value) -> Value {
     let version = requested
         .filter(|v| SUPPORTED_VERSIONS.contains(v))
         .unwrap_or(LATEST_VERSION);
+    let mut caps = capabilities(ctx);
+    caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
     json!({
         "protocolVersion": version,
-        "capabilities": capabilities(ctx),
+        "capabilities": caps,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })
@@ -823,8 +916,13 @@ fn tool_definitions() -> Vec<Value> {
     ]
 }
 
-fn tools_list(ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
-    let tools = tool_definitions();
+fn tools_list(ctx: &Ctx, era: Era, params: &Value) -> Result<Value, RpcError> {
+    let mut tools = tool_definitions();
+    // The task tools: with --tasks, or for a 2026-07-28 client that
+    // declares the tasks extension (callable by anyone either way).
+    if ctx.opts.tasks || (era == Era::Modern && crate::tasks::declares_tasks(params)) {
+        tools.extend(crate::tasks::tool_definitions(era));
+    }
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(json!({
             "tools": tools[..PAGE_SIZE],
@@ -867,6 +965,10 @@ fn call_tool(
         Some(a @ Value::Object(_)) => a.clone(),
         Some(_) => return reply(Err(RpcError::invalid_params("arguments must be an object"))),
     };
+    if let Some(outcome) = crate::tasks::call_tool(ctx, peer, era, id, name, &args, params, cancel)
+    {
+        return outcome;
+    }
     let progress_token = params
         .get("_meta")
         .and_then(|m| m.get("progressToken"))

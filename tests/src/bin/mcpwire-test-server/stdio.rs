@@ -1,8 +1,8 @@
 //! stdio transport: one JSON message per line on stdin/stdout.
 //!
-//! The main thread reads stdin; `tools/call` requests (and 2026-07-28
-//! `subscriptions/listen` streams) each run on their own thread (a slow
-//! call never blocks others), the rest are answered inline.
+//! The main thread reads stdin; `tools/call` and `tasks/result` requests
+//! (and 2026-07-28 `subscriptions/listen` streams) each run on their own
+//! thread (a slow call never blocks others), the rest are answered inline.
 //! Every write to stdout is one whole line under a lock, flushed.
 
 use crate::protocol::{
@@ -98,6 +98,9 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
         out: Mutex::new(std::io::stdout()),
     });
     let peer = Arc::new(Peer::default());
+    // Legacy tasks' status notifications: straight to stdout.
+    let notify_sink = sink.clone();
+    peer.set_notifier(Arc::new(move |msg: &Value| notify_sink.send(msg)));
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -160,7 +163,7 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
                             complete(&peer, &sink, &id, &cancel, outcome);
                         }
                     }
-                } else if method == "tools/call" {
+                } else if method == "tools/call" || method == "tasks/result" {
                     let (ctx, peer, sink) = (ctx.clone(), peer.clone(), sink.clone());
                     std::thread::spawn(move || {
                         let outcome = handle_request(
