@@ -330,10 +330,10 @@ fn stamp(modern: bool, mut reply: Value) -> Value {
     reply
 }
 
-/// The tools; `slow_job` for a client that can run it as a task (2026-07-28:
-/// one declaring the tasks extension; 2025-11-25: always, marked
-/// `execution.taskSupport: "optional"`).
-fn tools(modern: bool, tasks: bool) -> Value {
+/// The tools; `slow_job` runs as a task for a client that can (2026-07-28:
+/// one declaring the tasks extension; 2025-11-25: one asking, as its
+/// `execution.taskSupport: "optional"` allows), else inline.
+fn tools(modern: bool) -> Value {
     let mut tools = json!([
         {
             "name": "echo",
@@ -358,7 +358,7 @@ fn tools(modern: bool, tasks: bool) -> Value {
             }}
         }
     ]);
-    if !modern || tasks {
+    {
         let mut job = json!({
             "name": "slow_job",
             "title": "Slow job",
@@ -460,10 +460,7 @@ pub fn run() {
                 )
             }
             "ping" | "logging/setLevel" => result(&id, json!({})),
-            "tools/list" => result(
-                &id,
-                json!({"tools": tools(modern, modern && declares_tasks(&params))}),
-            ),
+            "tools/list" => result(&id, json!({"tools": tools(modern)})),
             _ if method.starts_with("tasks/") => {
                 match tasks_request(&tasks, &out, &id, method, &params, modern) {
                     Some(reply) => reply,

@@ -22,10 +22,6 @@ flags:
   --ignore-stdin-eof     keep running after stdin EOF (both modes)
   --log-file PATH        append one JSON line per received message / HTTP request
   --no-tools-cap         omit the tools capability from initialize
-  --tasks                tools/list also shows task_sleep, task_required and
-                         task_ask (as it does for a 2026-07-28 request that
-                         declares the tasks extension; callable either way;
-                         see tasks.rs)
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
   --json-responses       HTTP: answer requests with application/json, not SSE
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
@@ -71,7 +67,6 @@ pub struct Options {
     pub ignore_stdin_eof: bool,
     pub log_file: Option<PathBuf>,
     pub no_tools_cap: bool,
-    pub tasks: bool,
     pub repeat_cursor: bool,
     pub json_responses: bool,
     pub no_listener: bool,
@@ -120,7 +115,6 @@ impl Options {
             ignore_stdin_eof: false,
             log_file: None,
             no_tools_cap: false,
-            tasks: false,
             repeat_cursor: false,
             json_responses: false,
             no_listener: false,
@@ -176,7 +170,6 @@ impl Options {
                 "--ignore-stdin-eof" => o.ignore_stdin_eof = true,
                 "--log-file" => o.log_file = Some(PathBuf::from(value("--log-file")?)),
                 "--no-tools-cap" => o.no_tools_cap = true,
-                "--tasks" => o.tasks = true,
                 "--repeat-cursor" => o.repeat_cursor = true,
                 "--json-responses" => o.json_responses = true,
                 "--no-listener" => o.no_listener = true,

@@ -918,11 +918,9 @@ fn tool_definitions() -> Vec<Value> {
 
 fn tools_list(ctx: &Ctx, era: Era, params: &Value) -> Result<Value, RpcError> {
     let mut tools = tool_definitions();
-    // The task tools: with --tasks, or for a 2026-07-28 client that
-    // declares the tasks extension (callable by anyone either way).
-    if ctx.opts.tasks || (era == Era::Modern && crate::tasks::declares_tasks(params)) {
-        tools.extend(crate::tasks::tool_definitions(era));
-    }
+    // The task tools, in either era (without a task they run inline or
+    // say they need one).
+    tools.extend(crate::tasks::tool_definitions(era));
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(json!({
             "tools": tools[..PAGE_SIZE],
