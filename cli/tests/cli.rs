@@ -84,7 +84,7 @@ fn every_command_against_the_demo_server() {
 
     let o = run(&["tools", "--json", "--", BIN, "serve", "--demo"]);
     let v = json(&o);
-    assert_eq!(v["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 4);
     assert_eq!(v["tools"][0]["name"], "echo");
 
     // Options after the command and its arguments, before the target.
@@ -385,7 +385,7 @@ fn tools_across_an_expired_session_waits_for_initialized() {
     for run_no in 0..RUNS {
         let o = run(&["tools", "--json", "--url", &server.url]);
         assert!(o.status.success(), "run {run_no}: {}", stderr(&o));
-        assert_eq!(json(&o)["tools"].as_array().map(Vec::len), Some(17));
+        assert_eq!(json(&o)["tools"].as_array().map(Vec::len), Some(20));
     }
     drop(server);
     let order = session_order(&log);

@@ -28,12 +28,14 @@ mod blocking;
 mod http;
 mod stdio;
 pub mod support;
+mod tasks;
 
 pub use adapter::Adapter;
 #[cfg(feature = "blocking")]
 pub use blocking::block_on;
 pub use http::*;
 pub use stdio::*;
+pub use tasks::*;
 
 /// Generates one `#[test]` per case of this suite and era, each running
 /// the case for client `$adapter` (an [`Adapter`]) with `$block_on` (a
@@ -93,6 +95,11 @@ macro_rules! adapter_suite {
             http_redirects_stop_after_5_hops_and_at_a_loop,
             http_a_303_on_a_post_is_an_error_naming_the_location,
             http_a_list_change_reaches_the_notifications,
+            stdio_a_task_is_followed_to_its_end,
+            stdio_a_task_asks_and_is_answered,
+            stdio_a_task_outlived_or_cancelled_is_cancelled_on_the_server,
+            stdio_the_explicit_task_api,
+            http_a_task_is_followed_to_its_end,
         );
     };
     (@era $module:ident, Both, $adapter:ty, $block_on:path; $($case:ident),* $(,)?) => {

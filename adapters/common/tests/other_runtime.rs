@@ -121,7 +121,7 @@ fn stdio_calls_progress_notifications_and_close() {
             .await
             .unwrap();
         assert_eq!(client.server().server_info.name, "mcpwire-test-server");
-        assert_eq!(client.list_tools().await.unwrap().len(), 17);
+        assert_eq!(client.list_tools().await.unwrap().len(), 20);
         let r = client
             .call_tool("echo", json!({"message": "hi"}))
             .await

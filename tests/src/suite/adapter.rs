@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_lite::FutureExt;
 use mcpwire_adapter::options::{Async, ConnectOptions};
 use mcpwire_adapter::types::{
-    CallToolResult, GetPromptResult, InitializeResult, ReadResourceResult, Tool,
+    CallToolResult, GetPromptResult, InitializeResult, ReadResourceResult, Task, TaskStarted, Tool,
 };
 use mcpwire_adapter::{
     CallOptions, Client, Error, Notifications, Runtime, ServerConfig, ServerNotification,
@@ -73,6 +73,30 @@ pub trait Adapter: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
         &self,
         uri: &str,
     ) -> impl Future<Output = Result<ReadResourceResult, Error>> + Send;
+
+    /// `start_tool_task`.
+    fn start_tool_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<TaskStarted, Error>> + Send;
+
+    /// `get_task`.
+    fn get_task(&self, task_id: &str) -> impl Future<Output = Result<Task, Error>> + Send;
+
+    /// `task_result`.
+    fn task_result(
+        &self,
+        task_id: &str,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send;
+
+    /// `cancel_task`.
+    fn cancel_task(&self, task_id: &str) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// `list_tasks`.
+    fn list_tasks(&self) -> impl Future<Output = Result<Vec<Task>, Error>> + Send;
 
     /// `get_prompt`.
     fn get_prompt(
@@ -179,6 +203,35 @@ impl<R: Runtime> Adapter for Client<R> {
         options: CallOptions,
     ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
         Client::call_tool_with(self, name, arguments, options)
+    }
+
+    fn start_tool_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<TaskStarted, Error>> + Send {
+        Client::start_tool_task(self, name, arguments, options)
+    }
+
+    fn get_task(&self, task_id: &str) -> impl Future<Output = Result<Task, Error>> + Send {
+        Client::get_task(self, task_id)
+    }
+
+    fn task_result(
+        &self,
+        task_id: &str,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
+        Client::task_result(self, task_id, options)
+    }
+
+    fn cancel_task(&self, task_id: &str) -> impl Future<Output = Result<(), Error>> + Send {
+        Client::cancel_task(self, task_id)
+    }
+
+    fn list_tasks(&self) -> impl Future<Output = Result<Vec<Task>, Error>> + Send {
+        Client::list_tasks(self)
     }
 
     fn read_resource(

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mcpwire_adapter::options::{Blocking, ConnectOptions};
 use mcpwire_adapter::types::{
-    CallToolResult, GetPromptResult, InitializeResult, ReadResourceResult, Tool,
+    CallToolResult, GetPromptResult, InitializeResult, ReadResourceResult, Task, TaskStarted, Tool,
 };
 use mcpwire_adapter::{CallOptions, Error, Notifications, ServerConfig, ServerNotification};
 use mcpwire_blocking::Client;
@@ -100,6 +100,39 @@ impl Adapter for Client {
     ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
         let name = name.to_owned();
         call(self, move |c| c.call_tool_with(&name, arguments, options))
+    }
+
+    fn start_tool_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<TaskStarted, Error>> + Send {
+        let name = name.to_owned();
+        call(self, move |c| c.start_tool_task(&name, arguments, options))
+    }
+
+    fn get_task(&self, task_id: &str) -> impl Future<Output = Result<Task, Error>> + Send {
+        let id = task_id.to_owned();
+        call(self, move |c| c.get_task(&id))
+    }
+
+    fn task_result(
+        &self,
+        task_id: &str,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
+        let id = task_id.to_owned();
+        call(self, move |c| c.task_result(&id, options))
+    }
+
+    fn cancel_task(&self, task_id: &str) -> impl Future<Output = Result<(), Error>> + Send {
+        let id = task_id.to_owned();
+        call(self, move |c| c.cancel_task(&id))
+    }
+
+    fn list_tasks(&self) -> impl Future<Output = Result<Vec<Task>, Error>> + Send {
+        call(self, move |c| c.list_tasks())
     }
 
     fn read_resource(

@@ -20,7 +20,7 @@ pub async fn http_sse_and_json_responses<A: Adapter>(era: Era) {
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
         assert_eq!(client.transport(), "streamable-http");
         assert_eq!(client.protocol_version(), era.version(), "{args:?}");
-        assert_eq!(client.list_tools().await.unwrap().len(), 17);
+        assert_eq!(client.list_tools().await.unwrap().len(), 20);
         let r = client
             .call_tool("echo", json!({"message": "over http"}))
             .await
@@ -356,7 +356,7 @@ pub async fn http_307_and_308_are_followed_and_the_endpoint_moves<A: Adapter>(er
             ],
         );
         let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
-        assert_eq!(client.list_tools().await.unwrap().len(), 17);
+        assert_eq!(client.list_tools().await.unwrap().len(), 20);
         let r = client
             .call_tool("echo", json!({"message": "moved"}))
             .await

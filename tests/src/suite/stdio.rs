@@ -103,7 +103,7 @@ pub async fn stdio_connect_list_call_close<A: Adapter>(era: Era) {
     let tools = client.list_tools().await.unwrap();
     assert_eq!(
         tools.len(),
-        17,
+        20,
         "both pages: {:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
