@@ -42,6 +42,11 @@ pub(crate) async fn command(
         }
         Cmd::Call { tool, args, pairs } => {
             let arguments = parse_args(args.as_deref(), pairs)?;
+            // 2025-11-25: whether the tool must run as a task comes from
+            // the list.
+            if client.server().capabilities.tasks_for_tool_calls() {
+                client.list_tools().await?;
+            }
             let progress = Progress::new(cli.quiet);
             let p = progress.clone();
             let result = client

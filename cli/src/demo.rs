@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use mcpwire_tokio::types::TaskStarted;
 use mcpwire_tokio::{CallOptions, ServerConfig};
 use serde_json::json;
 
@@ -110,6 +111,30 @@ pub(crate) async fn demo(cli: &Cli) -> Result<u8, Fail> {
             started.elapsed().as_secs_f64() * 1000.0
         ),
         other => println!("  unexpected: {other:?}"),
+    }
+
+    say("a task: tools/call slow_job {\"seconds\": 0.75} started as a task, then followed");
+    match client
+        .start_tool_task("slow_job", json!({"seconds": 0.75}), CallOptions::new())
+        .await?
+    {
+        TaskStarted::Task(task) => {
+            println!(
+                "  the server runs it in the background: task {} ({})",
+                task.task_id,
+                task.describe()
+            );
+            let progress = Progress::new(false);
+            let p = progress.clone();
+            let options = CallOptions::new().on_progress(move |pr| p.show(pr));
+            let r = client.task_result(&task.task_id, options).await?;
+            progress.done();
+            print_call(&r);
+        }
+        TaskStarted::Done(r) => {
+            println!("  the server answered at once:");
+            print_call(&r);
+        }
     }
 
     say("resources/list and resources/read");

@@ -22,7 +22,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mcpwire::codec::http1::ResponseHead;
 use mcpwire::connection::{Connection, ConnectionConfig, Input, Output, TransportSpec};
-use mcpwire::mcp::methods::{CallTool, Ping};
+use mcpwire::mcp::methods::{CallTool, ListTools, Paged, Ping, TaskResult};
 use mcpwire::rpc::{EngineConfig, ErrorObject, RequestId, RequestOptions};
 use mcpwire::transport::stdio::ExitStatus;
 use mcpwire::transport::{ExchangeId, HttpUrl};
@@ -81,6 +81,15 @@ enum Op {
         progress: bool,
     },
     Ping,
+    /// `tools/list` (its answer may say a tool takes tasks).
+    ListTools,
+    /// `tools/call` that returns the created task when `detach`.
+    TaskCall {
+        detach: bool,
+        timeout_ms: Option<u16>,
+    },
+    /// `tasks/result` of task `t<n % 3>`: followed by the connection.
+    AwaitTask(u8),
     Cancel(u8),
     Respond {
         pick: u8,
@@ -171,6 +180,18 @@ enum Msg {
         id: u8,
     },
     Notification(u8),
+    /// A task (created: `{task}` or `resultType: "task"`; or a `tasks/get`
+    /// answer) for a picked request.
+    Task {
+        pick: u8,
+        status: u8,
+        shape: u8,
+    },
+    /// A `tools/list` page whose tool `t` takes tasks.
+    Tools {
+        pick: u8,
+        support: u8,
+    },
     /// Legacy: an `endpoint` event's data.
     Endpoint(u8),
     Raw(String),
@@ -311,7 +332,7 @@ impl Harness {
                 ];
                 let v = versions[usize::from(*version) % versions.len()];
                 format!(
-                    r#"{{"jsonrpc":"2.0","id":{},"result":{{"protocolVersion":"{v}","capabilities":{{"tools":{{}},"logging":{{}}}},"serverInfo":{{"name":"f","version":"0"}}}}}}"#,
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{{"protocolVersion":"{v}","capabilities":{{"tools":{{}},"logging":{{}},"tasks":{{"list":{{}},"cancel":{{}},"requests":{{"tools":{{"call":{{}}}}}}}}}},"serverInfo":{{"name":"f","version":"0"}}}}}}"#,
                     self.pick_id(*pick)
                 )
             }
@@ -347,10 +368,39 @@ impl Harness {
                     "notifications/message",
                     "notifications/resources/updated",
                     "vendor/x",
+                    "notifications/tasks/status",
+                    "notifications/tasks",
                 ];
                 let m = methods[usize::from(*n) % methods.len()];
+                if m.starts_with("notifications/tasks") {
+                    let task = task_json(*n / 8, *n);
+                    return format!(r#"{{"jsonrpc":"2.0","method":"{m}","params":{task}}}"#);
+                }
                 format!(
                     r#"{{"jsonrpc":"2.0","method":"{m}","params":{{"level":"info","data":"d","uri":"u"}}}}"#
+                )
+            }
+            Msg::Task {
+                pick,
+                status,
+                shape,
+            } => {
+                let id = self.pick_id(*pick);
+                let task = task_json(*status, *shape);
+                match shape % 3 {
+                    0 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"task":{task}}}}}"#),
+                    1 => format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+                        task.replacen('{', r#"{"resultType":"task","#, 1)
+                    ),
+                    _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{task}}}"#),
+                }
+            }
+            Msg::Tools { pick, support } => {
+                let s = ["required", "optional", "forbidden", "x"][usize::from(*support) % 4];
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[{{"name":"t","inputSchema":{{}},"execution":{{"taskSupport":"{s}"}}}}]}}}}"#,
+                    self.pick_id(*pick)
                 )
             }
             Msg::Endpoint(n) => match n % 4 {
@@ -362,6 +412,32 @@ impl Harness {
             Msg::Raw(s) => s.clone(),
         }
     }
+}
+
+/// A task object: id `t0`..`t2`, a status (or an unknown one), and the
+/// fields a status may carry.
+fn task_json(status: u8, shape: u8) -> String {
+    let statuses = [
+        "working",
+        "input_required",
+        "completed",
+        "failed",
+        "cancelled",
+        "bogus",
+    ];
+    let st = statuses[usize::from(status) % statuses.len()];
+    let extra = match shape / 3 % 4 {
+        0 => "",
+        1 => r#","result":{"content":[]}"#,
+        2 => r#","error":{"code":-32000,"message":"x"}"#,
+        _ => r#","inputRequests":{"k":{"method":"elicitation/create","params":{}}}"#,
+    };
+    format!(
+        r#"{{"taskId":"t{}","status":"{st}","pollInterval":{},"pollIntervalMs":{}{extra}}}"#,
+        shape % 3,
+        status % 7,
+        status % 5
+    )
 }
 
 fn sse_event(text: &str, frame: &SseFrame) -> Vec<u8> {
@@ -567,6 +643,36 @@ fuzz_target!(|input: FuzzInput| {
             Op::Ping => {
                 let now = h.now;
                 if let Ok(id) = h.conn.send(now, &Ping, RequestOptions::default()) {
+                    h.issued.push(id);
+                }
+                h.drain();
+            }
+            Op::ListTools => {
+                let now = h.now;
+                let list = ListTools::page(None);
+                if let Ok(id) = h.conn.send(now, &list, RequestOptions::default()) {
+                    h.issued.push(id);
+                }
+                h.drain();
+            }
+            Op::TaskCall { detach, timeout_ms } => {
+                let mut opts = RequestOptions::default()
+                    .progress(true)
+                    .detach_task(*detach);
+                if let Some(t) = timeout_ms {
+                    opts = opts.timeout(Duration::from_millis(u64::from(*t) + 1));
+                }
+                let now = h.now;
+                let call = CallTool::new("t", serde_json::json!({}));
+                if let Ok(id) = h.conn.send(now, &call, opts) {
+                    h.issued.push(id);
+                }
+                h.drain();
+            }
+            Op::AwaitTask(n) => {
+                let now = h.now;
+                let wait = TaskResult::new(format!("t{}", n % 3));
+                if let Ok(id) = h.conn.send(now, &wait, RequestOptions::default()) {
                     h.issued.push(id);
                 }
                 h.drain();

@@ -72,10 +72,13 @@ async fn stdio_client(asked: &Arc<AtomicUsize>) -> Client {
     client
 }
 
+/// What a progress observer saw: each message, with the task if any.
+type Seen = Arc<Mutex<Vec<(String, Option<Task>)>>>;
+
 /// Calls `slow_add` transparently and checks the status reached the
 /// progress observer.
 async fn follows_a_task(client: &Client) {
-    let seen: Arc<Mutex<Vec<(String, Option<Task>)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let s = seen.clone();
     let options = CallOptions::new().on_progress(move |p| {
         let task = p.task.as_ref().and_then(Task::from_value);

@@ -340,6 +340,10 @@ impl Tasks {
         id: u64,
         outcome: Outcome,
     ) -> Option<(u64, Outcome)> {
+        if self.ours.is_empty() && self.creating.is_empty() && self.tool_lists.is_empty() {
+            // No task in sight (the common case): nothing to look up.
+            return Some((id, outcome));
+        }
         if let Some((app, purpose)) = self.ours.remove(&id) {
             self.ours_done(now, out, client, app, id, purpose, outcome);
             return None;
