@@ -1642,3 +1642,33 @@ fn without_tasks_nothing_is_declared_or_augmented() {
             .is_none()
     );
 }
+
+#[test]
+fn a_task_followed_when_the_connection_closes_completes_once_and_its_poll_never() {
+    let mut sim = legacy_tasks();
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("t5"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.conn.close(sim.now);
+    sim.drain();
+    let completions: Vec<u64> = sim
+        .take_events()
+        .iter()
+        .filter_map(|e| match e {
+            Output::Complete { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        completions,
+        [app],
+        "tasks/get {get} is ours, never the app's"
+    );
+}

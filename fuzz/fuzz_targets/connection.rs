@@ -242,8 +242,12 @@ impl Harness {
                     assert!(self.aborted.insert(x), "{x} aborted twice");
                     self.open.retain(|e| *e != x);
                 }
-                Output::Complete { id, .. } => {
-                    assert!(self.issued.contains(&id), "completion of unknown id {id}");
+                Output::Complete { id, outcome } => {
+                    assert!(
+                        self.issued.contains(&id),
+                        "completion of unknown id {id} (issued {:?}) {outcome:?}",
+                        self.issued
+                    );
                     assert!(self.completed.insert(id), "request {id} completed twice");
                 }
                 Output::ServerRequest { id, .. } => self.server_requests.push(id),

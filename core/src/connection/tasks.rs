@@ -731,7 +731,8 @@ impl Tasks {
         };
         self.watch_changed |= f.modern;
         if let Some(id) = f.in_flight {
-            self.ours.remove(&id);
+            // Its answer (or the cancel's) still comes here and is dropped:
+            // it stays in `ours` without a follow.
             self.drops.push(id);
         }
         self.sends.retain(|s| s.app != app);
