@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use mcpwire_manager::ToolFilter;
-use mcpwire_tokio::types::{Task, TaskStarted};
+use mcpwire_tokio::types::{CallToolResult, Task, TaskStarted};
 use mcpwire_tokio::{CallOptions, CancelToken, Client};
 use serde_json::json;
 
@@ -53,13 +53,7 @@ pub(crate) async fn command(
                 .call_tool_with(tool, arguments, call_opts.on_progress(move |pr| p.show(pr)))
                 .await;
             progress.done();
-            let result = result?;
-            if cli.json {
-                print_json(&result);
-            } else {
-                print_call(&result);
-            }
-            Ok(if result.is_error() { 1 } else { 0 })
+            Ok(tool_result(cli, &result?))
         }
         Cmd::Tasks { action } => tasks(cli, client, tools, action, call_opts).await,
         Cmd::Resources => {
@@ -201,13 +195,10 @@ async fn tasks(
                     Ok(0)
                 }
                 TaskStarted::Done(result) => {
-                    if cli.json {
-                        print_json(&result);
-                    } else {
+                    if !cli.json {
                         eprintln!("the server answered at once (no task):");
-                        print_call(&result);
                     }
-                    Ok(if result.is_error() { 1 } else { 0 })
+                    Ok(tool_result(cli, &result))
                 }
             }
         }
@@ -239,13 +230,7 @@ async fn tasks(
                 .task_result(id, call_opts.on_progress(move |pr| p.show(pr)))
                 .await;
             progress.done();
-            let result = result?;
-            if cli.json {
-                print_json(&result);
-            } else {
-                print_call(&result);
-            }
-            Ok(if result.is_error() { 1 } else { 0 })
+            Ok(tool_result(cli, &result?))
         }
         TaskCmd::Cancel { id } => {
             client.cancel_task(id).await?;
@@ -257,6 +242,16 @@ async fn tasks(
             Ok(0)
         }
     }
+}
+
+/// Prints a tool's result; its exit code (1 for a tool error).
+fn tool_result(cli: &Cli, result: &CallToolResult) -> u8 {
+    if cli.json {
+        print_json(result);
+    } else {
+        print_call(result);
+    }
+    u8::from(result.is_error())
 }
 
 fn print_task(cli: &Cli, task: &Task) {

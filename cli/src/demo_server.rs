@@ -304,7 +304,7 @@ fn tasks_request(
 }
 
 const INSTRUCTIONS: &str =
-    "A demo server: echo, add and countdown tools, one resource, one prompt.";
+    "A demo server: echo, add and countdown tools, slow_job (a task), one resource, one prompt.";
 
 /// Whether request `method` with `params` is of the 2026-07-28 era
 /// (`Err`: the error answer, a version this server does not serve).

@@ -822,23 +822,28 @@ impl Modern {
     /// again after a backoff, a bounded number of times in a row.
     fn listen_ended(&mut self, now: Instant, out: &mut VecDeque<Output>, outcome: Outcome) {
         self.listen_id = None;
-        if matches!(
-            outcome,
-            Err(RequestError::Remote(_) | RequestError::Http { .. })
-        ) && !self.task_ids.is_empty()
-            && !self.no_task_push
-        {
-            // Perhaps the server refuses `taskIds`: the tasks are polled
-            // anyway, and the list changes must not be lost for them.
-            self.no_task_push = true;
-            self.listen_reopens = 0;
-        }
         let why = match &outcome {
             Ok(_) => "the server ended it".to_owned(),
             Err(e) => e.to_string(),
         };
         self.fail_acks(out, &format!("subscriptions/listen ended ({why})"));
         if matches!(outcome, Err(RequestError::Closed { .. })) {
+            return;
+        }
+        let refused = matches!(
+            outcome,
+            Err(RequestError::Remote(_) | RequestError::Http { .. })
+        );
+        if refused && !self.task_ids.is_empty() && !self.no_task_push {
+            // Perhaps the server refuses `taskIds` (or has no listen at
+            // all): the tasks are polled anyway. Whatever else the filter
+            // asked for is asked again at once without them; nothing else
+            // asked, nothing to say.
+            self.no_task_push = true;
+            self.listen_reopens = 0;
+            if !self.listen_flags.is_empty() || !self.resource_subs.is_empty() {
+                self.listen_retry = Some(now);
+            }
             return;
         }
         let note = if self.listen_reopens < MAX_LISTEN_REOPENS {
