@@ -30,8 +30,8 @@ use serde_json::Value;
 use crate::discovery::ServerEntry;
 use crate::options::CallOptions;
 use crate::state::{
-    cancelled_while_waiting, prepare, AgentTool, Changes, LiveClient, Running, ServerStatus,
-    Shared, Step, Supervisor, Woke, CLOSE_GRACE,
+    cancelled_while_waiting, prepare, AgentTool, Changes, Listed, LiveClient, Running,
+    ServerStatus, Shared, Step, Supervisor, Woke, CLOSE_GRACE,
 };
 use crate::Error;
 
@@ -258,27 +258,38 @@ impl Manager {
 enum Event {
     Shutdown,
     /// An attempt's result: the client, its notifications, its tools.
-    Attempt(Result<(Client, mcpwire_blocking::Notifications, Vec<Tool>), mcpwire_adapter::Error>),
+    Attempt(Result<Connected, mcpwire_adapter::Error>),
     /// A notification of the connection of this generation; `None`: its
     /// stream ended.
     Note(u64, Option<ServerNotification>),
 }
 
+/// A connection made, its notifications, its tools and where they came
+/// from.
+type Connected = (Client, mcpwire_blocking::Notifications, Vec<Tool>, Listed);
+
 /// Connects, subscribes to notifications (before listing, so no
-/// `list_changed` is missed) and lists the tools.
-#[allow(clippy::type_complexity)]
+/// `list_changed` is missed) and lists the tools, unless the server said
+/// the last list (`fresh`) is still fresh.
 fn connect(
     config: ServerConfig,
     options: ConnectOptions,
-) -> Result<(Client, mcpwire_blocking::Notifications, Vec<Tool>), mcpwire_adapter::Error> {
+    fresh: Option<Vec<Tool>>,
+) -> Result<Connected, mcpwire_adapter::Error> {
     let client = Client::connect_with(config, options)?;
     let notes = client.notifications();
-    let tools = if client.server().capabilities.tools.is_some() {
-        client.list_tools()?
-    } else {
-        Vec::new()
+    let (tools, listed) = match fresh {
+        _ if client.server().capabilities.tools.is_none() => (Vec::new(), Listed::Now(None)),
+        Some(tools) => {
+            client.remember_tools(&tools);
+            (tools, Listed::Fresh)
+        }
+        None => {
+            let (tools, ttl) = client.list_tools_fresh_for()?;
+            (tools, Listed::Now(ttl))
+        }
     };
-    Ok((client, notes, tools))
+    Ok((client, notes, tools, listed))
 }
 
 /// One server's thread: attempts and notification streams run on threads
@@ -294,12 +305,13 @@ fn supervise(
     loop {
         if sup.actions() {
             let (config, options, tx) = (sup.config.clone(), options.clone(), events.clone());
+            let fresh = sup.fresh_tools();
             let spawned = std::thread::Builder::new()
                 .name(format!("mcpwire-connect {}", sup.name))
                 .spawn(move || {
                     // Sent to nobody when the manager closed meanwhile:
                     // the client is dropped and closes in the background.
-                    let _ = tx.send(Event::Attempt(connect(config, options)));
+                    let _ = tx.send(Event::Attempt(connect(config, options, fresh)));
                 });
             if let Err(e) = spawned {
                 sup.connect_failed(format!("no thread to connect on: {e}"));
@@ -319,7 +331,7 @@ fn supervise(
             None => sup.timer(),
             Some(Event::Shutdown) => break,
             Some(Event::Attempt(r)) => match r {
-                Ok((client, notes, tools)) => {
+                Ok((client, notes, tools, listed)) => {
                     generation += 1;
                     let (tx, g) = (events.clone(), generation);
                     let forwarded = std::thread::Builder::new()
@@ -334,7 +346,7 @@ fn supervise(
                         });
                     match forwarded {
                         Ok(_) => {
-                            sup.connected(&client, tools);
+                            sup.connected(&client, tools, listed);
                             live = Some((client, generation));
                         }
                         Err(e) => {
@@ -352,7 +364,7 @@ fn supervise(
                     Some(ServerNotification::ToolsListChanged) => {
                         let client = live.as_ref().map(|(c, _)| c.clone());
                         if let Some(client) = client {
-                            sup.tools_listed(client.list_tools());
+                            sup.tools_listed(client.list_tools_fresh_for());
                         }
                     }
                     Some(_) => {}

@@ -26,6 +26,7 @@ struct Store {
     server: String,
     config: ServerConfig,
     tools: Vec<Tool>,
+    server_ttl: Option<Duration>,
 }
 
 /// Where the cache lives and how long entries last.
@@ -67,11 +68,18 @@ impl CacheFile {
     /// Records `tools` for (`server`, unexpanded `config`), in the
     /// background. Failures are logged, never fatal: the cache is an
     /// optimisation.
-    pub(crate) fn store(&self, server: &str, config: &ServerConfig, tools: Vec<Tool>) {
+    pub(crate) fn store(
+        &self,
+        server: &str,
+        config: &ServerConfig,
+        tools: Vec<Tool>,
+        server_ttl: Option<Duration>,
+    ) {
         self.send(Job::Store(Box::new(Store {
             server: server.to_string(),
             config: config.clone(),
             tools,
+            server_ttl,
         })));
     }
 
@@ -111,8 +119,10 @@ impl CacheFile {
                                     server,
                                     config,
                                     tools,
+                                    server_ttl,
                                 } = *job;
-                                if let Err(e) = write(&path, ttl, &server, &config, tools) {
+                                let store = (server.as_str(), &config, tools, server_ttl);
+                                if let Err(e) = write(&path, ttl, store) {
                                     tracing::warn!("tool cache {}: {e}", path.display());
                                 }
                             }
@@ -137,12 +147,10 @@ impl CacheFile {
 fn write(
     path: &Path,
     ttl: Duration,
-    server: &str,
-    config: &ServerConfig,
-    tools: Vec<Tool>,
+    (server, config, tools, server_ttl): (&str, &ServerConfig, Vec<Tool>, Option<Duration>),
 ) -> std::io::Result<()> {
     let mut cache = CacheFile::read(path, ttl);
-    cache.insert(server, config, tools, SystemTime::now());
+    cache.insert_listing(server, config, tools, server_ttl, SystemTime::now());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -18,8 +18,8 @@ use serde_json::Value;
 use crate::discovery::ServerEntry;
 use crate::options::{CallOptions, ManagerOptions};
 use crate::state::{
-    cancelled_while_waiting, prepare, AgentTool, Changes, LiveClient, Running, ServerStatus,
-    Shared, Signal, Step, Supervisor, CLOSE_GRACE,
+    cancelled_while_waiting, prepare, AgentTool, Changes, Listed, LiveClient, Running,
+    ServerStatus, Shared, Signal, Step, Supervisor, CLOSE_GRACE,
 };
 use crate::Error;
 
@@ -276,28 +276,39 @@ struct Live<R: Runtime> {
     notes: Notifications,
 }
 
+/// A connection made, its tools and where they came from.
+type Connected<R> = (Live<R>, Vec<Tool>, Listed);
+
 type Attempt<R> =
-    Pin<Box<dyn Future<Output = Result<(Live<R>, Vec<Tool>), mcpwire_adapter::Error>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Connected<R>, mcpwire_adapter::Error>> + Send>>;
 
 /// Connects, subscribes to notifications (before listing, so no
-/// `list_changed` is missed) and lists the tools.
+/// `list_changed` is missed) and lists the tools, unless the server said
+/// the last list (`fresh`) is still fresh.
 async fn connect<R: Runtime>(
     config: mcpwire::config::ServerConfig,
     options: ConnectOptions,
-) -> Result<(Live<R>, Vec<Tool>), mcpwire_adapter::Error> {
+    fresh: Option<Vec<Tool>>,
+) -> Result<Connected<R>, mcpwire_adapter::Error> {
     let client = Client::<R>::connect_with(config, options).await?;
     let notes = client.notifications();
-    let tools = if client.server().capabilities.tools.is_some() {
-        client.list_tools().await?
-    } else {
-        Vec::new()
+    let (tools, listed) = match fresh {
+        _ if client.server().capabilities.tools.is_none() => (Vec::new(), Listed::Now(None)),
+        Some(tools) => {
+            client.remember_tools(&tools);
+            (tools, Listed::Fresh)
+        }
+        None => {
+            let (tools, ttl) = client.list_tools_fresh_for().await?;
+            (tools, Listed::Now(ttl))
+        }
     };
-    Ok((Live { client, notes }, tools))
+    Ok((Live { client, notes }, tools, listed))
 }
 
 enum Event<R: Runtime> {
     Shutdown,
-    Attempt(Result<(Live<R>, Vec<Tool>), mcpwire_adapter::Error>),
+    Attempt(Result<Connected<R>, mcpwire_adapter::Error>),
     Note(Option<ServerNotification>),
     Timer,
 }
@@ -316,7 +327,12 @@ async fn supervise<R: Runtime>(
     let mut live: Option<Live<R>> = None;
     loop {
         if sup.actions() {
-            attempt = Some(Box::pin(connect::<R>(sup.config.clone(), options.clone())));
+            let fresh = sup.fresh_tools();
+            attempt = Some(Box::pin(connect::<R>(
+                sup.config.clone(),
+                options.clone(),
+                fresh,
+            )));
         }
         sup.publish(live.as_ref().map(|l| &l.client));
         // Read before the check: a close in between bumps past `seen`.
@@ -362,8 +378,8 @@ async fn supervise<R: Runtime>(
             Event::Attempt(r) => {
                 attempt = None;
                 match r {
-                    Ok((l, tools)) => {
-                        sup.connected(&l.client, tools);
+                    Ok((l, tools, listed)) => {
+                        sup.connected(&l.client, tools, listed);
                         live = Some(l);
                     }
                     Err(e) => sup.connect_failed(e.to_string()),
@@ -372,7 +388,7 @@ async fn supervise<R: Runtime>(
             Event::Note(Some(ServerNotification::ToolsListChanged)) => {
                 let client = live.as_ref().map(|l| l.client.clone());
                 if let Some(client) = client {
-                    sup.tools_listed(client.list_tools().await);
+                    sup.tools_listed(client.list_tools_fresh_for().await);
                 }
             }
             Event::Note(Some(_)) => {}

@@ -630,6 +630,17 @@ pub(crate) struct Plan<F> {
     pub(crate) raw: ServerConfig,
     pub(crate) machine: ServerMachine,
     pub(crate) connect: ConnectOptions<F>,
+    /// Cached tools the server said are still fresh, and until when.
+    pub(crate) fresh: Option<(Vec<Tool>, Instant)>,
+}
+
+/// Where a connection's tools came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listed {
+    /// Listed now; how long the server said the list stays fresh.
+    Now(Option<Duration>),
+    /// A cached list the server said is still fresh: not asked again.
+    Fresh,
 }
 
 /// The manager before its supervisors run.
@@ -727,6 +738,11 @@ pub(crate) fn prepare<C: LiveClient, F>(
                     Err(e) => ServerMachine::failed(e),
                     Ok(config) => {
                         cached = cache.get(&entry.name, raw, now_sys).map(<[Tool]>::to_vec);
+                        let fresh = cache.fresh_listing(&entry.name, raw, now_sys).and_then(
+                            |(tools, left)| {
+                                Some((tools.to_vec(), Instant::now().checked_add(left)?))
+                            },
+                        );
                         request_timeout = config.request_timeout();
                         let machine =
                             ServerMachine::new(options.retry.clone(), mix(seed ^ idx as u64));
@@ -740,6 +756,7 @@ pub(crate) fn prepare<C: LiveClient, F>(
                                 Some(t) => connect.clone().connect_timeout(t),
                                 None => connect.clone(),
                             },
+                            fresh,
                         });
                         machine
                     }
@@ -836,6 +853,8 @@ pub(crate) struct Supervisor<C> {
     raw: ServerConfig,
     machine: ServerMachine,
     generation: u64,
+    /// The tools the server last said stay fresh, until when.
+    fresh: Option<(Vec<Tool>, Instant)>,
 }
 
 /// How long a closing connection may take when the manager closes.
@@ -854,6 +873,7 @@ impl<C: LiveClient> Supervisor<C> {
                 raw: plan.raw,
                 machine,
                 generation: 0,
+                fresh: plan.fresh,
             },
             plan.connect,
         )
@@ -895,7 +915,14 @@ impl<C: LiveClient> Supervisor<C> {
     }
 
     /// An attempt connected and listed `tools`.
-    pub(crate) fn connected(&mut self, client: &C, tools: Vec<Tool>) {
+    /// The tools to use without listing them on the next connection: the
+    /// last list, while the server's `ttlMs` says it is fresh.
+    pub(crate) fn fresh_tools(&self) -> Option<Vec<Tool>> {
+        let (tools, until) = self.fresh.as_ref()?;
+        (Instant::now() < *until).then(|| tools.clone())
+    }
+
+    pub(crate) fn connected(&mut self, client: &C, tools: Vec<Tool>, listed: Listed) {
         self.generation += 1;
         self.shared.set_tools(self.idx, tools.clone());
         self.machine.handle_connected(Instant::now());
@@ -906,7 +933,9 @@ impl<C: LiveClient> Supervisor<C> {
         );
         // Waiting calls go first; the cache write follows.
         self.publish(Some(client));
-        self.store(tools);
+        if let Listed::Now(ttl) = listed {
+            self.store(tools, ttl);
+        }
     }
 
     pub(crate) fn connect_failed(&mut self, error: String) {
@@ -915,11 +944,16 @@ impl<C: LiveClient> Supervisor<C> {
     }
 
     /// The tools were listed again (`notifications/tools/list_changed`).
-    pub(crate) fn tools_listed(&mut self, tools: Result<Vec<Tool>, mcpwire_adapter::Error>) {
+    pub(crate) fn tools_listed(
+        &mut self,
+        tools: Result<(Vec<Tool>, Option<Duration>), mcpwire_adapter::Error>,
+    ) {
+        // The server said the list changed: what it said before is stale.
+        self.fresh = None;
         match tools {
-            Ok(tools) => {
+            Ok((tools, ttl)) => {
                 self.shared.set_tools(self.idx, tools.clone());
-                self.store(tools);
+                self.store(tools, ttl);
             }
             // A closing connection ends the notification stream next.
             Err(e) => tracing::debug!("server `{}`: re-listing tools failed: {e}", self.name),
@@ -939,9 +973,14 @@ impl<C: LiveClient> Supervisor<C> {
         self.publish(None);
     }
 
-    fn store(&self, tools: Vec<Tool>) {
+    /// Remembers a list just made: on disk (with the server's freshness)
+    /// and, while fresh, for the next connection.
+    fn store(&mut self, tools: Vec<Tool>, ttl: Option<Duration>) {
+        self.fresh = ttl
+            .and_then(|t| Instant::now().checked_add(t))
+            .map(|until| (tools.clone(), until));
         if let Some(cache) = &self.shared.cache {
-            cache.store(&self.name, &self.raw, tools);
+            cache.store(&self.name, &self.raw, tools, ttl);
         }
     }
 }

@@ -106,6 +106,58 @@ fn servers_without_a_cache_are_awaited<M: Front>() {
     m.close();
 }
 
+/// A 2026-07-28 server's `ttlMs` on its tool list (SEP-2549) is kept with
+/// the cache entry: while it lasts, a later start uses the list without
+/// asking the server again (output schemas still checked); without a
+/// hint the list is asked for at every start.
+fn a_list_the_server_says_is_fresh_is_not_asked_for_again<M: Front>() {
+    let dir = TempDir::new("fresh");
+    let cache_path = dir.path().join("tools.json");
+    for (ttl, lists_in_second_run) in [(Some("60000"), 0), (None, 2)] {
+        let log = dir.path().join(format!("server-{ttl:?}.log"));
+        let mut config =
+            ServerConfig::stdio(test_server()).args(["--log-file", log.to_str().unwrap()]);
+        if let Some(ms) = ttl {
+            config = config.args(["--list-ttl-ms", ms]);
+        }
+        let lists = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains(r#""method":"tools/list""#))
+                .count()
+        };
+        for run in 0..2 {
+            let m = M::start(
+                [ServerEntry::new("ts", config.clone())],
+                ManagerOptions::new().cache_file(&cache_path),
+            );
+            let s = status_of(&m, "ts");
+            assert!(is_connected(&s), "{:?}", m.status());
+            assert!(!s.tools_from_cache, "{s:?}");
+            assert!(m.tools().iter().any(|t| t.name == "mcp__ts__add"));
+            let out = m
+                .call("mcp__ts__add", json!({"a": 2, "b": 3}), CallOptions::new())
+                .unwrap();
+            assert_eq!(out.structured_content, Some(json!({"sum": 5})));
+            // A result that breaks the listed output schema is still
+            // refused: the schemas came with the kept list.
+            let broken = m.call(
+                "mcp__ts__add",
+                json!({"a": 2, "b": 3, "broken": "type"}),
+                CallOptions::new(),
+            );
+            assert!(broken.is_err(), "{broken:?}");
+            m.close();
+            let expected = if run == 0 { 2 } else { 2 + lists_in_second_run };
+            assert_eq!(lists(), expected, "run {run}, ttl {ttl:?}");
+        }
+        let cache = ToolCache::parse(&std::fs::read(&cache_path).unwrap());
+        let fresh = cache.fresh_listing("ts", &config, SystemTime::now());
+        assert_eq!(fresh.is_some(), ttl.is_some(), "{ttl:?}");
+    }
+}
+
 fn a_corrupt_cache_is_a_miss_and_is_rewritten<M: Front>() {
     let dir = TempDir::new("corrupt");
     let cache_path = dir.write("cache/tools.json", "{ this is not json");
@@ -272,6 +324,7 @@ on_every_front_end!(
     slow_server_with_a_warm_cache_is_deferred_and_its_call_waits,
     servers_without_a_cache_are_awaited,
     a_corrupt_cache_is_a_miss_and_is_rewritten,
+    a_list_the_server_says_is_fresh_is_not_asked_for_again,
     each_entry_is_validated_alone,
     variables_are_expanded_but_the_cache_keeps_the_unexpanded_entry,
     names_are_unique_across_servers,

@@ -79,6 +79,35 @@ pub fn record_tools(access: &impl SessionAccess, tools: &[mcpwire::mcp::types::T
     }
 }
 
+/// The shortest `ttlMs` over the pages of a list; none as soon as one page
+/// has none.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct PageTtl {
+    pages: usize,
+    shortest: Option<u64>,
+}
+
+impl PageTtl {
+    /// A page's unknown members (where `ttlMs` is).
+    pub fn page(&mut self, extra: &serde_json::Map<String, serde_json::Value>) {
+        let ttl = extra.get("ttlMs").and_then(serde_json::Value::as_u64);
+        self.shortest = match (self.pages, ttl, self.shortest) {
+            (0, t, _) => t,
+            (_, Some(t), Some(s)) => Some(t.min(s)),
+            _ => None,
+        };
+        self.pages += 1;
+    }
+
+    /// The shortest, if every page had one (and it is not zero).
+    pub fn shortest(&self) -> Option<std::time::Duration> {
+        self.shortest
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis)
+    }
+}
+
 /// A `tools/call` result checked against its tool's output schema.
 #[doc(hidden)]
 pub fn check_output(
@@ -234,6 +263,40 @@ macro_rules! client_surface {
             let tools = self.list_all_with::<$crate::methods::ListTools>(options)$($await)*?;
             $crate::surface::record_tools(&**self.shared(), &tools);
             Ok(tools)
+        }
+
+        /// [`list_tools`](Self::list_tools), and how long the server said
+        /// the list stays fresh: the shortest `ttlMs` of its pages
+        /// (2026-07-28, SEP-2549); `None` when a page says nothing (as in
+        /// 2025-11-25). For a cache of the list outside the connection
+        /// (the manager's tool cache).
+        pub $($async)* fn list_tools_fresh_for(
+            &self,
+        ) -> Result<(Vec<$crate::types::Tool>, Option<std::time::Duration>), $crate::Error> {
+            let mut pages = $crate::__private::Paginator::new($crate::surface::MAX_PAGES);
+            let mut all = Vec::new();
+            let mut ttl = $crate::surface::PageTtl::default();
+            loop {
+                let request = <$crate::methods::ListTools as $crate::__private::Paged>::page(
+                    pages.cursor().map(str::to_owned),
+                );
+                let page = self.send(&request, $crate::CallOptions::new())$($await)*?;
+                ttl.page(&page.extra);
+                let (items, next) =
+                    <$crate::methods::ListTools as $crate::__private::Paged>::split(page);
+                all.extend(items);
+                if !pages.advance(next)? {
+                    $crate::surface::record_tools(&**self.shared(), &all);
+                    return Ok((all, ttl.shortest()));
+                }
+            }
+        }
+
+        /// Tells the client about tools it did not list itself (a list
+        /// kept from an earlier connection that is still fresh): their
+        /// output schemas are checked as after [`list_tools`](Self::list_tools).
+        pub fn remember_tools(&self, tools: &[$crate::types::Tool]) {
+            $crate::surface::record_tools(&**self.shared(), tools);
         }
 
         /// Every resource.

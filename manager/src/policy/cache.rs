@@ -46,6 +46,11 @@ pub struct CacheEntry {
     pub saved_at: u64,
     /// The tools, as the server listed them.
     pub tools: Vec<Tool>,
+    /// How long the server said that list stays fresh (`ttlMs`,
+    /// 2026-07-28, SEP-2549), in milliseconds from `savedAt`: within it
+    /// the list is used without asking the server again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttl_ms: Option<u64>,
 }
 
 /// The whole cache file.
@@ -122,6 +127,29 @@ impl ToolCache {
             .then_some(entry.tools.as_slice())
     }
 
+    /// The cached tools of `server` with this unexpanded `config` that
+    /// the server said are still fresh at `now` (its `ttlMs`), and for how
+    /// much longer.
+    pub fn fresh_listing(
+        &self,
+        server: &str,
+        config: &ServerConfig,
+        now: SystemTime,
+    ) -> Option<(&[Tool], Duration)> {
+        let hash = config_hash(config);
+        let entry = self.entries.get(&Self::key(server, &hash))?;
+        if entry.server != server || entry.config_hash != hash {
+            return None;
+        }
+        // `savedAt` is in whole seconds (rounded down): the list expires
+        // up to a second early, never late.
+        let until = Duration::from_secs(entry.saved_at)
+            .checked_add(Duration::from_millis(entry.server_ttl_ms?))?;
+        let now = now.duration_since(UNIX_EPOCH).ok()?;
+        let left = until.checked_sub(now).filter(|d| !d.is_zero())?;
+        Some((entry.tools.as_slice(), left))
+    }
+
     /// Stores the tools `server` (with this unexpanded `config`) listed at
     /// `now`, and drops expired entries.
     pub fn insert(
@@ -129,6 +157,19 @@ impl ToolCache {
         server: &str,
         config: &ServerConfig,
         tools: Vec<Tool>,
+        now: SystemTime,
+    ) {
+        self.insert_listing(server, config, tools, None, now);
+    }
+
+    /// [`insert`](Self::insert) with how long the server said the list
+    /// stays fresh (`ttlMs`).
+    pub fn insert_listing(
+        &mut self,
+        server: &str,
+        config: &ServerConfig,
+        tools: Vec<Tool>,
+        server_ttl: Option<Duration>,
         now: SystemTime,
     ) {
         let hash = config_hash(config);
@@ -139,6 +180,7 @@ impl ToolCache {
                 config_hash: hash,
                 saved_at: secs(now),
                 tools,
+                server_ttl_ms: server_ttl.map(|t| t.as_millis().min(u128::from(u64::MAX)) as u64),
             },
         );
         self.prune(now);
@@ -227,6 +269,33 @@ mod tests {
 
     fn day(n: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_700_000_000 + n * 86_400)
+    }
+
+    #[test]
+    fn a_servers_ttl_is_kept_and_bounds_the_fresh_listing() {
+        let config = ServerConfig::stdio("srv");
+        let mut cache = ToolCache::new();
+        let t0 = day(0);
+        let ttl = Some(Duration::from_secs(10));
+        cache.insert_listing("s", &config, vec![tool("a")], ttl, t0);
+        let (tools, left) = cache
+            .fresh_listing("s", &config, t0 + Duration::from_secs(4))
+            .unwrap();
+        assert_eq!((tools.len(), left), (1, Duration::from_secs(6)));
+        assert!(cache
+            .fresh_listing("s", &config, t0 + Duration::from_secs(10))
+            .is_none());
+        // Still a cached list for startup, only no longer fresh.
+        assert!(cache
+            .get("s", &config, t0 + Duration::from_secs(11))
+            .is_some());
+        // Round trip through the file; an entry without a hint is never fresh.
+        let cache = ToolCache::parse(cache.to_json().as_bytes());
+        assert!(cache.fresh_listing("s", &config, t0).is_some());
+        let mut cache = cache;
+        cache.insert("s", &config, vec![tool("a")], t0);
+        assert!(cache.fresh_listing("s", &config, t0).is_none());
+        assert!(!cache.to_json().contains("serverTtlMs"));
     }
 
     fn cfg() -> ServerConfig {

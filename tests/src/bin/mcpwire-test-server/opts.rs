@@ -23,6 +23,7 @@ flags:
   --log-file PATH        append one JSON line per received message / HTTP request
   --no-tools-cap         omit the tools capability from initialize
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
+  --list-ttl-ms N        2026-07-28: tools/list pages say ttlMs N (SEP-2549)
   --json-responses       HTTP: answer requests with application/json, not SSE
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
   --expire-after N       HTTP: once N requests of a session (not counting
@@ -68,6 +69,7 @@ pub struct Options {
     pub log_file: Option<PathBuf>,
     pub no_tools_cap: bool,
     pub repeat_cursor: bool,
+    pub list_ttl_ms: Option<u64>,
     pub json_responses: bool,
     pub no_listener: bool,
     pub expire_after: Option<u64>,
@@ -116,6 +118,7 @@ impl Options {
             log_file: None,
             no_tools_cap: false,
             repeat_cursor: false,
+            list_ttl_ms: None,
             json_responses: false,
             no_listener: false,
             expire_after: None,
@@ -171,6 +174,13 @@ impl Options {
                 "--log-file" => o.log_file = Some(PathBuf::from(value("--log-file")?)),
                 "--no-tools-cap" => o.no_tools_cap = true,
                 "--repeat-cursor" => o.repeat_cursor = true,
+                "--list-ttl-ms" => {
+                    let v = value("--list-ttl-ms")?;
+                    let ms: u64 = v
+                        .parse()
+                        .map_err(|_| ParseError::Bad(format!("bad --list-ttl-ms {v:?}")))?;
+                    o.list_ttl_ms = Some(ms);
+                }
                 "--json-responses" => o.json_responses = true,
                 "--no-listener" => o.no_listener = true,
                 "--expire-after" => {

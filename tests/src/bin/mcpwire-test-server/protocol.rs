@@ -921,20 +921,25 @@ fn tools_list(ctx: &Ctx, era: Era, params: &Value) -> Result<Value, RpcError> {
     // The task tools, in either era (without a task they run inline or
     // say they need one).
     tools.extend(crate::tasks::tool_definitions(era));
-    match params.get("cursor") {
-        None | Some(Value::Null) => Ok(json!({
+    let mut page = match params.get("cursor") {
+        None | Some(Value::Null) => json!({
             "tools": tools[..PAGE_SIZE],
             "nextCursor": PAGE_2_CURSOR,
-        })),
+        }),
         Some(Value::String(c)) if c == PAGE_2_CURSOR => {
             let mut page = json!({ "tools": tools[PAGE_SIZE..] });
             if ctx.opts.repeat_cursor {
                 page["nextCursor"] = json!(PAGE_2_CURSOR);
             }
-            Ok(page)
+            page
         }
-        Some(other) => Err(RpcError::invalid_params(format!("invalid cursor {other}"))),
+        Some(other) => return Err(RpcError::invalid_params(format!("invalid cursor {other}"))),
+    };
+    if let (Some(ms), Era::Modern) = (ctx.opts.list_ttl_ms, era) {
+        page["ttlMs"] = json!(ms);
+        page["cacheScope"] = json!("private");
     }
+    Ok(page)
 }
 
 fn arg_u64(args: &Value, name: &str, default: u64) -> u64 {
