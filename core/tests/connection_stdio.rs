@@ -1672,3 +1672,46 @@ fn a_task_followed_when_the_connection_closes_completes_once_and_its_poll_never(
         "tasks/get {get} is ours, never the app's"
     );
 }
+
+#[test]
+fn modern_a_status_push_on_the_listen_stream_ends_a_task_without_a_poll() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m3", "status": "working", "pollIntervalMs": 5000}}),
+    );
+    let listen = sim.take_written();
+    assert_eq!(
+        listen[0]["params"]["notifications"]["taskIds"],
+        json!(["m3"])
+    );
+    let listen_id = listen[0]["id"].clone();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_id},
+                   "notifications": {"taskIds": ["m3"]}}}),
+    );
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_id},
+                   "taskId": "m3", "status": "completed",
+                   "result": {"content": [{"type": "text", "text": "pushed"}]}}}));
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "pushed");
+    // Before its first poll was due: no tasks/get at all.
+    assert!(!sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/get"));
+    sim.advance(Duration::from_secs(6));
+    assert!(!sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/get"));
+}

@@ -168,12 +168,26 @@ pub async fn stdio_a_task_outlived_or_cancelled_is_cancelled_on_the_server<A: Ad
         "{e:?}"
     );
     let second = seen.lock().unwrap()[0].1.clone();
-    for id in [&first, &second] {
+    let mut ids = vec![first, second];
+    if A::CANCELS_ON_DROP {
+        // A dropped call: tasks/cancel as well.
+        let seen = Seen::default();
+        let call = client.call_tool_with("task_required", json!({"ms": 10_000}), observed(&seen));
+        assert!(A::timeout(Duration::from_millis(400), call).await.is_none());
+        ids.push(seen.lock().unwrap()[0].1.clone());
+        for _ in 0..100 {
+            if cancels_in(&log).len() == ids.len() {
+                break;
+            }
+            A::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    for id in &ids {
         let status = client.get_task(id).await.unwrap().status;
         assert_eq!(status, TaskStatus::Cancelled, "task {id}");
     }
     client.close().await.unwrap();
-    assert_eq!(cancels_in(&log), [first, second]);
+    assert_eq!(cancels_in(&log), ids);
     // Never notifications/cancelled for the call that became a task
     // (the replaced subscriptions/listen and a dropped poll may get one).
     let lines = log_lines(&log);
