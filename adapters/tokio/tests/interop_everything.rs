@@ -720,3 +720,94 @@ async fn everything_stdio_oversize_reply_fails_its_call_at_once() {
     )
     .await;
 }
+
+/// server-everything's `simulate-research-query` is a 2025-11-25 task tool
+/// (`execution.taskSupport: "required"`, the TypeScript SDK's task store):
+/// `call_tool` calls it as a task, follows it (`tasks/get` every second,
+/// the stages as progress), and when it asks for a clarification
+/// (`input_required`) takes the question on `tasks/result` to the
+/// elicitation handler; the report names the answer.
+async fn research_task(config: ServerConfig, transport: &str) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let a = asked.clone();
+    let options = ConnectOptions::new()
+        .client_info("mcpwire-interop", "0.0.0")
+        .timeout(Duration::from_secs(30))
+        .elicitation(move |params| {
+            a.fetch_add(1, Ordering::SeqCst);
+            async move {
+                assert!(
+                    params["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("interpretations")),
+                    "{params}"
+                );
+                Ok(json!({"action": "accept", "content": {"interpretation": "historical"}}))
+            }
+        });
+    let client = Client::connect_with(config, options)
+        .await
+        .expect("connect");
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    let tools = client.list_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "simulate-research-query")
+        .expect("the task tool");
+    assert_eq!(
+        tool.task_support(),
+        mcpwire_tokio::types::TaskSupport::Required
+    );
+    let statuses: Arc<Mutex<Vec<String>>> = Arc::default();
+    let s = statuses.clone();
+    let options = CallOptions::new().on_progress(move |p| {
+        if p.task.is_some() {
+            s.lock()
+                .unwrap()
+                .push(p.message.clone().unwrap_or_default());
+        }
+    });
+    let out = client
+        .call_tool_with(
+            "simulate-research-query",
+            json!({"topic": "rust", "ambiguous": true}),
+            options,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{transport}: the research task: {e}"));
+    let report = ok_text("simulate-research-query", &out);
+    assert!(
+        report.contains("# Research Report: rust (historical)"),
+        "{report}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "asked once");
+    let statuses = statuses.lock().unwrap();
+    assert!(
+        statuses.iter().any(|m| m.contains("working")),
+        "{transport}: {statuses:?}"
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_a_task_tool_over_stdio() {
+    within(
+        TEST_LIMIT,
+        "research task over stdio",
+        research_task(stdio_config(), "stdio"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_a_task_tool_over_streamable_http() {
+    let server = http_server("streamableHttp").await;
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    within(
+        TEST_LIMIT,
+        "research task over HTTP",
+        research_task(ServerConfig::http(&url), "streamable-http"),
+    )
+    .await;
+    server.kill().await;
+}
