@@ -781,7 +781,7 @@ async fn research_task(config: ServerConfig, transport: &str) {
         "{report}"
     );
     assert_eq!(asked.load(Ordering::SeqCst), 1, "asked once");
-    let statuses = statuses.lock().unwrap();
+    let statuses = statuses.lock().unwrap().clone();
     assert!(
         statuses.iter().any(|m| m.contains("working")),
         "{transport}: {statuses:?}"
