@@ -1350,6 +1350,16 @@ fn legacy_a_required_task_tool_is_called_as_a_task_and_followed_to_its_result() 
         progress_messages(&sim.take_events()),
         ["task t1: working: step 1/2"]
     );
+    // The task reports progress with the call's token, after the call's
+    // own answer (the token lives as long as the task).
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": app, "progress": 3, "total": 4, "message": "stage 3"}}));
+    let events = sim.take_events();
+    assert!(
+        events.iter().any(|e| matches!(e, Output::Progress { id, progress }
+            if *id == app && progress.task.is_none() && progress.message.as_deref() == Some("stage 3"))),
+        "{events:?}"
+    );
     // A status notification that it completed: tasks/result at once.
     sim.server_says(
         json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
@@ -1364,6 +1374,13 @@ fn legacy_a_required_task_tool_is_called_as_a_task_and_followed_to_its_result() 
     let raw = sim.completion(app).unwrap();
     let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
     assert_eq!(r.text(), "done");
+    // The task is over: its token is let go.
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": app, "progress": 4}}));
+    assert!(!sim
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, Output::Progress { progress, .. } if progress.task.is_none())));
     // Nothing more is polled.
     sim.advance(Duration::from_secs(5));
     assert!(sim.take_written().is_empty());

@@ -952,6 +952,13 @@ impl Connection {
     /// cancels what it no longer waits for. Whether anything moved.
     fn send_for_tasks(&mut self, now: Instant) -> bool {
         let mut moved = false;
+        for (id, keep) in self.tasks.take_lingers() {
+            if keep {
+                self.engine.linger_progress(id);
+            } else {
+                self.engine.end_progress(id);
+            }
+        }
         for id in self.tasks.take_drops() {
             moved = true;
             let done = self

@@ -133,6 +133,9 @@ pub(super) struct Tasks {
     inputs: HashMap<RequestId, (u64, String)>,
     /// The 2026-07-28 tasks followed changed since the last look.
     watch_changed: bool,
+    /// 2025-11-25 progress tokens to keep (true) or let go (false): a
+    /// task reports progress with its creating call's token.
+    lingers: Vec<(u64, bool)>,
 }
 
 impl Tasks {
@@ -148,6 +151,7 @@ impl Tasks {
             drops: Vec::new(),
             inputs: HashMap::new(),
             watch_changed: false,
+            lingers: Vec::new(),
         }
     }
 
@@ -241,6 +245,11 @@ impl Tasks {
     /// The next request to send, if any.
     pub(super) fn next_send(&mut self) -> Option<Send> {
         self.sends.pop_front()
+    }
+
+    /// Progress tokens to keep alive (true) or let go (false).
+    pub(super) fn take_lingers(&mut self) -> Vec<(u64, bool)> {
+        std::mem::take(&mut self.lingers)
     }
 
     /// Our requests whose answers are no longer wanted.
@@ -376,6 +385,9 @@ impl Tasks {
             creating.deadline,
         );
         self.watch_changed |= modern;
+        if !modern && creating.options.progress {
+            self.lingers.push((id, true));
+        }
         self.follows.insert(id, follow);
         self.apply(now, out, client, id, task);
         None
@@ -730,6 +742,9 @@ impl Tasks {
             return;
         };
         self.watch_changed |= f.modern;
+        if !f.modern && f.options.progress {
+            self.lingers.push((app, false));
+        }
         if let Some(id) = f.in_flight {
             // Its answer (or the cancel's) still comes here and is dropped:
             // it stays in `ours` without a follow.

@@ -140,7 +140,13 @@ pub struct Engine {
     dropping: bool,
     stats: Stats,
     closed: bool,
+    /// Progress tokens kept after their request completed (a 2025-11-25
+    /// task's token lives as long as the task), with the last progress.
+    lingering: HashMap<u64, f64, BuildHasherDefault<IdHasher>>,
 }
+
+/// Progress tokens kept alive at once, at most.
+const MAX_LINGERING: usize = 1024;
 
 #[derive(Deserialize)]
 struct ProgressParams<'a> {
@@ -177,7 +183,23 @@ impl Engine {
             dropping: false,
             stats: Stats::default(),
             closed: false,
+            lingering: HashMap::default(),
         }
+    }
+
+    /// Keeps delivering `notifications/progress` for request `id`'s token
+    /// after it completed (as [`Output::Progress`] for `id`), until
+    /// [`end_progress`](Self::end_progress): a 2025-11-25 task reports
+    /// progress with the token of the call that created it.
+    pub fn linger_progress(&mut self, id: u64) {
+        if self.lingering.len() < MAX_LINGERING {
+            self.lingering.entry(id).or_insert(f64::NEG_INFINITY);
+        }
+    }
+
+    /// Stops [`linger_progress`](Self::linger_progress) for `id`.
+    pub fn end_progress(&mut self, id: u64) {
+        self.lingering.remove(&id);
     }
 
     // ---- application calls -------------------------------------------
@@ -812,9 +834,12 @@ impl Engine {
             Some(Ok(RequestId::Number(n))) if n >= 0 => n as u64,
             _ => u64::MAX,
         };
-        let (Some(parsed), Some(pending)) = (parsed, self.pending.get_mut(&key)) else {
+        let Some(parsed) = parsed else {
             self.stats.progress_ignored += 1;
             return;
+        };
+        let Some(pending) = self.pending.get_mut(&key) else {
+            return self.lingering_progress(key, parsed);
         };
         // `!(a > b)` also rejects a NaN, should one ever get through.
         #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -835,6 +860,30 @@ impl Engine {
         if let Some(deadline) = new_deadline {
             self.push_deadline(deadline, key);
         }
+        self.stats.progress_delivered += 1;
+        self.out.push_back(Output::Progress {
+            id: key,
+            progress: Progress {
+                progress: parsed.progress,
+                total: parsed.total,
+                message: parsed.message,
+                task: None,
+            },
+        });
+    }
+
+    /// Progress for a token kept after its request completed.
+    fn lingering_progress(&mut self, key: u64, parsed: ProgressParams<'_>) {
+        let Some(last) = self.lingering.get_mut(&key) else {
+            self.stats.progress_ignored += 1;
+            return;
+        };
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(parsed.progress > *last) {
+            self.stats.progress_ignored += 1;
+            return;
+        }
+        *last = parsed.progress;
         self.stats.progress_delivered += 1;
         self.out.push_back(Output::Progress {
             id: key,
