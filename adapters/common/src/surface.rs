@@ -79,19 +79,18 @@ pub fn record_tools(access: &impl SessionAccess, tools: &[mcpwire::mcp::types::T
     }
 }
 
-/// The shortest `ttlMs` over the pages of a list; none as soon as one page
-/// has none.
+/// The shortest freshness over the pages of a list; none as soon as one
+/// page has none.
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct PageTtl {
     pages: usize,
-    shortest: Option<u64>,
+    shortest: Option<std::time::Duration>,
 }
 
 impl PageTtl {
-    /// A page's unknown members (where `ttlMs` is).
-    pub fn page(&mut self, extra: &serde_json::Map<String, serde_json::Value>) {
-        let ttl = extra.get("ttlMs").and_then(serde_json::Value::as_u64);
+    /// One page's freshness.
+    pub fn page(&mut self, ttl: Option<std::time::Duration>) {
         self.shortest = match (self.pages, ttl, self.shortest) {
             (0, t, _) => t,
             (_, Some(t), Some(s)) => Some(t.min(s)),
@@ -100,11 +99,9 @@ impl PageTtl {
         self.pages += 1;
     }
 
-    /// The shortest, if every page had one (and it is not zero).
+    /// The shortest, if every page had one.
     pub fn shortest(&self) -> Option<std::time::Duration> {
         self.shortest
-            .filter(|ms| *ms > 0)
-            .map(std::time::Duration::from_millis)
     }
 }
 
@@ -133,10 +130,11 @@ pub fn task_started(
     tool: &str,
     raw: &RawValue,
 ) -> Result<mcpwire::mcp::types::TaskStarted, Error> {
-    let value: serde_json::Value = parse("tools/call", raw)?;
+    let method = <mcpwire::mcp::methods::CallTool as Method>::NAME;
+    let value: serde_json::Value = parse(method, raw)?;
     let started =
         mcpwire::mcp::types::TaskStarted::from_result(value).map_err(|source| Error::Decode {
-            method: "tools/call".to_owned(),
+            method: method.to_owned(),
             source,
         })?;
     if let mcpwire::mcp::types::TaskStarted::Done(result) = &started {
@@ -281,7 +279,7 @@ macro_rules! client_surface {
                     pages.cursor().map(str::to_owned),
                 );
                 let page = self.send(&request, $crate::CallOptions::new())$($await)*?;
-                ttl.page(&page.extra);
+                ttl.page(page.ttl());
                 let (items, next) =
                     <$crate::methods::ListTools as $crate::__private::Paged>::split(page);
                 all.extend(items);

@@ -220,6 +220,18 @@ pub struct ListToolsResult {
     pub extra: Extra,
 }
 
+impl ListToolsResult {
+    /// How long the server said this page stays fresh (`ttlMs`,
+    /// 2026-07-28, SEP-2549); `None` when it said nothing or zero.
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.extra
+            .get("ttlMs")
+            .and_then(Value::as_u64)
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis)
+    }
+}
+
 /// The contents of a resource: text or base64 blob.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
