@@ -1962,3 +1962,197 @@ fn auth_stored_dpop_bound_token_proves_its_key_and_follows_the_nonce() {
     assert_eq!(dpop_claims(&initialized)["nonce"], "rs-nonce");
     assert_eq!(initialized.header("authorization"), Some("DPoP tok-0"));
 }
+
+#[test]
+fn modern_http_a_tasks_own_request_ended_between_attempts_never_reaches_the_application() {
+    let mut sim = modern_ready();
+    for way in ["cancel", "deadline"] {
+        let options = opts().timeout(Duration::from_millis(1000));
+        let app = sim
+            .conn
+            .send(sim.now, &CallTool::new("slow", json!({})), options)
+            .unwrap();
+        sim.drain();
+        let call = sim.next_request();
+        sim.json(
+            call.exchange,
+            &[],
+            &reply(
+                app,
+                r#"{"resultType":"task","taskId":"h1","status":"working","pollIntervalMs":10}"#,
+            ),
+        );
+        sim.advance(Duration::from_millis(10));
+        // (The listen for its status pushes stays open, unanswered.)
+        let at = sim
+            .requests
+            .iter()
+            .position(|r| body(r)["method"] == "tasks/get")
+            .expect("tasks/get");
+        let get = sim.requests.remove(at);
+        // Its stream ends before the answer: it waits to be issued again.
+        sim.sse_open(get.exchange);
+        sim.end(get.exchange);
+        match way {
+            "cancel" => {
+                assert!(sim.conn.cancel(sim.now, app, "user"));
+                sim.drain();
+            }
+            _ => {
+                // The call's deadline falls in the backoff.
+                sim.advance(Duration::from_millis(100));
+                sim.advance(Duration::from_millis(200));
+                sim.advance(Duration::from_millis(400));
+                sim.advance(Duration::from_millis(400));
+            }
+        }
+        let completions: Vec<u64> = sim
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Output::Complete { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(completions, [app], "{way}: only the application's call");
+        match (way, sim.completion(app)) {
+            ("cancel", Err(RequestError::Cancelled { .. })) => {}
+            ("deadline", Err(RequestError::Timeout { ms: 1000 })) => {}
+            (_, other) => panic!("{way}: {other:?}"),
+        }
+        // The task is cancelled on the server; answer it.
+        let mut cancelled = false;
+        while !sim.requests.is_empty() {
+            let r = sim.next_request();
+            if r.method == HttpMethod::Post && body(&r)["method"] == "tasks/cancel" {
+                cancelled = true;
+                let id = body(&r)["id"].as_u64().unwrap();
+                sim.json(r.exchange, &[], &reply(id, r#"{"resultType":"complete"}"#));
+            }
+        }
+        assert!(cancelled, "{way}");
+        sim.advance(Duration::from_secs(2));
+        let sent: Vec<Value> = std::mem::take(&mut sim.requests).iter().map(body).collect();
+        assert!(
+            sent.iter().all(|b| b["method"] == "subscriptions/listen"),
+            "{way}: {sent:?}"
+        );
+        assert!(
+            !sim.take_events()
+                .iter()
+                .any(|e| matches!(e, Output::Complete { .. })),
+            "{way}"
+        );
+    }
+}
+
+const TASKS_INIT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"sim","version":"1.0"}}"#;
+
+/// A 2025-11-25 session (`s-1`) with a tasks server, listener open.
+fn tasks_session() -> Sim {
+    let mut sim = Sim::http(ConnectionConfig::default());
+    let init = sim.next_request();
+    sim.json(
+        init.exchange,
+        &[("Mcp-Session-Id", "s-1")],
+        &reply(0, TASKS_INIT),
+    );
+    let initialized = sim.next_request();
+    sim.accepted(initialized.exchange);
+    let listen = sim.next_request();
+    sim.sse_open(listen.exchange);
+    sim.take_events();
+    sim
+}
+
+#[test]
+fn http_a_task_followed_while_the_session_starts_over_waits_without_spinning() {
+    let mut sim = tasks_session();
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("t1"),
+            opts().timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+    sim.drain();
+    let get = sim.next_request();
+    assert_eq!(body(&get)["method"], "tasks/get");
+    let get_id = body(&get)["id"].as_u64().unwrap();
+    sim.json(
+        get.exchange,
+        &[],
+        &reply(
+            get_id,
+            r#"{"taskId":"t1","status":"working","pollInterval":10}"#,
+        ),
+    );
+    // The session is lost; the re-initialize is not answered for a while.
+    sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.drain();
+    let p = sim.next_request();
+    sim.head(p.exchange, 404, &[]);
+    let reinit = sim.next_request();
+    assert_eq!(body(&reinit)["method"], "initialize");
+    // Polls fall due meanwhile: they wait (advance checks that every
+    // handle_timeout moves poll_timeout past now).
+    sim.advance(Duration::from_millis(500));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
+    // The call's deadline still holds.
+    sim.advance(Duration::from_secs(5));
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Timeout { ms: 5000 })
+    ));
+}
+
+#[test]
+fn http_a_failed_tasks_result_goes_back_to_polling() {
+    let mut sim = tasks_session();
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("t2"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    for round in 0..2 {
+        let get = sim.next_request();
+        assert_eq!(body(&get)["method"], "tasks/get", "round {round}");
+        let id = body(&get)["id"].as_u64().unwrap();
+        sim.json(
+            get.exchange,
+            &[],
+            &reply(
+                id,
+                r#"{"taskId":"t2","status":"completed","pollInterval":50}"#,
+            ),
+        );
+        let result = sim.next_request();
+        assert_eq!(body(&result)["method"], "tasks/result");
+        let id = body(&result)["id"].as_u64().unwrap();
+        if round == 0 {
+            // The stream ends with no event id: nothing to resume.
+            sim.sse_open(result.exchange);
+            sim.end(result.exchange);
+            assert!(
+                !sim.events
+                    .iter()
+                    .any(|e| matches!(e, Output::Complete { .. })),
+                "the task goes on: {:?}",
+                sim.events
+            );
+            sim.advance(Duration::from_millis(50));
+        } else {
+            sim.json(
+                result.exchange,
+                &[],
+                &reply(id, r#"{"content":[{"type":"text","text":"kept"}]}"#),
+            );
+        }
+    }
+    assert_eq!(tool_text(&sim.completion(app).unwrap()), "kept");
+}

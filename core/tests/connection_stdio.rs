@@ -1274,9 +1274,13 @@ const TASKS_DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2
 /// A 2025-11-25 connection to a tasks server that listed `required`
 /// (taskSupport required) and `optional` (optional).
 fn legacy_tasks() -> Sim {
+    legacy_tasks_with(TASKS_INIT)
+}
+
+fn legacy_tasks_with(init: &str) -> Sim {
     let mut sim = Sim::new(ConnectionConfig::default());
     assert_eq!(sim.take_written()[0]["method"], "initialize");
-    sim.reply(0, TASKS_INIT);
+    sim.reply(0, init);
     sim.take_events();
     sim.take_written();
     let id = sim
@@ -1731,4 +1735,445 @@ fn modern_a_status_push_on_the_listen_stream_ends_a_task_without_a_poll() {
         .take_written()
         .iter()
         .any(|m| m["method"] == "tasks/get"));
+}
+
+/// A 2025-11-25 tasks server that lists no tools yet.
+fn legacy_unlisted(init: &str, config: ConnectionConfig) -> Sim {
+    let mut sim = Sim::new(config);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    sim.reply(0, init);
+    sim.take_events();
+    sim.take_written();
+    sim
+}
+
+#[test]
+fn legacy_a_refused_plain_call_of_an_unlisted_tool_is_sent_again_as_a_task() {
+    let mut sim = legacy_unlisted(TASKS_INIT, ConnectionConfig::default());
+    let options = opts().progress(true).timeout(Duration::from_secs(30));
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("mystery", json!({"x": 1})), options)
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tools/call");
+    assert!(
+        w[0]["params"].get("task").is_none(),
+        "not listed: a plain call"
+    );
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "error": {"code": -32601, "message": "mystery must be called as a task"}}));
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["method"], "tools/call");
+    assert_eq!(w[0]["params"]["task"], json!({}));
+    assert_eq!(w[0]["params"]["arguments"], json!({"x": 1}));
+    let again = w[0]["id"].as_u64().unwrap();
+    assert_ne!(again, app, "a new id");
+    assert_eq!(w[0]["params"]["_meta"]["progressToken"], again);
+    assert!(
+        !sim.take_events()
+            .iter()
+            .any(|e| matches!(e, Output::Complete { .. })),
+        "the application's call goes on"
+    );
+    sim.server_says(json!({"jsonrpc": "2.0", "id": again,
+        "result": {"task": task_json("t9", "working", json!({}))}}));
+    // The task reports progress with the token of the call that made it:
+    // under the application's id.
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": again, "progress": 1, "total": 2}}));
+    let events = sim.take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Output::Progress { id, progress }
+            if *id == app && progress.progress == 1.0)),
+        "{events:?}"
+    );
+    sim.advance(Duration::from_millis(200));
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/get", "{w:?}");
+    let get = w[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": task_json("t9", "completed", json!({}))}),
+    );
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "tasks/result");
+    let result = w[0]["id"].as_u64().unwrap();
+    sim.reply(result, r#"{"content":[{"type":"text","text":"found"}]}"#);
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "found");
+    // Now known: the next call asks for a task at once.
+    let next = sim
+        .conn
+        .send(sim.now, &CallTool::new("mystery", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["id"], next);
+    assert_eq!(w[0]["params"]["task"], json!({}));
+}
+
+#[test]
+fn legacy_a_call_sent_again_as_a_task_can_be_cancelled_and_other_errors_pass() {
+    let mut sim = legacy_unlisted(TASKS_INIT, ConnectionConfig::default());
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("mystery", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "error": {"code": -32600, "message": "tasks only"}}));
+    let again = sim.take_written()[0]["id"].as_u64().unwrap();
+    assert!(sim.conn.cancel(sim.now, app, "user"));
+    sim.drain();
+    let w = sim.take_written();
+    assert!(
+        w.iter()
+            .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == again),
+        "{w:?}"
+    );
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Cancelled { .. })
+    ));
+    // A late answer to the cancelled request reaches nobody.
+    sim.server_says(json!({"jsonrpc": "2.0", "id": again,
+        "result": {"task": task_json("t1", "working", json!({}))}}));
+    assert!(
+        !sim.take_events()
+            .iter()
+            .any(|e| matches!(e, Output::Complete { .. })),
+        "completed once"
+    );
+    // Any other error of an unlisted tool is the call's.
+    let other = sim
+        .conn
+        .send(sim.now, &CallTool::new("broken", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": other,
+        "error": {"code": -32602, "message": "bad arguments"}}));
+    assert!(sim.take_written().is_empty());
+    match sim.completion(other) {
+        Err(RequestError::Remote(e)) => assert_eq!(e.code, -32602),
+        o => panic!("{o:?}"),
+    }
+    // A server that takes no tasks: -32601 is the call's answer.
+    let mut plain = Sim::ready(ConnectionConfig::default());
+    let id = plain
+        .conn
+        .send(plain.now, &CallTool::new("nope", json!({})), opts())
+        .unwrap();
+    plain.drain();
+    plain.take_written();
+    plain.server_says(json!({"jsonrpc": "2.0", "id": id,
+        "error": {"code": -32601, "message": "unknown tool"}}));
+    assert!(plain.take_written().is_empty());
+    assert!(matches!(plain.completion(id), Err(RequestError::Remote(_))));
+}
+
+#[test]
+fn legacy_a_server_without_tasks_cancel_is_not_sent_one() {
+    const NO_CANCEL: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"sim","version":"1.0"}}"#;
+    let mut sim = legacy_tasks_with(NO_CANCEL);
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &CallTool::new("required", json!({})),
+            opts().timeout(Duration::from_secs(1)),
+        )
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "result": {"task": task_json("t5", "working", json!({}))}}));
+    for _ in 0..10 {
+        sim.advance(Duration::from_millis(200));
+    }
+    let w = sim.take_written();
+    assert!(!w.iter().any(|m| m["method"] == "tasks/cancel"), "{w:?}");
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Timeout { ms: 1000 })
+    ));
+    let refused = sim.conn.send(
+        sim.now,
+        &mcpwire::mcp::methods::CancelTask::new("t5"),
+        opts(),
+    );
+    assert!(
+        matches!(
+            refused,
+            Err(CallError::NotSupported {
+                capability: "tasks.cancel",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn legacy_a_server_request_whose_id_looks_like_ours_is_answered() {
+    let mut sim = legacy_unlisted(TASKS_INIT, elicit_config());
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": "task-input-1-k", "method": "elicitation/create",
+        "params": {"message": "name?", "requestedSchema": {"type": "object"}}}),
+    );
+    let id = sim
+        .take_events()
+        .into_iter()
+        .find_map(|e| match e {
+            Output::ServerRequest { id, .. } => Some(id),
+            _ => None,
+        })
+        .expect("surfaced");
+    let answer = serde_json::value::to_raw_value(&json!({"action": "decline"})).unwrap();
+    let status = sim.conn.respond(sim.now, id, Ok(answer)).unwrap();
+    assert_eq!(status, mcpwire::rpc::RespondStatus::Sent);
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["id"], "task-input-1-k", "{w:?}");
+    assert_eq!(w[0]["result"]["action"], "decline");
+}
+
+#[test]
+fn modern_a_task_created_already_done_is_read_with_tasks_get() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("quick", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    // A creation carries no result, whatever its status.
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "q1", "status": "completed", "pollIntervalMs": 5000}}),
+    );
+    let w = sim.take_written();
+    let get = w
+        .iter()
+        .find(|m| m["method"] == "tasks/get")
+        .expect("tasks/get at once, not after the poll interval");
+    let get = get["id"].as_u64().unwrap();
+    assert!(sim
+        .take_events()
+        .iter()
+        .all(|e| !matches!(e, Output::Complete { id, .. } if *id == app)));
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "q1", "status": "completed",
+        "result": {"content": [{"type": "text", "text": "quick"}]}}}),
+    );
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "quick");
+}
+
+#[test]
+fn modern_a_question_the_server_stops_asking_is_withdrawn_and_never_answered() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    let ask = |m: &str| {
+        json!({"method": "elicitation/create", "params": {"mode": "form", "message": m,
+        "requestedSchema": {"type": "object"}}})
+    };
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m7", "status": "working", "pollIntervalMs": 50}}),
+    );
+    sim.advance(Duration::from_millis(50));
+    let get = sim
+        .take_written()
+        .iter()
+        .find(|m| m["method"] == "tasks/get")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m7", "status": "input_required", "pollIntervalMs": 50,
+        "inputRequests": {"a": ask("first?"), "b": ask("second?")}}}),
+    );
+    let asked: Vec<mcpwire::rpc::RequestId> = sim
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Output::ServerRequest { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 2);
+    // The next state asks only for b: a is withdrawn.
+    sim.advance(Duration::from_millis(50));
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m7", "status": "input_required", "pollIntervalMs": 50,
+        "inputRequests": {"b": ask("second?")}}}),
+    );
+    let withdrawn: Vec<mcpwire::rpc::RequestId> = sim
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Output::ServerRequestCancelled { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(withdrawn.len(), 1);
+    let (a, b) = if withdrawn[0] == asked[0] {
+        (asked[0].clone(), asked[1].clone())
+    } else {
+        (asked[1].clone(), asked[0].clone())
+    };
+    assert_eq!(withdrawn[0], a);
+    let answer = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
+    let late = sim
+        .conn
+        .respond(sim.now, a, Ok(answer(json!({"action": "cancel"}))))
+        .unwrap();
+    assert_eq!(late, mcpwire::rpc::RespondStatus::Withdrawn);
+    sim.drain();
+    assert!(sim.take_written().is_empty());
+    let status = sim
+        .conn
+        .respond(
+            sim.now,
+            b,
+            Ok(answer(json!({"action": "accept", "content": {}}))),
+        )
+        .unwrap();
+    assert_eq!(status, mcpwire::rpc::RespondStatus::Sent);
+    sim.drain();
+    let w = sim.take_written();
+    let update = w.iter().find(|m| m["method"] == "tasks/update").unwrap();
+    assert_eq!(
+        update["params"]["inputResponses"],
+        json!({"b": {"action": "accept", "content": {}}}),
+        "only what is still asked for"
+    );
+    // The task goes back to work: nothing is left open.
+    sim.reply(
+        update["id"].as_u64().unwrap(),
+        r#"{"resultType":"complete"}"#,
+    );
+    sim.advance(Duration::from_millis(50));
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m7", "status": "completed", "result": {"content": []}}}),
+    );
+    sim.completion(app).unwrap();
+}
+
+#[test]
+fn modern_the_servers_poll_interval_is_kept_even_when_long() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m8", "status": "working", "pollIntervalMs": 90000}}),
+    );
+    sim.take_written();
+    for _ in 0..8 {
+        sim.advance(Duration::from_secs(10));
+    }
+    assert!(!sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/get"));
+    sim.advance(Duration::from_secs(10));
+    assert!(sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/get"));
+}
+
+#[test]
+fn modern_two_awaits_of_one_task_both_take_its_push() {
+    let mut sim = modern_tasks();
+    let one = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("m9"),
+            opts(),
+        )
+        .unwrap();
+    let two = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("m9"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+        "params": {"taskId": "m9", "status": "completed",
+                   "result": {"content": [{"type": "text", "text": "both"}]}}}));
+    for id in [one, two] {
+        let raw = sim.completion(id).unwrap();
+        let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(r.text(), "both");
+    }
+}
+
+#[test]
+fn modern_with_tasks_off_a_task_result_is_an_error_and_tasks_methods_are_refused() {
+    let mut config = elicit_config();
+    config.client.tasks = false;
+    let mut sim = Sim::probing(config);
+    let probe = sim.take_written();
+    assert!(
+        meta_of(&probe[0])["io.modelcontextprotocol/clientCapabilities"]
+            .get("extensions")
+            .and_then(|e| e.get("io.modelcontextprotocol/tasks"))
+            .is_none()
+    );
+    sim.reply(0, TASKS_DISCOVER);
+    sim.take_events();
+    sim.take_written();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "x", "status": "working"}}),
+    );
+    match sim.completion(app) {
+        Err(RequestError::Transport { message }) => {
+            assert!(message.contains("tasks extension"), "{message}")
+        }
+        o => panic!("an unasked-for task is never an empty result: {o:?}"),
+    }
+    let refused = sim
+        .conn
+        .send(sim.now, &mcpwire::mcp::methods::GetTask::new("x"), opts());
+    assert!(
+        matches!(refused, Err(CallError::TurnedOff { .. })),
+        "{refused:?}"
+    );
 }

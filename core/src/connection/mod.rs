@@ -64,7 +64,7 @@ use crate::auth::AuthState;
 use crate::config::ServerConfig;
 use crate::mcp::handshake::{accept_result, HandshakeError};
 use crate::mcp::methods::{Capability, TaskResult};
-use crate::mcp::types::InitializeResult;
+use crate::mcp::types::{InitializeResult, ServerCapabilities};
 use crate::mcp::{check_capability, ClientConfig, Method, ServerNotification};
 use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
 use crate::rpc::{
@@ -257,6 +257,11 @@ impl Connection {
             if let Some(m) = self.modern.as_mut() {
                 m.handle_timeout(now, outbox!(self));
             }
+        }
+        if self.phase != Phase::Closing {
+            // In any open phase (a 2025-11-25 session starting over too):
+            // deadlines end follows, and polls due are queued until Ready,
+            // so a due poll never leaves poll_timeout in the past.
             self.tasks.handle_timeout(now, &mut self.out);
         }
         if let Some(message) = self.wire.handle_timeout(now) {
@@ -335,17 +340,26 @@ impl Connection {
             })?;
         }
         let caps = self.server.as_ref().map(|s| &s.capabilities);
+        let modern = self.modern.is_some();
+        if modern && !self.client.tasks && method.starts_with("tasks/") {
+            // The extension is not declared: the server would refuse.
+            return Err(CallError::TurnedOff {
+                method: method.to_owned(),
+                what: "tasks are turned off for this client (ConnectOptions::tasks(false)), \
+                       so the tasks extension is not declared",
+            });
+        }
         if method == TaskResult::NAME && caps.is_some_and(|c| Capability::Tasks.declared_in(c)) {
             // Awaiting a task: the connection follows it (both eras).
             let id = self.engine.reserve_id()?;
-            let modern = self.modern.is_some();
+            let cancel_ok = modern || caps.is_some_and(ServerCapabilities::tasks_cancel);
             self.tasks
-                .await_task(now, id, params, options, modern)
+                .await_task(now, id, params, options, modern, cancel_ok)
                 .map_err(LocalError::InvalidParams)?;
             self.pump(now);
             return Ok(id);
         }
-        let augmented = match (self.modern.is_some(), caps) {
+        let augmented = match (modern, caps) {
             (false, Some(caps)) => self.tasks.augment(method, params, &options, caps),
             _ => None,
         };
@@ -361,7 +375,7 @@ impl Connection {
         if let Some(caps) = self.server.as_ref().map(|s| &s.capabilities) {
             let augmented = augmented.is_some();
             self.tasks
-                .requested(now, id, method, options, caps, augmented);
+                .requested(now, id, method, params, options, caps, augmented, modern);
         }
         self.pump(now);
         Ok(id)
@@ -556,6 +570,7 @@ impl Connection {
     fn pump(&mut self, now: Instant) {
         loop {
             let mut moved = self.send_for_tasks(now);
+            moved |= self.route_modern_ended(now);
             while let Some(o) = self.engine.poll_output() {
                 moved = true;
                 self.route_engine(now, o);
@@ -605,10 +620,11 @@ impl Connection {
                     },
                     None => (id, outcome),
                 };
+                let modern = self.modern.is_some();
                 let (id, outcome) =
                     match self
                         .tasks
-                        .complete(now, &mut self.out, &self.client, id, outcome)
+                        .complete(now, &mut self.out, &self.client, id, outcome, modern)
                     {
                         Some(delivered) => delivered,
                         None => return,
@@ -718,6 +734,9 @@ impl Connection {
     /// The application's id of engine request `id` (they differ for the
     /// retries of a 2026-07-28 call).
     fn app_id(&self, id: u64) -> u64 {
+        if let Some(app) = self.tasks.app_id(id) {
+            return app;
+        }
         self.modern.as_ref().map_or(id, |m| m.app_id(id))
     }
 
@@ -948,6 +967,29 @@ impl Connection {
         }
     }
 
+    /// Calls the 2026-07-28 sub-state ended by itself (a re-issue or an
+    /// input round that could not go on, a cancel between requests, the
+    /// close): through the tasks sub-state, which may own them, to the
+    /// application. Whether there were any.
+    fn route_modern_ended(&mut self, now: Instant) -> bool {
+        let ended = match self.modern.as_mut() {
+            Some(m) => m.take_ended(),
+            None => return false,
+        };
+        if ended.is_empty() {
+            return false;
+        }
+        for (id, outcome) in ended {
+            if let Some((id, outcome)) =
+                self.tasks
+                    .complete(now, &mut self.out, &self.client, id, outcome, true)
+            {
+                self.out.push_back(Output::Complete { id, outcome });
+            }
+        }
+        true
+    }
+
     /// Sends what the tasks sub-state queued (stamped for the era) and
     /// cancels what it no longer waits for. Whether anything moved.
     fn send_for_tasks(&mut self, now: Instant) -> bool {
@@ -1011,6 +1053,7 @@ impl Connection {
         if let Some(m) = self.modern.as_mut() {
             m.close(&mut self.out, reason.message());
         }
+        self.route_modern_ended(now);
         self.tasks.close(&mut self.out, reason.message());
         self.engine.close(reason.message());
         self.reason = Some(reason);

@@ -50,6 +50,8 @@ use crate::rpc::{
     Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
 };
 
+/// Withdrawn input ids remembered.
+const MAX_WITHDRAWN: usize = 4096;
 /// Rounds of `input_required` one call may go through before it fails.
 const MAX_INPUT_ROUNDS: u32 = 16;
 /// Times `subscriptions/listen` is opened again in a row after it ended
@@ -114,6 +116,9 @@ pub(super) struct Modern {
     alias: HashMap<u64, u64>,
     /// Input requests surfaced as server requests → (call, key).
     inputs: HashMap<RequestId, (u64, String)>,
+    /// Inputs withdrawn lately (bounded, oldest first): a late answer to
+    /// one is `Withdrawn`; any other id is not ours.
+    withdrawn: VecDeque<RequestId>,
     listen_id: Option<u64>,
     /// `tools/list` requests in flight (HTTP: their tools' `x-mcp-header`
     /// annotations are read, invalid tools left out).
@@ -146,6 +151,9 @@ pub(super) struct Modern {
     awaiting_ack: Vec<(u64, String, Instant)>,
     /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
     tools: ToolHeaders,
+    /// Calls ended here (not by an engine completion), for the connection
+    /// to route like one ([`Modern::take_ended`]).
+    ended: Vec<(u64, Outcome)>,
 }
 
 impl Modern {
@@ -157,6 +165,7 @@ impl Modern {
             calls: HashMap::new(),
             alias: HashMap::new(),
             inputs: HashMap::new(),
+            withdrawn: VecDeque::new(),
             listen_id: None,
             tool_lists: BTreeSet::new(),
             listen_retry: None,
@@ -171,6 +180,7 @@ impl Modern {
             replaced: BTreeSet::new(),
             awaiting_ack: Vec::new(),
             tools: ToolHeaders::default(),
+            ended: Vec::new(),
         }
     }
 
@@ -582,7 +592,9 @@ impl Modern {
     ) -> Option<RespondStatus> {
         let Some((app, key)) = self.inputs.remove(id) else {
             // One of ours, withdrawn (its call was cancelled or ended).
-            return matches!(id, RequestId::String(s) if s.starts_with("input-"))
+            return self
+                .withdrawn
+                .contains(id)
                 .then_some(RespondStatus::Withdrawn);
         };
         let Some(call) = self.calls.get_mut(&app) else {
@@ -745,9 +757,17 @@ impl Modern {
                 Some((app, Ok(raw)))
             }
             Ok(ResultKind::Unknown(t)) if t == "task" && call.method == "tools/call" => {
-                // The tasks extension: the connection's tasks follow it.
                 self.calls.remove(&app);
-                Some((app, Ok(raw)))
+                if client.tasks {
+                    // The tasks extension: the connection's tasks follow it.
+                    Some((app, Ok(raw)))
+                } else {
+                    fail(
+                        "the server answered with a task, but this client does not declare \
+                         the tasks extension (ConnectOptions::tasks(false))"
+                            .to_owned(),
+                    )
+                }
             }
             Ok(ResultKind::Unknown(t)) => {
                 self.calls.remove(&app);
@@ -942,8 +962,14 @@ impl Modern {
         }
     }
 
+    /// The calls ended here since the last look: the connection routes
+    /// them as completions (a request of its tasks sub-state among them).
+    pub(super) fn take_ended(&mut self) -> Vec<(u64, Outcome)> {
+        std::mem::take(&mut self.ended)
+    }
+
     /// Ends call `app` that has no request in flight: withdraws its open
-    /// input requests and completes it.
+    /// input requests; its completion waits in [`Modern::take_ended`].
     fn end_call(&mut self, out: &mut VecDeque<Output>, app: u64, outcome: Outcome, why: &str) {
         self.calls.remove(&app);
         self.reissue_at.retain(|(_, a)| *a != app);
@@ -955,11 +981,15 @@ impl Modern {
             .collect();
         for id in open {
             self.inputs.remove(&id);
+            if self.withdrawn.len() >= MAX_WITHDRAWN {
+                self.withdrawn.pop_front();
+            }
+            self.withdrawn.push_back(id.clone());
             out.push_back(Output::ServerRequestCancelled {
                 id,
                 reason: Some(why.to_owned()),
             });
         }
-        out.push_back(Output::Complete { id: app, outcome });
+        self.ended.push((app, outcome));
     }
 }

@@ -9,10 +9,19 @@
 //!           2025 input_required, completed, failed ─► tasks/result (the server asks on it) ─► its answer
 //!           2026 completed ─► the inline result │ failed ─► the inline error
 //!           cancelled ─► Cancelled
+//!           2026 completed or failed without the inline result (a creation) ─► tasks/get at once
 //!     status notifications (2025 notifications/tasks/status, 2026 notifications/tasks) count as polls
 //!     the call's deadline, the application's cancel ─► tasks/cancel ─► Timeout / Cancelled
 //!  tasks/result {taskId} of the application ─► the same follow, from a task started earlier
+//!  2025 tools/call of a tool not listed yet, refused (-32601 / -32600) by a server that
+//!     takes tasks ─► the same call again as a task (new id; progress and cancel carry over)
 //! ```
+//!
+//! A 2026-07-28 task's questions are kept in step with the server's
+//! snapshots: a key the server no longer asks for is withdrawn from the
+//! application (its [`Output::ServerRequestCancelled`]) and never sent in
+//! `tasks/update`; the answers go as one `tasks/update` once every key
+//! still asked for is answered.
 //!
 //! The application keeps the id of its `tools/call` (or `tasks/result`)
 //! for the whole follow: progress and the completion carry it. The
@@ -28,7 +37,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::types::{Diagnostic, Output};
-use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport, TASKS_EXTENSION};
+use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport};
 use crate::mcp::ClientConfig;
 use crate::rpc::{ErrorObject, Progress, RequestError, RequestId, RequestOptions, RespondStatus};
 
@@ -36,9 +45,10 @@ type Outcome = Result<Box<RawValue>, RequestError>;
 
 /// Poll interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_secs(1);
-/// Bounds on the server's poll interval.
+/// Bounds on the server's poll interval (the spec says to respect it;
+/// the upper bound only keeps a timer of ours finite).
 const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_secs(30);
+const MAX_POLL: Duration = Duration::from_secs(3600);
 /// `tasks/get` timeouts in a row before the follow gives up.
 const MAX_POLL_TIMEOUTS: u32 = 3;
 /// Tasks followed at once, at most.
@@ -47,6 +57,16 @@ const MAX_FOLLOWS: usize = 1024;
 const MAX_TOOLS: usize = 10_000;
 /// Input keys remembered per task (answered ones are never asked twice).
 const MAX_INPUT_KEYS: usize = 1024;
+/// 2025-11-25 `tasks/result` requests that failed in the transport (not
+/// the task's own error) before the follow gives up; each failure goes
+/// back to polling, as the spec allows.
+const MAX_RESULT_FAILURES: u32 = 3;
+/// Withdrawn input ids remembered (a late answer to one is `Withdrawn`,
+/// never passed to the engine as an answer to a server request).
+const MAX_WITHDRAWN: usize = 4096;
+/// JSON-RPC codes with which a 2025-11-25 server refuses a plain call of a
+/// tool that must run as a task (-32601 in the spec, -32600 in drafts).
+const TASK_REQUIRED_CODES: [i64; 2] = [-32601, -32600];
 
 /// What a request of ours is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +75,8 @@ pub(super) enum Purpose {
     Result,
     Update,
     Cancel,
+    /// 2025-11-25: a refused `tools/call` sent again as a task.
+    Call,
 }
 
 impl Purpose {
@@ -64,6 +86,7 @@ impl Purpose {
             Purpose::Result => "tasks/result",
             Purpose::Update => "tasks/update",
             Purpose::Cancel => "tasks/cancel",
+            Purpose::Call => "tools/call",
         }
     }
 }
@@ -88,6 +111,19 @@ impl Send {
 struct Creating {
     options: RequestOptions,
     deadline: Option<Instant>,
+    /// Whether the server cancels tasks (`tasks/cancel`).
+    cancel_ok: bool,
+    /// 2025-11-25, a tool not listed yet: its name and the call's params
+    /// asking for a task, to send if the server says it must be one.
+    retry: Option<(String, Value)>,
+}
+
+/// 2025-11-25: a call sent again as a task, waiting for its answer.
+#[derive(Debug)]
+struct Retrying {
+    /// Our request, once sent.
+    id: Option<u64>,
+    creating: Creating,
 }
 
 /// A task followed for a call of the application.
@@ -97,6 +133,16 @@ struct Follow {
     modern: bool,
     options: RequestOptions,
     deadline: Option<Instant>,
+    /// The id whose progress token the task reports with (2025-11-25):
+    /// the creating request's.
+    progress_id: u64,
+    /// Whether `tasks/cancel` may be sent (2025-11-25: `tasks.cancel`).
+    cancel_ok: bool,
+    /// A terminal 2026-07-28 state without its inline result was asked
+    /// for again once.
+    refetched: bool,
+    /// 2025-11-25 `tasks/result` failures in the transport so far.
+    result_failures: u32,
     /// Status and message last told (progress only on a change).
     told: Option<(TaskStatus, Option<String>)>,
     updates: u32,
@@ -131,6 +177,12 @@ pub(super) struct Tasks {
     drops: Vec<u64>,
     /// Inputs surfaced as server requests → (call, key).
     inputs: HashMap<RequestId, (u64, String)>,
+    /// Inputs withdrawn lately (bounded, oldest first).
+    withdrawn: VecDeque<RequestId>,
+    /// 2025-11-25 calls sent again as tasks, by the application's id; and
+    /// our request's id → the application's (for progress).
+    calls: HashMap<u64, Retrying>,
+    alias: HashMap<u64, u64>,
     /// The 2026-07-28 tasks followed changed since the last look.
     watch_changed: bool,
     /// 2025-11-25 progress tokens to keep (true) or let go (false): a
@@ -150,6 +202,9 @@ impl Tasks {
             sends: VecDeque::new(),
             drops: Vec::new(),
             inputs: HashMap::new(),
+            withdrawn: VecDeque::new(),
+            calls: HashMap::new(),
+            alias: HashMap::new(),
             watch_changed: false,
             lingers: Vec::new(),
         }
@@ -170,49 +225,87 @@ impl Tasks {
         if !self.enabled || method != "tools/call" || !caps.tasks_for_tool_calls() {
             return None;
         }
-        let mut value: Value = serde_json::from_str(params?.get()).ok()?;
+        let value: Value = serde_json::from_str(params?.get()).ok()?;
         let name = value.get("name")?.as_str()?;
-        let wanted = match self.support.get(name).copied().unwrap_or_default() {
-            TaskSupport::Required => true,
-            TaskSupport::Optional => options.detach_task,
-            TaskSupport::Forbidden => false,
+        let wanted = match self.support.get(name).copied() {
+            Some(TaskSupport::Required) => true,
+            Some(TaskSupport::Optional) => options.detach_task,
+            Some(TaskSupport::Forbidden) | None => false,
         };
         if !wanted {
             return None;
         }
-        let mut task = Map::new();
-        if let Some(ttl) = options.task_ttl {
-            task.insert("ttl".into(), Value::from(ttl.as_millis() as u64));
-        }
-        value
-            .as_object_mut()?
-            .entry("task")
-            .or_insert(Value::Object(task));
-        serde_json::value::to_raw_value(&value).ok()
+        with_task(value, options).and_then(|v| serde_json::value::to_raw_value(&v).ok())
     }
 
     /// Request `id` of the application was sent: a `tools/call` that may
-    /// come back as a task, or a `tools/list` whose tools say whether they
-    /// take tasks.
+    /// come back as a task (`augmented`: asked for as one, 2025-11-25; in
+    /// 2026-07-28 the server decides), or a `tools/list` whose tools say
+    /// whether they take tasks.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn requested(
         &mut self,
         now: Instant,
         id: u64,
         method: &str,
+        params: Option<&RawValue>,
         options: RequestOptions,
         caps: &ServerCapabilities,
         augmented: bool,
+        modern: bool,
     ) {
         match method {
-            "tools/call" if augmented || (self.enabled && caps.has_extension(TASKS_EXTENSION)) => {
+            "tools/call" if augmented || (self.enabled && modern) => {
                 let deadline = options.timeout.and_then(|t| now.checked_add(t));
-                self.creating.insert(id, Creating { options, deadline });
+                let cancel_ok = modern || caps.tasks_cancel();
+                let creating = Creating {
+                    options,
+                    deadline,
+                    cancel_ok,
+                    retry: None,
+                };
+                self.creating.insert(id, creating);
+            }
+            "tools/call" if self.enabled && caps.tasks_for_tool_calls() => {
+                // 2025-11-25, a tool whose task support is not known (not
+                // listed yet): if the server says it must run as a task,
+                // it is sent again as one.
+                let value: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                let Some(name) = value
+                    .as_ref()
+                    .and_then(|v| v.get("name"))
+                    .and_then(Value::as_str)
+                    .filter(|name| !self.support.contains_key(*name))
+                    .map(str::to_owned)
+                else {
+                    return;
+                };
+                let Some(retry) = value.and_then(|v| with_task(v, &options)) else {
+                    return;
+                };
+                let deadline = options.timeout.and_then(|t| now.checked_add(t));
+                let creating = Creating {
+                    options,
+                    deadline,
+                    cancel_ok: caps.tasks_cancel(),
+                    retry: Some((name, retry)),
+                };
+                self.creating.insert(id, creating);
             }
             "tools/list" if self.enabled && caps.tasks_for_tool_calls() => {
                 self.tool_lists.insert(id);
             }
             _ => {}
         }
+    }
+
+    /// The application's id of request `id` of ours (a call sent again as
+    /// a task reports progress under its own id).
+    pub(super) fn app_id(&self, id: u64) -> Option<u64> {
+        if self.alias.is_empty() {
+            return None;
+        }
+        self.alias.get(&id).copied()
     }
 
     /// `tasks/result {taskId}` of the application, under `app` (an id the
@@ -224,6 +317,7 @@ impl Tasks {
         params: Option<&RawValue>,
         options: RequestOptions,
         modern: bool,
+        cancel_ok: bool,
     ) -> Result<(), &'static str> {
         let task_id = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -233,7 +327,7 @@ impl Tasks {
             return Err("too many tasks followed at once");
         }
         let deadline = options.timeout.and_then(|t| now.checked_add(t));
-        let follow = Follow::new(task_id, modern, options, deadline);
+        let follow = Follow::new(task_id, modern, options, deadline, app, cancel_ok);
         self.watch_changed |= modern;
         self.follows.insert(app, follow);
         self.poll(now, app);
@@ -260,6 +354,12 @@ impl Tasks {
     /// `send` went out as request `id`.
     pub(super) fn sent(&mut self, id: u64, send: &Send) {
         self.ours.insert(id, (send.app, send.purpose));
+        if send.purpose == Purpose::Call {
+            if let Some(r) = self.calls.get_mut(&send.app) {
+                r.id = Some(id);
+                self.alias.insert(id, send.app);
+            }
+        }
         if matches!(send.purpose, Purpose::Get | Purpose::Result) {
             if let Some(f) = self.follows.get_mut(&send.app) {
                 f.in_flight = Some(id);
@@ -275,6 +375,13 @@ impl Tasks {
         let error = RequestError::Transport {
             message: format!("{} not sent: {message}", send.method()),
         };
+        if send.purpose == Purpose::Call {
+            out.push_back(Output::Complete {
+                id: send.app,
+                outcome: Err(error),
+            });
+            return;
+        }
         self.end(out, send.app, Err(error), "failed", false);
     }
 
@@ -322,6 +429,16 @@ impl Tasks {
         }
     }
 
+    /// Asks the server to cancel task `task_id` (nobody follows it).
+    fn queue_cancel(&mut self, app: u64, task_id: &str) {
+        self.sends.push_back(Send {
+            app,
+            purpose: Purpose::Cancel,
+            params: serde_json::json!({ "taskId": task_id }),
+            options: RequestOptions::default(),
+        });
+    }
+
     fn poll(&mut self, now: Instant, app: u64) {
         let Some(f) = self.follows.get_mut(&app) else {
             return;
@@ -340,7 +457,10 @@ impl Tasks {
     // ---- completions -------------------------------------------------------------
 
     /// A completion for the application's request `id` (or one of ours):
-    /// `Some` to deliver, `None` when this sub-state took it.
+    /// `Some` to deliver, `None` when this sub-state took it. `modern`:
+    /// the connection speaks 2026-07-28 (a task result has that era's
+    /// shape only).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn complete(
         &mut self,
         now: Instant,
@@ -348,6 +468,7 @@ impl Tasks {
         client: &ClientConfig,
         id: u64,
         outcome: Outcome,
+        modern: bool,
     ) -> Option<(u64, Outcome)> {
         if self.ours.is_empty() && self.creating.is_empty() && self.tool_lists.is_empty() {
             // No task in sight (the common case): nothing to look up.
@@ -363,33 +484,108 @@ impl Tasks {
             }
             return Some((id, outcome));
         }
-        let Some(creating) = self.creating.remove(&id) else {
+        let Some(mut creating) = self.creating.remove(&id) else {
             return Some((id, outcome));
         };
         let raw = match outcome {
             Ok(raw) => raw,
+            Err(RequestError::Remote(e))
+                if creating.retry.is_some() && TASK_REQUIRED_CODES.contains(&e.code) =>
+            {
+                let (name, params) = creating.retry.take()?;
+                return self.call_as_task(now, out, id, name, params, creating, &e);
+            }
             e => return Some((id, e)),
         };
-        let created = task_of_creation(&raw);
-        let (Some((task, modern)), false) = (created, creating.options.detach_task) else {
-            return Some((id, Ok(raw)));
+        self.created(now, out, client, id, id, creating, raw, modern)
+    }
+
+    /// A `tools/call` answered with `raw`: a task to follow (`None`: it
+    /// is followed), or what to deliver to the application's `app`.
+    /// `progress_id`: the request that carried the call's progress token.
+    #[allow(clippy::too_many_arguments)]
+    fn created(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        app: u64,
+        progress_id: u64,
+        creating: Creating,
+        raw: Box<RawValue>,
+        modern: bool,
+    ) -> Option<(u64, Outcome)> {
+        let Some(task) = task_of_creation(&raw, modern) else {
+            return Some((app, Ok(raw)));
         };
+        if creating.options.detach_task {
+            return Some((app, Ok(raw)));
+        }
         if self.follows.len() >= MAX_FOLLOWS {
-            let message = "too many tasks followed at once".to_owned();
-            return Some((id, Err(RequestError::Transport { message })));
+            // Nobody would follow it: the server need not run it.
+            if creating.cancel_ok {
+                self.queue_cancel(app, &task.task_id);
+            }
+            let message = format!(
+                "too many tasks followed at once; task {} is cancelled",
+                task.task_id
+            );
+            return Some((app, Err(RequestError::Transport { message })));
         }
         let follow = Follow::new(
             task.task_id.clone(),
             modern,
             creating.options,
             creating.deadline,
+            progress_id,
+            creating.cancel_ok,
         );
         self.watch_changed |= modern;
         if !modern && creating.options.progress {
-            self.lingers.push((id, true));
+            self.lingers.push((progress_id, true));
         }
-        self.follows.insert(id, follow);
-        self.apply(now, out, client, id, task);
+        self.follows.insert(app, follow);
+        self.apply(now, out, client, app, task);
+        None
+    }
+
+    /// 2025-11-25: the server refused call `app` of tool `name` as a plain
+    /// call with `error`; it must run as a task. Sent again as one (a new
+    /// id) with the time the call has left.
+    #[allow(clippy::too_many_arguments)]
+    fn call_as_task(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        app: u64,
+        name: String,
+        params: Value,
+        creating: Creating,
+        error: &ErrorObject,
+    ) -> Option<(u64, Outcome)> {
+        out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+            "tools/call {name:?} refused as a plain call ({}: {}); the server takes tasks, \
+             so it is sent again as a task",
+            error.code, error.message
+        ))));
+        if self.support.len() < MAX_TOOLS {
+            self.support.insert(name, TaskSupport::Required);
+        }
+        let mut options = creating.options;
+        if let Some(deadline) = creating.deadline {
+            let left = deadline.saturating_duration_since(now);
+            if left.is_zero() {
+                return Some((app, Err(RequestError::Remote(error.clone()))));
+            }
+            options.timeout = Some(left);
+        }
+        self.sends.push_back(Send {
+            app,
+            purpose: Purpose::Call,
+            params,
+            options,
+        });
+        self.calls.insert(app, Retrying { id: None, creating });
         None
     }
 
@@ -404,6 +600,9 @@ impl Tasks {
         purpose: Purpose,
         outcome: Outcome,
     ) {
+        if purpose == Purpose::Call {
+            return self.call_done(now, out, client, app, id, outcome);
+        }
         let Some(f) = self.follows.get_mut(&app) else {
             return;
         };
@@ -411,7 +610,7 @@ impl Tasks {
             f.in_flight = None;
         }
         match (purpose, outcome) {
-            (Purpose::Cancel, _) => {}
+            (Purpose::Cancel | Purpose::Call, _) => {}
             (Purpose::Update, Ok(_)) => {
                 if f.in_flight.is_none() && f.poll_at.is_none() {
                     f.poll_at = now.checked_add(f.interval);
@@ -420,7 +619,27 @@ impl Tasks {
             (Purpose::Update, Err(e)) => {
                 let message = format!("tasks/update of task {} failed: {e}", f.task_id);
                 let error = Err(RequestError::Transport { message });
-                self.end(out, app, error, "tasks/update failed", true);
+                // A task the server no longer knows needs no cancel.
+                let gone = matches!(&e, RequestError::Remote(o) if o.code == -32602);
+                self.end(out, app, error, "tasks/update failed", !gone);
+            }
+            (Purpose::Result, Err(e))
+                if matches!(
+                    e,
+                    RequestError::Transport { .. }
+                        | RequestError::Timeout { .. }
+                        | RequestError::Http { .. }
+                ) && f.result_failures + 1 < MAX_RESULT_FAILURES =>
+            {
+                // Not the task's own error: the task goes on; back to
+                // polling (the spec allows it after a failed tasks/result).
+                f.result_failures += 1;
+                f.fetching = false;
+                f.poll_at = now.checked_add(f.interval);
+                out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                    "tasks/result of task {} failed ({e}); polling it again",
+                    f.task_id
+                ))));
             }
             (Purpose::Result, outcome) => self.end(out, app, outcome, "done", false),
             (Purpose::Get, Ok(raw)) => {
@@ -447,6 +666,43 @@ impl Tasks {
                 f.poll_at = now.checked_add(f.interval);
             }
             (Purpose::Get, Err(e)) => self.end(out, app, Err(e), "tasks/get failed", false),
+        }
+    }
+
+    /// 2025-11-25: the answer to call `app` sent again as a task (our
+    /// request `id`).
+    fn call_done(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        client: &ClientConfig,
+        app: u64,
+        id: u64,
+        outcome: Outcome,
+    ) {
+        if self.calls.get(&app).and_then(|r| r.id) != Some(id) {
+            // Cancelled or closed already: the application was told.
+            self.alias.remove(&id);
+            return;
+        }
+        let Some(retrying) = self.calls.remove(&app) else {
+            return;
+        };
+        let ms = retrying.creating.options.timeout;
+        let delivered = match outcome {
+            Ok(raw) => self.created(now, out, client, app, id, retrying.creating, raw, false),
+            Err(RequestError::Timeout { .. }) => {
+                let ms = ms.map_or(0, |t| t.as_millis() as u64);
+                Some((app, Err(RequestError::Timeout { ms })))
+            }
+            Err(e) => Some((app, Err(e))),
+        };
+        if let Some((id_app, outcome)) = delivered {
+            self.alias.remove(&id);
+            out.push_back(Output::Complete {
+                id: id_app,
+                outcome,
+            });
         }
     }
 
@@ -483,6 +739,16 @@ impl Tasks {
             }
         }
         let modern = f.modern;
+        if modern {
+            // The questions still asked for are the ones of this state.
+            let asked = (task.status == TaskStatus::InputRequired)
+                .then(|| task.input_requests())
+                .flatten();
+            self.reconcile(now, out, app, asked);
+        }
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
         match task.status {
             TaskStatus::Cancelled => {
                 let reason = match &task.status_message {
@@ -497,26 +763,31 @@ impl Tasks {
                     false,
                 );
             }
-            TaskStatus::Completed | TaskStatus::Failed if modern => {
-                let outcome = terminal_outcome(&task);
-                match outcome {
-                    Some(outcome) => self.end(out, app, outcome, "done", false),
-                    None => {
-                        let message = format!(
-                            "task {} is {} but carries no {}",
-                            task.task_id,
-                            task.status,
-                            if task.status == TaskStatus::Completed {
-                                "result"
-                            } else {
-                                "error"
-                            }
-                        );
-                        let error = Err(RequestError::Transport { message });
-                        self.end(out, app, error, "invalid task", false);
+            TaskStatus::Completed | TaskStatus::Failed if modern => match terminal_outcome(&task) {
+                Some(outcome) => self.end(out, app, outcome, "done", false),
+                None if !f.refetched => {
+                    // A creation (or a push) carries no result: tasks/get
+                    // does.
+                    f.refetched = true;
+                    if f.in_flight.is_none() {
+                        self.poll(now, app);
                     }
                 }
-            }
+                None => {
+                    let message = format!(
+                        "task {} is {} but carries no {}",
+                        task.task_id,
+                        task.status,
+                        if task.status == TaskStatus::Completed {
+                            "result"
+                        } else {
+                            "error"
+                        }
+                    );
+                    let error = Err(RequestError::Transport { message });
+                    self.end(out, app, error, "invalid task", false);
+                }
+            },
             TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired if !modern => {
                 // 2025-11-25: the end (and the server's questions) come on
                 // tasks/result.
@@ -551,6 +822,78 @@ impl Tasks {
                 f.poll_at = now.checked_add(f.interval);
             }
         }
+    }
+
+    /// 2026-07-28: keeps task `app`'s open questions in step with the
+    /// server's last state (`asked`: its `inputRequests`, `None` when it
+    /// asks nothing). A question no longer asked is withdrawn and its
+    /// answer never sent (each key of `tasks/update` MUST be outstanding);
+    /// when the rest is answered, the answers go.
+    fn reconcile(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+        app: u64,
+        asked: Option<&Map<String, Value>>,
+    ) {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        if f.pending.is_empty() && f.responses.is_empty() {
+            return;
+        }
+        let still = |k: &str| asked.is_some_and(|m| m.contains_key(k));
+        let gone: BTreeSet<String> = f.pending.iter().filter(|k| !still(k)).cloned().collect();
+        f.pending.retain(|k| still(k));
+        f.responses.retain(|k, _| still(k));
+        let ready = f.pending.is_empty() && !f.responses.is_empty();
+        if !gone.is_empty() {
+            let open: Vec<RequestId> = self
+                .inputs
+                .iter()
+                .filter(|(_, (a, k))| *a == app && gone.contains(k))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in open {
+                self.inputs.remove(&id);
+                self.withdraw(out, id, "the server no longer asks for it");
+            }
+        }
+        if ready {
+            self.send_update(now, app);
+        }
+    }
+
+    /// Sends task `app`'s answers in one `tasks/update`.
+    fn send_update(&mut self, now: Instant, app: u64) {
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        let responses = std::mem::take(&mut f.responses);
+        let params = serde_json::json!({
+            "taskId": f.task_id,
+            "inputResponses": responses,
+        });
+        let options = f.request_options(now, Purpose::Update);
+        self.sends.push_back(Send {
+            app,
+            purpose: Purpose::Update,
+            params,
+            options,
+        });
+    }
+
+    /// Withdraws input `id` from the application, and remembers it so a
+    /// late answer is told `Withdrawn`.
+    fn withdraw(&mut self, out: &mut VecDeque<Output>, id: RequestId, why: &str) {
+        if self.withdrawn.len() >= MAX_WITHDRAWN {
+            self.withdrawn.pop_front();
+        }
+        self.withdrawn.push_back(id.clone());
+        out.push_back(Output::ServerRequestCancelled {
+            id,
+            reason: Some(why.to_owned()),
+        });
     }
 
     /// 2026-07-28 `input_required`: each question not seen before goes to
@@ -611,36 +954,32 @@ impl Tasks {
         response: &Result<Box<RawValue>, ErrorObject>,
     ) -> Option<RespondStatus> {
         let Some((app, key)) = self.inputs.remove(id) else {
-            return matches!(id, RequestId::String(s) if s.starts_with("task-input-"))
+            // One of ours withdrawn lately; any other id is not ours.
+            return self
+                .withdrawn
+                .contains(id)
                 .then_some(RespondStatus::Withdrawn);
         };
         let Some(f) = self.follows.get_mut(&app) else {
             return Some(RespondStatus::Withdrawn);
         };
-        match response {
-            Ok(raw) => {
-                let v = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let answer = match response {
+            Ok(raw) => serde_json::from_str::<Value>(raw.get())
+                .map_err(|e| format!("its answer is not JSON: {e}")),
+            Err(e) => Err(e.message.clone()),
+        };
+        match answer {
+            Ok(v) => {
                 f.pending.remove(&key);
                 f.responses.insert(key, v);
                 if f.pending.is_empty() {
-                    let responses = std::mem::take(&mut f.responses);
-                    let params = serde_json::json!({
-                        "taskId": f.task_id,
-                        "inputResponses": responses,
-                    });
-                    let options = f.request_options(now, Purpose::Update);
-                    self.sends.push_back(Send {
-                        app,
-                        purpose: Purpose::Update,
-                        params,
-                        options,
-                    });
+                    self.send_update(now, app);
                 }
             }
-            Err(e) => {
+            Err(message) => {
                 let message = format!(
-                    "the application could not answer input {key:?} of task {}: {}",
-                    f.task_id, e.message
+                    "the application could not answer input {key:?} of task {}: {message}",
+                    f.task_id
                 );
                 let error = Err(RequestError::Transport { message });
                 self.end(out, app, error, "answer failed", true);
@@ -673,13 +1012,15 @@ impl Tasks {
         else {
             return;
         };
-        let app = self
+        // Every follow of that task (it may be awaited twice).
+        let apps: Vec<u64> = self
             .follows
             .iter()
-            .find(|(_, f)| f.task_id == task.task_id)
-            .map(|(app, _)| *app);
-        if let Some(app) = app {
-            self.apply(now, out, client, app, task);
+            .filter(|(_, f)| f.task_id == task.task_id)
+            .map(|(app, _)| *app)
+            .collect();
+        for app in apps {
+            self.apply(now, out, client, app, task.clone());
         }
     }
 
@@ -704,12 +1045,27 @@ impl Tasks {
     /// the server (`tasks/cancel`, never `notifications/cancelled`). False
     /// when it is not a followed task.
     pub(super) fn cancel(&mut self, out: &mut VecDeque<Output>, app: u64, reason: &str) -> bool {
-        if !self.follows.contains_key(&app) {
-            return false;
-        }
         let error = RequestError::Cancelled {
             reason: reason.to_owned(),
         };
+        if let Some(retrying) = self.calls.remove(&app) {
+            // A call sent again as a task: that request is cancelled (the
+            // server hears notifications/cancelled; a task it made by
+            // then is answered to nobody and ends by its ttl).
+            self.sends.retain(|s| s.app != app);
+            if let Some(id) = retrying.id {
+                self.alias.remove(&id);
+                self.drops.push(id);
+            }
+            out.push_back(Output::Complete {
+                id: app,
+                outcome: Err(error),
+            });
+            return true;
+        }
+        if !self.follows.contains_key(&app) {
+            return false;
+        }
         self.end(out, app, Err(error), reason, true);
         true
     }
@@ -722,6 +1078,18 @@ impl Tasks {
                 reason: reason.to_owned(),
             };
             self.end(out, app, Err(error), reason, false);
+        }
+        for (app, retrying) in std::mem::take(&mut self.calls) {
+            if let Some(id) = retrying.id {
+                self.alias.remove(&id);
+            }
+            let error = RequestError::Closed {
+                reason: reason.to_owned(),
+            };
+            out.push_back(Output::Complete {
+                id: app,
+                outcome: Err(error),
+            });
         }
         self.sends.clear();
         self.creating.clear();
@@ -743,11 +1111,14 @@ impl Tasks {
         };
         self.watch_changed |= f.modern;
         if !f.modern && f.options.progress {
-            self.lingers.push((app, false));
+            self.lingers.push((f.progress_id, false));
+        }
+        if f.progress_id != app {
+            self.alias.remove(&f.progress_id);
         }
         if let Some(id) = f.in_flight {
-            // Its answer (or the cancel's) still comes here and is dropped:
-            // it stays in `ours` without a follow.
+            // Its answer (or the cancel's) still comes here (it stays in
+            // `ours`) and is dropped: no follow.
             self.drops.push(id);
         }
         self.sends.retain(|s| s.app != app);
@@ -759,22 +1130,14 @@ impl Tasks {
             .collect();
         for id in open {
             self.inputs.remove(&id);
-            out.push_back(Output::ServerRequestCancelled {
-                id,
-                reason: Some(why.to_owned()),
-            });
+            self.withdraw(out, id, why);
         }
-        if cancel_task {
+        if cancel_task && f.cancel_ok {
             out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
                 "task {}: {why}; cancelling it on the server",
                 f.task_id
             ))));
-            self.sends.push_back(Send {
-                app,
-                purpose: Purpose::Cancel,
-                params: serde_json::json!({ "taskId": f.task_id }),
-                options: RequestOptions::default(),
-            });
+            self.queue_cancel(app, &f.task_id);
         }
         out.push_back(Output::Complete { id: app, outcome });
     }
@@ -793,10 +1156,10 @@ impl Tasks {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
+            // Forbidden is kept too: a tool listed is a tool known (one
+            // not listed may be retried as a task when refused).
             let support = TaskSupport::of_value(&tool);
-            if support == TaskSupport::Forbidden {
-                self.support.remove(name);
-            } else if self.support.len() < MAX_TOOLS || self.support.contains_key(name) {
+            if self.support.len() < MAX_TOOLS || self.support.contains_key(name) {
                 self.support.insert(name.to_owned(), support);
             }
         }
@@ -809,12 +1172,18 @@ impl Follow {
         modern: bool,
         options: RequestOptions,
         deadline: Option<Instant>,
+        progress_id: u64,
+        cancel_ok: bool,
     ) -> Follow {
         Follow {
             task_id,
             modern,
             options,
             deadline,
+            progress_id,
+            cancel_ok,
+            refetched: false,
+            result_failures: 0,
             told: None,
             updates: 0,
             interval: DEFAULT_POLL,
@@ -842,10 +1211,11 @@ impl Follow {
     }
 }
 
-/// The task a `tools/call` result created, if it is one, and whether it
-/// is the 2026-07-28 shape (`resultType: "task"`). A plain result is only
+/// The task a `tools/call` result created, if it is one, in the shape of
+/// the era spoken: 2026-07-28 `resultType: "task"` with the task's fields
+/// beside it; 2025-11-25 `{task: {taskId, …}}`. A plain result is only
 /// scanned, never built.
-fn task_of_creation(raw: &RawValue) -> Option<(Task, bool)> {
+fn task_of_creation(raw: &RawValue, modern: bool) -> Option<Task> {
     #[derive(serde::Deserialize)]
     struct Shape<'a> {
         #[serde(rename = "resultType", default, borrow)]
@@ -854,15 +1224,30 @@ fn task_of_creation(raw: &RawValue) -> Option<(Task, bool)> {
         task: Option<&'a RawValue>,
     }
     let shape: Shape<'_> = serde_json::from_str(raw.get()).ok()?;
-    let modern = shape.result_type.as_deref() == Some("task");
-    if !modern && shape.task.is_none() {
+    if modern {
+        if shape.result_type.as_deref() != Some("task") {
+            return None;
+        }
+        return serde_json::from_str(raw.get()).ok();
+    }
+    let task: Value = serde_json::from_str(shape.task?.get()).ok()?;
+    if !task.get("taskId").is_some_and(Value::is_string) {
         return None;
     }
-    let value: Value = serde_json::from_str(raw.get()).ok()?;
-    if !modern && !value["task"].get("taskId").is_some_and(Value::is_string) {
-        return None;
+    serde_json::from_value(task).ok()
+}
+
+/// `params` of `tools/call` asking for a task (2025-11-25 `task: {ttl}`).
+fn with_task(mut params: Value, options: &RequestOptions) -> Option<Value> {
+    let mut task = Map::new();
+    if let Some(ttl) = options.task_ttl {
+        task.insert("ttl".into(), Value::from(ttl.as_millis() as u64));
     }
-    Task::from_value(&value).map(|t| (t, modern))
+    params
+        .as_object_mut()?
+        .entry("task")
+        .or_insert(Value::Object(task));
+    Some(params)
 }
 
 /// A 2026-07-28 terminal task's inline result or error.

@@ -319,6 +319,14 @@ pub enum CallError {
         /// The missing capability.
         capability: &'static str,
     },
+    /// The client itself is set not to use what the method needs.
+    #[error("{method} not sent: {what}")]
+    TurnedOff {
+        /// The method.
+        method: String,
+        /// What is turned off, and where.
+        what: &'static str,
+    },
     /// The engine refused (limits, params, unknown server request).
     #[error(transparent)]
     Local(#[from] LocalError),

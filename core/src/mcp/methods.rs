@@ -58,6 +58,9 @@ pub enum Capability {
     Tasks,
     /// `tasks.list` (2025-11-25 only).
     TasksList,
+    /// `tasks.cancel` (2025-11-25), or the tasks extension (2026-07-28,
+    /// where every task can be asked to stop).
+    TasksCancel,
 }
 
 impl Capability {
@@ -72,6 +75,7 @@ impl Capability {
             Capability::Logging => "logging",
             Capability::Tasks => "tasks",
             Capability::TasksList => "tasks.list",
+            Capability::TasksCancel => "tasks.cancel",
         }
     }
 
@@ -90,6 +94,9 @@ impl Capability {
                 caps.tasks_for_tool_calls() || caps.has_extension(super::types::TASKS_EXTENSION)
             }
             Capability::TasksList => caps.tasks_list(),
+            Capability::TasksCancel => {
+                caps.tasks_cancel() || caps.has_extension(super::types::TASKS_EXTENSION)
+            }
         }
     }
 }
@@ -183,7 +190,7 @@ methods! {
     SetLoggingLevel = "logging/setLevel", EmptyResult, Some(Capability::Logging), false;
     GetTask = "tasks/get", Task, Some(Capability::Tasks), false;
     TaskResult = "tasks/result", CallToolResult, Some(Capability::Tasks), false;
-    CancelTask = "tasks/cancel", EmptyResult, Some(Capability::Tasks), false;
+    CancelTask = "tasks/cancel", EmptyResult, Some(Capability::TasksCancel), false;
     ListTasks = "tasks/list", ListTasksResult, Some(Capability::TasksList), true;
 }
 
