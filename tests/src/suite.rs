@@ -96,6 +96,7 @@ macro_rules! adapter_suite {
             http_a_303_on_a_post_is_an_error_naming_the_location,
             http_a_list_change_reaches_the_notifications,
             stdio_a_task_is_followed_to_its_end,
+            stdio_a_required_task_tool_works_without_a_listing,
             stdio_a_task_asks_and_is_answered,
             stdio_a_task_outlived_or_cancelled_is_cancelled_on_the_server,
             stdio_the_explicit_task_api,

@@ -66,7 +66,14 @@ enum Checker {
 pub struct OutputSchemas {
     enabled: bool,
     by_tool: Mutex<HashMap<String, Arc<Checker>>>,
+    /// The tool of each task started here lately (task id, tool; oldest
+    /// first, at most [`MAX_TASKS`]): a task's result is checked as its
+    /// tool's.
+    tasks: Mutex<std::collections::VecDeque<(String, String)>>,
 }
+
+/// Tasks whose tool is remembered.
+const MAX_TASKS: usize = 1024;
 
 impl std::fmt::Debug for OutputSchemas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,7 +95,30 @@ impl OutputSchemas {
         OutputSchemas {
             enabled: enabled && cfg!(feature = "validate"),
             by_tool: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// Task `task_id` runs tool `tool` (started detached).
+    pub fn task_started(&self, task_id: &str, tool: &str) {
+        if !self.enabled {
+            return;
+        }
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if tasks.len() >= MAX_TASKS {
+            tasks.pop_front();
+        }
+        tasks.push_back((task_id.to_owned(), tool.to_owned()));
+    }
+
+    /// The tool of task `task_id`, if it was started here.
+    pub fn tool_of_task(&self, task_id: &str) -> Option<String> {
+        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        tasks
+            .iter()
+            .rev()
+            .find(|(t, _)| t == task_id)
+            .map(|(_, tool)| tool.clone())
     }
 
     /// Whether results are checked.

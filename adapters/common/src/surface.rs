@@ -137,10 +137,26 @@ pub fn task_started(
             method: method.to_owned(),
             source,
         })?;
-    if let mcpwire::mcp::types::TaskStarted::Done(result) = &started {
-        check_output(access, tool, result)?;
+    match &started {
+        mcpwire::mcp::types::TaskStarted::Done(result) => check_output(access, tool, result)?,
+        mcpwire::mcp::types::TaskStarted::Task(task) => {
+            access.info().output.task_started(&task.task_id, tool)
+        }
     }
     Ok(started)
+}
+
+/// A task's result, checked as its tool's when the task was started here.
+#[doc(hidden)]
+pub fn check_task_output(
+    access: &impl SessionAccess,
+    task_id: &str,
+    result: &mcpwire::mcp::types::CallToolResult,
+) -> Result<(), Error> {
+    match access.info().output.tool_of_task(task_id) {
+        Some(tool) => check_output(access, &tool, result),
+        None => Ok(()),
+    }
 }
 
 /// A raw result parsed as `T`.
@@ -379,13 +395,17 @@ macro_rules! client_surface {
         /// it as [`call_tool`](Self::call_tool) does: polls at the server's
         /// interval, passes status changes to the progress observer,
         /// answers the server's questions through the handlers, and
-        /// cancels the task when the call times out or is cancelled.
+        /// cancels the task when the call times out or is cancelled. A
+        /// task started here with [`start_tool_task`](Self::start_tool_task)
+        /// has its result checked against its tool's output schema.
         pub $($async)* fn task_result(
             &self,
             task_id: &str,
             options: $crate::CallOptions,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
-            self.send(&$crate::methods::TaskResult::new(task_id), options)$($await)*
+            let result = self.send(&$crate::methods::TaskResult::new(task_id), options)$($await)*?;
+            $crate::surface::check_task_output(&**self.shared(), task_id, &result)?;
+            Ok(result)
         }
 
         /// `tasks/cancel`: asks the server to cancel task `task_id`

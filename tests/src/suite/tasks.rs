@@ -98,6 +98,36 @@ pub async fn stdio_a_task_is_followed_to_its_end<A: Adapter>(era: Era) {
     }
 }
 
+/// `call_tool` of a tool that must run as a task, with no `list_tools`
+/// first: 2025-11-25 refuses the plain call (-32601) and the connection
+/// sends it again as a task; 2026-07-28 makes it one itself. Progress and
+/// the result reach the one call; the next call is a task at once.
+pub async fn stdio_a_required_task_tool_works_without_a_listing<A: Adapter>(era: Era) {
+    let log = temp_log("task-unlisted");
+    let config = stdio_in(era, &["--log-file", log.to_str().unwrap()]);
+    let client = A::connect(config).await.unwrap();
+    for _ in 0..2 {
+        let seen = Seen::default();
+        let r = client
+            .call_tool_with("task_required", json!({"ms": 100}), observed(&seen))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "required task done");
+        assert!(!seen.lock().unwrap().is_empty(), "status as progress");
+    }
+    client.close().await.unwrap();
+    let calls: Vec<bool> = log_lines(&log)
+        .into_iter()
+        .filter(|v| v["message"]["method"] == "tools/call")
+        .map(|v| v["message"]["params"].get("task").is_some())
+        .collect();
+    match era {
+        // Plain (refused), as a task; then as a task at once.
+        Era::Legacy => assert_eq!(calls, [false, true, true]),
+        Era::Modern => assert_eq!(calls, [false, false]),
+    }
+}
+
 pub async fn stdio_a_task_asks_and_is_answered<A: Adapter>(era: Era) {
     let asked = Arc::new(AtomicUsize::new(0));
     let client: A = connect_asking(stdio_in(era, &[]), &asked).await;
@@ -232,6 +262,26 @@ pub async fn stdio_the_explicit_task_api<A: Adapter>(era: Era) {
         .await
         .unwrap();
     assert_eq!(r.text(), "slept 100 ms");
+    assert_eq!(r.structured_content, Some(json!({"ms": 100})));
+    // A task's result is checked against its tool's outputSchema, awaited
+    // later as much as followed by call_tool.
+    let TaskStarted::Task(bad) = start("bad_output").await.unwrap() else {
+        panic!("a task")
+    };
+    match client.task_result(&bad.task_id, CallOptions::new()).await {
+        Err(Error::StructuredOutput { tool, problem }) => {
+            assert_eq!(tool, "task_sleep");
+            assert!(problem.to_string().contains("/ms"), "{problem}");
+        }
+        other => panic!("{other:?}"),
+    }
+    match client
+        .call_tool("task_sleep", json!({"ms": 20, "steps": 1, "outcome": "bad_output"}))
+        .await
+    {
+        Err(Error::StructuredOutput { tool, .. }) => assert_eq!(tool, "task_sleep"),
+        other => panic!("{other:?}"),
+    }
     let TaskStarted::Task(tool_error) = start("tool_error").await.unwrap() else {
         panic!("a task")
     };

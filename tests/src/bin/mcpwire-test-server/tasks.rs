@@ -245,19 +245,23 @@ pub fn tool_definitions(era: Era) -> Vec<Value> {
         }
         t
     };
+    let mut sleep = tool(
+        "task_sleep",
+        "As a task: `steps` steps of ms/steps each (statusMessage \"step i/steps\"), then \
+         `outcome`: ok (\"slept <ms> ms\", structuredContent {ms}), bad_output (the same with \
+         structuredContent that breaks the outputSchema), tool_error (isError result) or fail \
+         (the task fails with -32603); without a task it sleeps ms and answers",
+        json!({"ms": int("total duration (default 300)"),
+               "steps": int("default 3"),
+               "poll_ms": int("pollInterval (default 50)"),
+               "outcome": {"type": "string", "enum": ["ok", "bad_output", "tool_error", "fail"]},
+               "ttl_ms": int("ttl (default 60000)")}),
+        "optional",
+    );
+    sleep["outputSchema"] = json!({"type": "object", "properties": {"ms": {"type": "integer"}},
+                                   "required": ["ms"]});
     vec![
-        tool(
-            "task_sleep",
-            "As a task: `steps` steps of ms/steps each (statusMessage \"step i/steps\"), then \
-             `outcome`: ok (\"slept <ms> ms\"), tool_error (isError result) or fail (the task \
-             fails with -32603); without a task it sleeps ms and answers",
-            json!({"ms": int("total duration (default 300)"),
-                   "steps": int("default 3"),
-                   "poll_ms": int("pollInterval (default 50)"),
-                   "outcome": {"type": "string", "enum": ["ok", "tool_error", "fail"]},
-                   "ttl_ms": int("ttl (default 60000)")}),
-            "optional",
-        ),
+        sleep,
         tool(
             "task_required",
             "Must be called as a task: sleeps ms, then \"required task done\"",
@@ -285,6 +289,8 @@ enum Work {
         steps: u64,
         outcome: String,
         text: String,
+        /// Its `structuredContent`, if any.
+        structured: Option<Value>,
     },
     Ask,
 }
@@ -323,7 +329,12 @@ pub fn call_tool(
                 if crate::sleep_cancellable(Duration::from_millis(ms), cancel) {
                     return Some(Outcome::Silent);
                 }
-                reply(Ok(text_result(format!("slept {ms} ms"))))
+                let mut r = text_result(format!("slept {ms} ms"));
+                r["structuredContent"] = match args["outcome"].as_str() {
+                    Some("bad_output") => json!({"ms": "many"}),
+                    _ => json!({"ms": ms}),
+                };
+                reply(Ok(r))
             }
             "task_required" if era == Era::Legacy => reply(Err(RpcError::new(
                 -32601,
@@ -340,17 +351,22 @@ pub fn call_tool(
         "task_sleep" => {
             let ms = arg_u64(args, "ms", 300);
             let outcome = args["outcome"].as_str().unwrap_or("ok");
-            if !matches!(outcome, "ok" | "tool_error" | "fail") {
+            if !matches!(outcome, "ok" | "bad_output" | "tool_error" | "fail") {
                 return reply(Err(RpcError::invalid_params(format!(
-                    "task_sleep: outcome must be ok, tool_error or fail, not {outcome:?}"
+                    "task_sleep: outcome must be ok, bad_output, tool_error or fail, not {outcome:?}"
                 ))));
             }
+            let structured = match outcome {
+                "bad_output" => json!({"ms": "many"}),
+                _ => json!({"ms": ms}),
+            };
             (
                 Work::Sleep {
                     ms,
                     steps: arg_u64(args, "steps", 3).clamp(1, 100_000),
                     outcome: outcome.to_owned(),
                     text: format!("slept {ms} ms"),
+                    structured: Some(structured),
                 },
                 arg_u64(args, "poll_ms", 50),
             )
@@ -361,6 +377,7 @@ pub fn call_tool(
                 steps: 1,
                 outcome: "ok".into(),
                 text: "required task done".into(),
+                structured: None,
             },
             arg_u64(args, "poll_ms", 50),
         ),
@@ -437,6 +454,7 @@ fn run(ctx: &Ctx, task: &Task, work: Work) {
             steps,
             outcome,
             text,
+            structured,
         } => {
             let per_step = Duration::from_micros(ms.saturating_mul(1000) / steps);
             for i in 1..=steps {
@@ -464,10 +482,12 @@ fn run(ctx: &Ctx, task: &Task, work: Work) {
                     );
                 }
                 _ => {
-                    task.complete(
-                        ctx,
-                        json!({"content": [{"type": "text", "text": text}], "isError": false}),
-                    );
+                    let mut result =
+                        json!({"content": [{"type": "text", "text": text}], "isError": false});
+                    if let Some(s) = structured {
+                        result["structuredContent"] = s;
+                    }
+                    task.complete(ctx, result);
                 }
             }
         }
