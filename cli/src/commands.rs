@@ -42,11 +42,8 @@ pub(crate) async fn command(
         }
         Cmd::Call { tool, args, pairs } => {
             let arguments = parse_args(args.as_deref(), pairs)?;
-            // 2025-11-25: whether the tool must run as a task comes from
-            // the list.
-            if client.server().capabilities.tasks_for_tool_calls() {
-                client.list_tools().await?;
-            }
+            // A tool that must run as a task is called as one by the
+            // connection (2025-11-25: after the server refuses a plain call).
             let progress = Progress::new(cli.quiet);
             let p = progress.clone();
             let result = client
@@ -185,7 +182,8 @@ async fn tasks(
                 return Err(Fail::usage(format!("unknown tool {tool:?}")));
             }
             let arguments = parse_args(args.as_deref(), pairs)?;
-            // 2025-11-25: the tool's task support comes from the list.
+            // 2025-11-25: a task is asked for when the list says the tool
+            // allows one.
             if client.server().capabilities.tasks_for_tool_calls() {
                 client.list_tools().await?;
             }
