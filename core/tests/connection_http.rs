@@ -1967,7 +1967,9 @@ fn auth_stored_dpop_bound_token_proves_its_key_and_follows_the_nonce() {
 fn modern_http_a_tasks_own_request_ended_between_attempts_never_reaches_the_application() {
     let mut sim = modern_ready();
     for way in ["cancel", "deadline"] {
-        let options = opts().timeout(Duration::from_millis(1000));
+        // The deadline case: 50 ms, inside the first re-issue's backoff.
+        let ms = if way == "cancel" { 1000 } else { 50 };
+        let options = opts().timeout(Duration::from_millis(ms));
         let app = sim
             .conn
             .send(sim.now, &CallTool::new("slow", json!({})), options)
@@ -1999,11 +2001,10 @@ fn modern_http_a_tasks_own_request_ended_between_attempts_never_reaches_the_appl
                 sim.drain();
             }
             _ => {
-                // The call's deadline falls in the backoff.
+                // The call's deadline falls in the backoff (the re-issue
+                // would be at +110 ms): the sub-state ends the tasks/get
+                // itself.
                 sim.advance(Duration::from_millis(100));
-                sim.advance(Duration::from_millis(200));
-                sim.advance(Duration::from_millis(400));
-                sim.advance(Duration::from_millis(400));
             }
         }
         let completions: Vec<u64> = sim
@@ -2017,7 +2018,7 @@ fn modern_http_a_tasks_own_request_ended_between_attempts_never_reaches_the_appl
         assert_eq!(completions, [app], "{way}: only the application's call");
         match (way, sim.completion(app)) {
             ("cancel", Err(RequestError::Cancelled { .. })) => {}
-            ("deadline", Err(RequestError::Timeout { ms: 1000 })) => {}
+            ("deadline", Err(RequestError::Timeout { ms: 50 })) => {}
             (_, other) => panic!("{way}: {other:?}"),
         }
         // The task is cancelled on the server; answer it.
@@ -2155,4 +2156,37 @@ fn http_a_failed_tasks_result_goes_back_to_polling() {
         }
     }
     assert_eq!(tool_text(&sim.completion(app).unwrap()), "kept");
+    // The third failure in a row is the call's.
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("t3"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    for round in 0..3 {
+        let get = sim.next_request();
+        assert_eq!(body(&get)["method"], "tasks/get", "round {round}");
+        let id = body(&get)["id"].as_u64().unwrap();
+        sim.json(
+            get.exchange,
+            &[],
+            &reply(
+                id,
+                r#"{"taskId":"t3","status":"completed","pollInterval":50}"#,
+            ),
+        );
+        let result = sim.next_request();
+        assert_eq!(body(&result)["method"], "tasks/result");
+        sim.sse_open(result.exchange);
+        sim.end(result.exchange);
+        sim.advance(Duration::from_millis(50));
+    }
+    assert!(matches!(
+        sim.completion(app),
+        Err(RequestError::Transport { .. })
+    ));
+    assert!(sim.requests.is_empty(), "{:?}", sim.requests);
 }

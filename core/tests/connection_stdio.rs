@@ -2177,3 +2177,264 @@ fn modern_with_tasks_off_a_task_result_is_an_error_and_tasks_methods_are_refused
         "{refused:?}"
     );
 }
+
+#[test]
+fn legacy_a_call_that_cannot_be_sent_again_completes_once() {
+    let mut sim = legacy_unlisted(TASKS_INIT, ConnectionConfig::default());
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("mystery", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    // The child stops reading: the new request cannot be queued.
+    sim.conn.set_unwritten(64 << 20);
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "error": {"code": -32601, "message": "tasks only"}}));
+    assert!(sim.completion(app).is_err());
+    assert!(!sim.conn.cancel(sim.now, app, "late"), "already complete");
+    sim.conn.close(sim.now);
+    sim.drain();
+    let again: Vec<&Output> = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Output::Complete { id, .. } if *id == app))
+        .collect();
+    assert!(again.is_empty(), "completed twice: {again:?}");
+}
+
+#[test]
+fn legacy_a_call_that_asks_for_a_task_itself_or_is_refused_twice_is_not_remembered() {
+    let mut sim = legacy_unlisted(TASKS_INIT, ConnectionConfig::default());
+    // The caller's own task param: refused, nothing to retry.
+    let params = json!({"name": "odd", "arguments": {}, "task": {"ttl": 1000}});
+    let raw = serde_json::value::to_raw_value(&params).unwrap();
+    let own = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&raw), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": own,
+        "error": {"code": -32601, "message": "odd takes no tasks"}}));
+    assert!(sim.take_written().is_empty(), "not sent again");
+    assert!(matches!(sim.completion(own), Err(RequestError::Remote(_))));
+    // Refused plain, then refused as a task: the first refusal is the
+    // answer, and the tool is not taken for a task tool.
+    for round in 0..2 {
+        let app = sim
+            .conn
+            .send(sim.now, &CallTool::new("plain", json!({})), opts())
+            .unwrap();
+        sim.drain();
+        let w = sim.take_written();
+        assert!(w[0]["params"].get("task").is_none(), "round {round}: plain");
+        sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+            "error": {"code": -32600, "message": "first refusal"}}));
+        let w = sim.take_written();
+        assert_eq!(w[0]["params"]["task"], json!({}));
+        let again = w[0]["id"].as_u64().unwrap();
+        sim.server_says(json!({"jsonrpc": "2.0", "id": again,
+            "error": {"code": -32601, "message": "plain takes no tasks"}}));
+        match sim.completion(app) {
+            Err(RequestError::Remote(e)) => assert_eq!(e.message, "first refusal"),
+            o => panic!("{o:?}"),
+        }
+    }
+}
+
+#[test]
+fn modern_a_question_withdrawn_by_a_stale_state_is_asked_again() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "m10", "status": "working", "pollIntervalMs": 50}}),
+    );
+    sim.advance(Duration::from_millis(50));
+    let get = sim
+        .take_written()
+        .iter()
+        .find(|m| m["method"] == "tasks/get")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let ask = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "?",
+        "requestedSchema": {"type": "object"}}});
+    // A push says input_required before the poll's (older) answer says
+    // working.
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+        "params": {"taskId": "m10", "status": "input_required", "inputRequests": {"k": ask}}}));
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m10", "status": "working", "pollIntervalMs": 50}}),
+    );
+    let events = sim.take_events();
+    let first = events
+        .iter()
+        .find_map(|e| match e {
+            Output::ServerRequest { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Output::ServerRequestCancelled { id, .. } if *id == first)));
+    // The next state asks it again: a new question, answered, sent.
+    sim.advance(Duration::from_millis(50));
+    let get = sim.take_written()[0]["id"].as_u64().unwrap();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": get, "result": {"resultType": "complete",
+        "taskId": "m10", "status": "input_required", "pollIntervalMs": 50,
+        "inputRequests": {"k": ask}}}),
+    );
+    let second = sim
+        .take_events()
+        .into_iter()
+        .find_map(|e| match e {
+            Output::ServerRequest { id, .. } => Some(id),
+            _ => None,
+        })
+        .expect("asked again");
+    assert_ne!(second, first, "a fresh id");
+    let answer = serde_json::value::to_raw_value(&json!({"action": "decline"})).unwrap();
+    let status = sim.conn.respond(sim.now, second, Ok(answer)).unwrap();
+    assert_eq!(status, mcpwire::rpc::RespondStatus::Sent);
+    sim.drain();
+    let w = sim.take_written();
+    let update = w.iter().find(|m| m["method"] == "tasks/update").unwrap();
+    assert_eq!(
+        update["params"]["inputResponses"],
+        json!({"k": {"action": "decline"}})
+    );
+}
+
+#[test]
+fn modern_a_pushed_end_without_its_result_waits_for_the_poll_that_has_it() {
+    let mut sim = modern_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("quick", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "q2", "status": "completed", "pollIntervalMs": 60000}}),
+    );
+    let gets: Vec<Value> = sim
+        .take_written()
+        .into_iter()
+        .filter(|m| m["method"] == "tasks/get")
+        .collect();
+    assert_eq!(gets.len(), 1);
+    // A push without the result while that tasks/get is out: not a
+    // failure, no second get.
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+        "params": {"taskId": "q2", "status": "completed"}}));
+    assert!(sim
+        .take_events()
+        .iter()
+        .all(|e| !matches!(e, Output::Complete { .. })));
+    sim.server_says(json!({"jsonrpc": "2.0", "id": gets[0]["id"], "result": {
+        "resultType": "complete", "taskId": "q2", "status": "completed",
+        "result": {"content": [{"type": "text", "text": "q2"}]}}}));
+    let raw = sim.completion(app).unwrap();
+    let r: CallToolResult = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(r.text(), "q2");
+    // A poll that answers an end without its result twice fails.
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("quick", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "q3", "status": "working", "pollIntervalMs": 10}}),
+    );
+    sim.take_written();
+    for _ in 0..2 {
+        sim.advance(Duration::from_millis(10));
+        let get = sim
+            .take_written()
+            .into_iter()
+            .find(|m| m["method"] == "tasks/get")
+            .expect("tasks/get");
+        sim.server_says(json!({"jsonrpc": "2.0", "id": get["id"], "result": {
+            "resultType": "complete", "taskId": "q3", "status": "completed"}}));
+    }
+    match sim.completion(app) {
+        Err(RequestError::Transport { message }) => {
+            assert!(message.contains("carries no result"), "{message}")
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn modern_a_task_followed_twice_asks_once_and_one_cancel_spares_the_other() {
+    let mut sim = modern_tasks();
+    let one = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("m11"),
+            opts(),
+        )
+        .unwrap();
+    let two = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new("m11"),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    let ask = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "?",
+        "requestedSchema": {"type": "object"}}});
+    sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+        "params": {"taskId": "m11", "status": "input_required", "inputRequests": {"k": ask}}}));
+    let asked: Vec<mcpwire::rpc::RequestId> = sim
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Output::ServerRequest { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once");
+    let answer = serde_json::value::to_raw_value(&json!({"action": "decline"})).unwrap();
+    let status = sim
+        .conn
+        .respond(sim.now, asked[0].clone(), Ok(answer))
+        .unwrap();
+    assert_eq!(status, mcpwire::rpc::RespondStatus::Sent);
+    sim.drain();
+    let updates = sim
+        .take_written()
+        .into_iter()
+        .filter(|m| m["method"] == "tasks/update")
+        .count();
+    assert_eq!(updates, 1);
+    // Cancelling one await leaves the task to the other.
+    assert!(sim.conn.cancel(sim.now, one, "not me"));
+    sim.drain();
+    assert!(!sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/cancel"));
+    assert!(sim.conn.cancel(sim.now, two, "nobody"));
+    sim.drain();
+    assert!(sim
+        .take_written()
+        .iter()
+        .any(|m| m["method"] == "tasks/cancel"));
+}

@@ -286,7 +286,13 @@ impl Connection {
         }
         let wire = self.wire.poll_timeout();
         let flow = self.auth.as_ref().and_then(Auth::poll_timeout);
-        let listen = self.modern.as_ref().and_then(Modern::poll_timeout);
+        // The 2026-07-28 timers (listen reopen, re-issues, acks) run in
+        // Ready only: none is due while closing.
+        let listen = self
+            .modern
+            .as_ref()
+            .filter(|_| self.phase == Phase::Ready)
+            .and_then(Modern::poll_timeout);
         let tasks = self.tasks.poll_timeout();
         [self.engine.poll_timeout(), wire, flow, listen, tasks]
             .into_iter()
@@ -444,6 +450,13 @@ impl Connection {
     ) -> Result<RespondStatus, CallError> {
         if matches!(self.phase, Phase::Closing | Phase::Closed) {
             return Err(self.closed_error());
+        }
+        // A request the server sent (the engine's) first: an id of ours for
+        // a task's or a call's input never shadows one of the server's.
+        if self.engine.has_server_request(&id) {
+            let status = self.engine.respond(id, response)?;
+            self.pump(now);
+            return Ok(status);
         }
         let input = match self.tasks.respond(now, &mut self.out, &id, &response) {
             Some(status) => Some(status),
@@ -1019,7 +1032,7 @@ impl Connection {
                 m.watch_tasks(now, outbox!(self), ids);
             }
         }
-        while let Some(send) = self.tasks.next_send() {
+        while let Some(send) = self.tasks.next_send(now) {
             moved = true;
             let method = send.method();
             let raw = serde_json::value::to_raw_value(&send.params).expect("JSON serializes");

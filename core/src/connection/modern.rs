@@ -154,6 +154,8 @@ pub(super) struct Modern {
     /// Calls ended here (not by an engine completion), for the connection
     /// to route like one ([`Modern::take_ended`]).
     ended: Vec<(u64, Outcome)>,
+    /// The connection is closing: nothing is issued again or retried.
+    closed: bool,
 }
 
 impl Modern {
@@ -181,6 +183,7 @@ impl Modern {
             awaiting_ack: Vec::new(),
             tools: ToolHeaders::default(),
             ended: Vec::new(),
+            closed: false,
         }
     }
 
@@ -645,6 +648,8 @@ impl Modern {
 
     /// The connection is closing: calls waiting for inputs complete too.
     pub(super) fn close(&mut self, out: &mut VecDeque<Output>, reason: &str) {
+        self.closed = true;
+        self.listen_retry = None;
         for (id, _, _) in std::mem::take(&mut self.awaiting_ack) {
             let error = RequestError::Closed {
                 reason: reason.to_owned(),
@@ -705,7 +710,7 @@ impl Modern {
         call.engine_id = None;
         let raw = match outcome {
             Ok(raw) => raw,
-            Err(e) if lost && call.reissues < MAX_REISSUES => {
+            Err(e) if lost && call.reissues < MAX_REISSUES && !self.closed => {
                 call.reissues += 1;
                 let n = call.reissues;
                 let delay = REISSUE_BACKOFF.saturating_mul(1 << (n - 1));
@@ -778,6 +783,11 @@ impl Modern {
             Err(e) => {
                 self.calls.remove(&app);
                 fail(format!("invalid input_required result: {e}"))
+            }
+            Ok(ResultKind::InputRequired(_)) if self.closed => {
+                self.calls.remove(&app);
+                let reason = "the connection closed during the server's input round".to_owned();
+                Some((app, Err(RequestError::Closed { reason })))
             }
             Ok(ResultKind::InputRequired(asked)) => {
                 call.rounds += 1;

@@ -57,10 +57,14 @@ const MAX_FOLLOWS: usize = 1024;
 const MAX_TOOLS: usize = 10_000;
 /// Input keys remembered per task (answered ones are never asked twice).
 const MAX_INPUT_KEYS: usize = 1024;
-/// 2025-11-25 `tasks/result` requests that failed in the transport (not
-/// the task's own error) before the follow gives up; each failure goes
-/// back to polling, as the spec allows.
+/// 2025-11-25 `tasks/result` requests in a row that may fail in the
+/// transport (not the task's own error): the ones before the last go back
+/// to polling, as the spec allows; the last ends the call.
 const MAX_RESULT_FAILURES: u32 = 3;
+/// `tasks/update` failures in a row (not a gone task) before the follow
+/// gives up; each goes back to polling, and what is still asked is asked
+/// again.
+const MAX_UPDATE_FAILURES: u32 = 3;
 /// Withdrawn input ids remembered (a late answer to one is `Withdrawn`,
 /// never passed to the engine as an answer to a server request).
 const MAX_WITHDRAWN: usize = 4096;
@@ -89,6 +93,27 @@ impl Purpose {
             Purpose::Call => "tools/call",
         }
     }
+}
+
+/// Where a task's state came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The `tools/call` that created it.
+    Created,
+    /// The answer to our `tasks/get`.
+    Polled,
+    /// A status notification.
+    Pushed,
+}
+
+/// What a `tools/call` result is.
+enum Creation {
+    /// A plain result.
+    NotTask,
+    /// A task (the era's shape).
+    Task(Task),
+    /// Says it is a task, but is not one (why).
+    Invalid(String),
 }
 
 /// A request for the connection to send on a follow's behalf.
@@ -124,6 +149,9 @@ struct Retrying {
     /// Our request, once sent.
     id: Option<u64>,
     creating: Creating,
+    /// The tool, and the server's refusal of the plain call.
+    name: String,
+    refused: ErrorObject,
 }
 
 /// A task followed for a call of the application.
@@ -138,9 +166,18 @@ struct Follow {
     progress_id: u64,
     /// Whether `tasks/cancel` may be sent (2025-11-25: `tasks.cancel`).
     cancel_ok: bool,
-    /// A terminal 2026-07-28 state without its inline result was asked
-    /// for again once.
+    /// A terminal 2026-07-28 answer of `tasks/get` without its inline
+    /// result was asked for again once.
     refetched: bool,
+    /// A state without its result said the task ended while a poll was in
+    /// flight: poll again at once when that poll answers.
+    fetch_now: bool,
+    /// 2026-07-28: the keys of the `tasks/update` in flight, and the
+    /// updates that failed in a row.
+    updating: Vec<String>,
+    update_failures: u32,
+    /// Questions surfaced so far (each gets a fresh id).
+    asked: u64,
     /// 2025-11-25 `tasks/result` failures in the transport so far.
     result_failures: u32,
     /// Status and message last told (progress only on a change).
@@ -280,6 +317,10 @@ impl Tasks {
                 else {
                     return;
                 };
+                if value.as_ref().is_some_and(|v| v.get("task").is_some()) {
+                    // Asked for as a task by the caller: nothing to retry.
+                    return;
+                }
                 let Some(retry) = value.and_then(|v| with_task(v, &options)) else {
                     return;
                 };
@@ -292,7 +333,7 @@ impl Tasks {
                 };
                 self.creating.insert(id, creating);
             }
-            "tools/list" if self.enabled && caps.tasks_for_tool_calls() => {
+            "tools/list" if self.enabled && !modern && caps.tasks_for_tool_calls() => {
                 self.tool_lists.insert(id);
             }
             _ => {}
@@ -336,9 +377,16 @@ impl Tasks {
 
     // ---- what the connection sends for us -------------------------------------
 
-    /// The next request to send, if any.
-    pub(super) fn next_send(&mut self) -> Option<Send> {
-        self.sends.pop_front()
+    /// The next request to send, if any (a call sent again as a task gets
+    /// the time its deadline leaves now).
+    pub(super) fn next_send(&mut self, now: Instant) -> Option<Send> {
+        let mut send = self.sends.pop_front()?;
+        if send.purpose == Purpose::Call {
+            if let Some(d) = self.calls.get(&send.app).and_then(|r| r.creating.deadline) {
+                send.options.timeout = Some(d.saturating_duration_since(now).max(MIN_POLL));
+            }
+        }
+        Some(send)
     }
 
     /// Progress tokens to keep alive (true) or let go (false).
@@ -376,10 +424,14 @@ impl Tasks {
             message: format!("{} not sent: {message}", send.method()),
         };
         if send.purpose == Purpose::Call {
-            out.push_back(Output::Complete {
-                id: send.app,
-                outcome: Err(error),
-            });
+            // Once: it leaves `calls` (a later cancel or close finds
+            // nothing to end).
+            if self.calls.remove(&send.app).is_some() {
+                out.push_back(Output::Complete {
+                    id: send.app,
+                    outcome: Err(error),
+                });
+            }
             return;
         }
         self.end(out, send.app, Err(error), "failed", false);
@@ -389,16 +441,44 @@ impl Tasks {
 
     /// When a poll or a deadline is due next.
     pub(super) fn poll_timeout(&self) -> Option<Instant> {
-        self.follows
+        let follows = self
+            .follows
             .values()
             .flat_map(|f| [f.poll_at.filter(|_| f.in_flight.is_none()), f.deadline])
-            .flatten()
-            .min()
+            .flatten();
+        // Calls waiting to be sent again as tasks (a 2025-11-25 session
+        // starting over): their deadline (once sent, the engine's).
+        let queued = self
+            .calls
+            .values()
+            .filter(|r| r.id.is_none())
+            .filter_map(|r| r.creating.deadline);
+        follows.chain(queued).min()
     }
 
     /// Deadlines over: the task is cancelled and the call times out; polls
     /// due: `tasks/get`.
     pub(super) fn handle_timeout(&mut self, now: Instant, out: &mut VecDeque<Output>) {
+        let queued: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, r)| r.id.is_none() && r.creating.deadline.is_some_and(|d| d <= now))
+            .map(|(app, _)| *app)
+            .collect();
+        for app in queued {
+            if let Some(r) = self.calls.remove(&app) {
+                self.sends.retain(|s| s.app != app);
+                let ms = r
+                    .creating
+                    .options
+                    .timeout
+                    .map_or(0, |t| t.as_millis() as u64);
+                out.push_back(Output::Complete {
+                    id: app,
+                    outcome: Err(RequestError::Timeout { ms }),
+                });
+            }
+        }
         let late: Vec<u64> = self
             .follows
             .iter()
@@ -515,8 +595,13 @@ impl Tasks {
         raw: Box<RawValue>,
         modern: bool,
     ) -> Option<(u64, Outcome)> {
-        let Some(task) = task_of_creation(&raw, modern) else {
-            return Some((app, Ok(raw)));
+        let task = match task_of_creation(&raw, modern) {
+            Creation::NotTask => return Some((app, Ok(raw))),
+            Creation::Invalid(why) => {
+                let message = format!("the server answered tools/call with an invalid task: {why}");
+                return Some((app, Err(RequestError::Transport { message })));
+            }
+            Creation::Task(task) => task,
         };
         if creating.options.detach_task {
             return Some((app, Ok(raw)));
@@ -545,7 +630,7 @@ impl Tasks {
             self.lingers.push((progress_id, true));
         }
         self.follows.insert(app, follow);
-        self.apply(now, out, client, app, task);
+        self.apply(now, out, client, app, task, Source::Created);
         None
     }
 
@@ -568,9 +653,6 @@ impl Tasks {
              so it is sent again as a task",
             error.code, error.message
         ))));
-        if self.support.len() < MAX_TOOLS {
-            self.support.insert(name, TaskSupport::Required);
-        }
         let mut options = creating.options;
         if let Some(deadline) = creating.deadline {
             let left = deadline.saturating_duration_since(now);
@@ -585,7 +667,13 @@ impl Tasks {
             params,
             options,
         });
-        self.calls.insert(app, Retrying { id: None, creating });
+        let retrying = Retrying {
+            id: None,
+            creating,
+            name,
+            refused: error.clone(),
+        };
+        self.calls.insert(app, retrying);
         None
     }
 
@@ -612,15 +700,34 @@ impl Tasks {
         match (purpose, outcome) {
             (Purpose::Cancel | Purpose::Call, _) => {}
             (Purpose::Update, Ok(_)) => {
+                f.updating.clear();
+                f.update_failures = 0;
                 if f.in_flight.is_none() && f.poll_at.is_none() {
                     f.poll_at = now.checked_add(f.interval);
                 }
             }
             (Purpose::Update, Err(e)) => {
-                let message = format!("tasks/update of task {} failed: {e}", f.task_id);
-                let error = Err(RequestError::Transport { message });
                 // A task the server no longer knows needs no cancel.
                 let gone = matches!(&e, RequestError::Remote(o) if o.code == -32602);
+                if !gone && f.update_failures + 1 < MAX_UPDATE_FAILURES {
+                    // Perhaps applied already (a re-issue), perhaps not:
+                    // the next state says; what it still asks is asked
+                    // again.
+                    f.update_failures += 1;
+                    for key in std::mem::take(&mut f.updating) {
+                        f.seen.remove(&key);
+                    }
+                    out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                        "tasks/update of task {} failed ({e}); polling it again",
+                        f.task_id
+                    ))));
+                    if f.in_flight.is_none() {
+                        self.poll(now, app);
+                    }
+                    return;
+                }
+                let message = format!("tasks/update of task {} failed: {e}", f.task_id);
+                let error = Err(RequestError::Transport { message });
                 self.end(out, app, error, "tasks/update failed", !gone);
             }
             (Purpose::Result, Err(e))
@@ -647,7 +754,7 @@ impl Tasks {
                 let value: Option<Value> = serde_json::from_str(raw.get()).ok();
                 match value.as_ref().and_then(Task::from_value) {
                     Some(task) if task.task_id == f.task_id => {
-                        self.apply(now, out, client, app, task)
+                        self.apply(now, out, client, app, task, Source::Polled)
                     }
                     _ => {
                         let message = format!(
@@ -688,12 +795,26 @@ impl Tasks {
         let Some(retrying) = self.calls.remove(&app) else {
             return;
         };
-        let ms = retrying.creating.options.timeout;
+        let asked = retrying.creating.options.timeout;
         let delivered = match outcome {
-            Ok(raw) => self.created(now, out, client, app, id, retrying.creating, raw, false),
-            Err(RequestError::Timeout { .. }) => {
-                let ms = ms.map_or(0, |t| t.as_millis() as u64);
+            Ok(raw) => {
+                if matches!(task_of_creation(&raw, false), Creation::Task(_))
+                    && self.support.len() < MAX_TOOLS
+                {
+                    // It is a task tool: the next call asks at once.
+                    self.support.insert(retrying.name, TaskSupport::Required);
+                }
+                self.created(now, out, client, app, id, retrying.creating, raw, false)
+            }
+            Err(RequestError::Timeout { ms }) => {
+                // The caller's timeout, not the time that was left.
+                let ms = asked.map_or(ms, |t| t.as_millis() as u64);
                 Some((app, Err(RequestError::Timeout { ms })))
+            }
+            // Refused as a task too: the tool takes none; the first
+            // refusal says more.
+            Err(RequestError::Remote(e)) if TASK_REQUIRED_CODES.contains(&e.code) => {
+                Some((app, Err(RequestError::Remote(retrying.refused))))
             }
             Err(e) => Some((app, Err(e))),
         };
@@ -715,6 +836,7 @@ impl Tasks {
         client: &ClientConfig,
         app: u64,
         task: Task,
+        source: Source,
     ) {
         let Some(f) = self.follows.get_mut(&app) else {
             return;
@@ -740,11 +862,13 @@ impl Tasks {
         }
         let modern = f.modern;
         if modern {
-            // The questions still asked for are the ones of this state.
-            let asked = (task.status == TaskStatus::InputRequired)
-                .then(|| task.input_requests())
-                .flatten();
-            self.reconcile(now, out, app, asked);
+            // The questions still asked for are the ones of this state (an
+            // input_required state that lists none says nothing of them).
+            match (task.status, task.input_requests()) {
+                (TaskStatus::InputRequired, None) => {}
+                (TaskStatus::InputRequired, asked) => self.reconcile(out, app, asked),
+                _ => self.reconcile(out, app, None),
+            }
         }
         let Some(f) = self.follows.get_mut(&app) else {
             return;
@@ -765,12 +889,15 @@ impl Tasks {
             }
             TaskStatus::Completed | TaskStatus::Failed if modern => match terminal_outcome(&task) {
                 Some(outcome) => self.end(out, app, outcome, "done", false),
-                None if !f.refetched => {
-                    // A creation (or a push) carries no result: tasks/get
-                    // does.
-                    f.refetched = true;
+                None if source != Source::Polled || !f.refetched => {
+                    // A creation or a push need not carry the result:
+                    // tasks/get does (asked once more if its own answer
+                    // lacked it).
+                    f.refetched |= source == Source::Polled;
                     if f.in_flight.is_none() {
                         self.poll(now, app);
+                    } else {
+                        f.fetch_now = true;
                     }
                 }
                 None => {
@@ -814,13 +941,27 @@ impl Tasks {
             }
             _ => self.schedule(now, app),
         }
+        // Answers go once this state's new questions are out too.
+        if let Some(f) = self.follows.get(&app) {
+            if modern && f.pending.is_empty() && !f.responses.is_empty() {
+                self.send_update(now, app);
+            }
+        }
     }
 
+    /// The next poll after the interval (at once when an end was said
+    /// without its result).
     fn schedule(&mut self, now: Instant, app: u64) {
-        if let Some(f) = self.follows.get_mut(&app) {
-            if f.in_flight.is_none() && !f.fetching && f.poll_at.is_none() {
-                f.poll_at = now.checked_add(f.interval);
-            }
+        let Some(f) = self.follows.get_mut(&app) else {
+            return;
+        };
+        if f.in_flight.is_some() || f.fetching || f.poll_at.is_some() {
+            return;
+        }
+        if std::mem::take(&mut f.fetch_now) {
+            self.poll(now, app);
+        } else {
+            f.poll_at = now.checked_add(f.interval);
         }
     }
 
@@ -828,10 +969,9 @@ impl Tasks {
     /// server's last state (`asked`: its `inputRequests`, `None` when it
     /// asks nothing). A question no longer asked is withdrawn and its
     /// answer never sent (each key of `tasks/update` MUST be outstanding);
-    /// when the rest is answered, the answers go.
+    /// it is forgotten, so a later state that asks it again is asked anew.
     fn reconcile(
         &mut self,
-        now: Instant,
         out: &mut VecDeque<Output>,
         app: u64,
         asked: Option<&Map<String, Value>>,
@@ -845,8 +985,11 @@ impl Tasks {
         let still = |k: &str| asked.is_some_and(|m| m.contains_key(k));
         let gone: BTreeSet<String> = f.pending.iter().filter(|k| !still(k)).cloned().collect();
         f.pending.retain(|k| still(k));
-        f.responses.retain(|k, _| still(k));
-        let ready = f.pending.is_empty() && !f.responses.is_empty();
+        let unsent: Vec<String> = f.responses.keys().filter(|k| !still(k)).cloned().collect();
+        for k in gone.iter().chain(&unsent) {
+            f.seen.remove(k);
+            f.responses.remove(k);
+        }
         if !gone.is_empty() {
             let open: Vec<RequestId> = self
                 .inputs
@@ -859,9 +1002,6 @@ impl Tasks {
                 self.withdraw(out, id, "the server no longer asks for it");
             }
         }
-        if ready {
-            self.send_update(now, app);
-        }
     }
 
     /// Sends task `app`'s answers in one `tasks/update`.
@@ -870,6 +1010,7 @@ impl Tasks {
             return;
         };
         let responses = std::mem::take(&mut f.responses);
+        f.updating = responses.keys().cloned().collect();
         let params = serde_json::json!({
             "taskId": f.task_id,
             "inputResponses": responses,
@@ -905,15 +1046,23 @@ impl Tasks {
         app: u64,
         task: &Task,
     ) -> Result<(), String> {
-        let Some(f) = self.follows.get_mut(&app) else {
+        let Some(requests) = task.input_requests() else {
             return Ok(());
         };
-        let Some(requests) = task.input_requests() else {
+        // A task followed twice is asked once (by the first to see it).
+        let elsewhere: BTreeSet<&String> = self
+            .follows
+            .iter()
+            .filter(|(a, f)| **a != app && f.task_id == task.task_id)
+            .flat_map(|(_, f)| &f.seen)
+            .collect();
+        let elsewhere: BTreeSet<String> = elsewhere.into_iter().cloned().collect();
+        let Some(f) = self.follows.get_mut(&app) else {
             return Ok(());
         };
         let handled = client.handled_requests();
         for (key, request) in requests {
-            if f.seen.contains(key) {
+            if f.seen.contains(key) || elsewhere.contains(key) {
                 continue;
             }
             let method = request
@@ -934,7 +1083,8 @@ impl Tasks {
             let params = request
                 .get("params")
                 .and_then(|p| serde_json::value::to_raw_value(p).ok());
-            let rid = RequestId::String(format!("task-input-{app}-{key}"));
+            f.asked += 1;
+            let rid = RequestId::String(format!("task-input-{app}-{}-{key}", f.asked));
             self.inputs.insert(rid.clone(), (app, key.clone()));
             out.push_back(Output::ServerRequest {
                 id: rid,
@@ -1020,7 +1170,7 @@ impl Tasks {
             .map(|(app, _)| *app)
             .collect();
         for app in apps {
-            self.apply(now, out, client, app, task.clone());
+            self.apply(now, out, client, app, task.clone(), Source::Pushed);
         }
     }
 
@@ -1132,7 +1282,9 @@ impl Tasks {
             self.inputs.remove(&id);
             self.withdraw(out, id, why);
         }
-        if cancel_task && f.cancel_ok {
+        // Another follow of the same task still wants it.
+        let shared = self.follows.values().any(|o| o.task_id == f.task_id);
+        if cancel_task && f.cancel_ok && !shared {
             out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
                 "task {}: {why}; cancelling it on the server",
                 f.task_id
@@ -1183,6 +1335,10 @@ impl Follow {
             progress_id,
             cancel_ok,
             refetched: false,
+            fetch_now: false,
+            updating: Vec::new(),
+            update_failures: 0,
+            asked: 0,
             result_failures: 0,
             told: None,
             updates: 0,
@@ -1215,7 +1371,7 @@ impl Follow {
 /// the era spoken: 2026-07-28 `resultType: "task"` with the task's fields
 /// beside it; 2025-11-25 `{task: {taskId, …}}`. A plain result is only
 /// scanned, never built.
-fn task_of_creation(raw: &RawValue, modern: bool) -> Option<Task> {
+fn task_of_creation(raw: &RawValue, modern: bool) -> Creation {
     #[derive(serde::Deserialize)]
     struct Shape<'a> {
         #[serde(rename = "resultType", default, borrow)]
@@ -1223,18 +1379,27 @@ fn task_of_creation(raw: &RawValue, modern: bool) -> Option<Task> {
         #[serde(default, borrow)]
         task: Option<&'a RawValue>,
     }
-    let shape: Shape<'_> = serde_json::from_str(raw.get()).ok()?;
-    if modern {
+    let Ok(shape) = serde_json::from_str::<Shape<'_>>(raw.get()) else {
+        return Creation::NotTask;
+    };
+    let parsed = if modern {
         if shape.result_type.as_deref() != Some("task") {
-            return None;
+            return Creation::NotTask;
         }
-        return serde_json::from_str(raw.get()).ok();
+        serde_json::from_str::<Task>(raw.get())
+    } else {
+        let Some(task) = shape.task else {
+            return Creation::NotTask;
+        };
+        match serde_json::from_str::<Value>(task.get()) {
+            Ok(v) if v.get("taskId").is_some_and(Value::is_string) => serde_json::from_value(v),
+            _ => return Creation::NotTask,
+        }
+    };
+    match parsed {
+        Ok(task) => Creation::Task(task),
+        Err(e) => Creation::Invalid(e.to_string()),
     }
-    let task: Value = serde_json::from_str(shape.task?.get()).ok()?;
-    if !task.get("taskId").is_some_and(Value::is_string) {
-        return None;
-    }
-    serde_json::from_value(task).ok()
 }
 
 /// `params` of `tools/call` asking for a task (2025-11-25 `task: {ttl}`).

@@ -328,6 +328,12 @@ impl Engine {
         Err(LocalError::UnknownServerRequest(id))
     }
 
+    /// Whether `id` is a request of the server's still waiting for the
+    /// application's answer.
+    pub fn has_server_request(&self, id: &RequestId) -> bool {
+        self.server_open.contains(id)
+    }
+
     /// Cancels pending request `id`: it completes now with
     /// `RequestError::Cancelled { reason }` and the server is sent
     /// `notifications/cancelled` (never for `initialize`). Returns false
