@@ -42,8 +42,12 @@ pub(crate) async fn command(
         }
         Cmd::Call { tool, args, pairs } => {
             let arguments = parse_args(args.as_deref(), pairs)?;
-            // A tool that must run as a task is called as one by the
-            // connection (2025-11-25: after the server refuses a plain call).
+            // A 2025-11-25 tasks server: the list says which tools run as
+            // tasks (the connection would also send a refused plain call
+            // again as a task) and gives the output schemas to check.
+            if client.server().capabilities.tasks_for_tool_calls() {
+                client.list_tools().await?;
+            }
             let progress = Progress::new(cli.quiet);
             let p = progress.clone();
             let result = client

@@ -276,7 +276,10 @@ pub async fn stdio_the_explicit_task_api<A: Adapter>(era: Era) {
         other => panic!("{other:?}"),
     }
     match client
-        .call_tool("task_sleep", json!({"ms": 20, "steps": 1, "outcome": "bad_output"}))
+        .call_tool(
+            "task_sleep",
+            json!({"ms": 20, "steps": 1, "outcome": "bad_output"}),
+        )
         .await
     {
         Err(Error::StructuredOutput { tool, .. }) => assert_eq!(tool, "task_sleep"),

@@ -499,6 +499,10 @@ fn run(ctx: &Ctx, task: &Task, work: Work) {
                         return;
                     }
                     if let Some(a) = s.answer.take() {
+                        // Asked no more from here on: in the same lock, or
+                        // a tasks/result between the two would ask again.
+                        s.input = None;
+                        s.status = "working";
                         break a;
                     }
                     s = task
