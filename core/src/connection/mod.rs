@@ -42,6 +42,7 @@
 //! docs show a whole run loop over a child process with only std.
 
 mod auth;
+mod inputs;
 mod modern;
 mod probe;
 mod tasks;

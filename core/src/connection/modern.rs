@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::inputs::Inputs;
 use super::types::{CallError, Diagnostic, Output};
 use super::wire::Wire;
 use crate::mcp::types::ServerCapabilities;
@@ -50,8 +51,6 @@ use crate::rpc::{
     Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
 };
 
-/// Withdrawn input ids remembered.
-const MAX_WITHDRAWN: usize = 4096;
 /// Rounds of `input_required` one call may go through before it fails.
 const MAX_INPUT_ROUNDS: u32 = 16;
 /// Times `subscriptions/listen` is opened again in a row after it ended
@@ -115,10 +114,7 @@ pub(super) struct Modern {
     /// Retry request id → the application's id.
     alias: HashMap<u64, u64>,
     /// Input requests surfaced as server requests → (call, key).
-    inputs: HashMap<RequestId, (u64, String)>,
-    /// Inputs withdrawn lately (bounded, oldest first): a late answer to
-    /// one is `Withdrawn`; any other id is not ours.
-    withdrawn: VecDeque<RequestId>,
+    inputs: Inputs,
     listen_id: Option<u64>,
     /// `tools/list` requests in flight (HTTP: their tools' `x-mcp-header`
     /// annotations are read, invalid tools left out).
@@ -166,8 +162,7 @@ impl Modern {
             meta,
             calls: HashMap::new(),
             alias: HashMap::new(),
-            inputs: HashMap::new(),
-            withdrawn: VecDeque::new(),
+            inputs: Inputs::default(),
             listen_id: None,
             tool_lists: BTreeSet::new(),
             listen_retry: None,
@@ -593,12 +588,10 @@ impl Modern {
         id: &RequestId,
         response: &Result<Box<RawValue>, ErrorObject>,
     ) -> Option<RespondStatus> {
-        let Some((app, key)) = self.inputs.remove(id) else {
+        let (app, key) = match self.inputs.answer(id) {
+            Ok(open) => open,
             // One of ours, withdrawn (its call was cancelled or ended).
-            return self
-                .withdrawn
-                .contains(id)
-                .then_some(RespondStatus::Withdrawn);
+            Err(withdrawn) => return withdrawn.then_some(RespondStatus::Withdrawn),
         };
         let Some(call) = self.calls.get_mut(&app) else {
             return Some(RespondStatus::Withdrawn);
@@ -836,7 +829,7 @@ impl Modern {
                         } => serde_json::value::to_raw_value(params).ok(),
                         _ => None,
                     };
-                    self.inputs.insert(rid.clone(), (app, key));
+                    self.inputs.open(rid.clone(), app, key);
                     ob.out.push_back(Output::ServerRequest {
                         id: rid,
                         method: r.method().to_owned(),
@@ -983,23 +976,7 @@ impl Modern {
     fn end_call(&mut self, out: &mut VecDeque<Output>, app: u64, outcome: Outcome, why: &str) {
         self.calls.remove(&app);
         self.reissue_at.retain(|(_, a)| *a != app);
-        let open: Vec<RequestId> = self
-            .inputs
-            .iter()
-            .filter(|(_, (a, _))| *a == app)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in open {
-            self.inputs.remove(&id);
-            if self.withdrawn.len() >= MAX_WITHDRAWN {
-                self.withdrawn.pop_front();
-            }
-            self.withdrawn.push_back(id.clone());
-            out.push_back(Output::ServerRequestCancelled {
-                id,
-                reason: Some(why.to_owned()),
-            });
-        }
+        self.inputs.withdraw(out, app, |_| true, why);
         self.ended.push((app, outcome));
     }
 }

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::inputs::Inputs;
 use super::types::{Diagnostic, Output};
 use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport};
 use crate::mcp::ClientConfig;
@@ -65,9 +66,6 @@ const MAX_RESULT_FAILURES: u32 = 3;
 /// gives up; each goes back to polling, and what is still asked is asked
 /// again.
 const MAX_UPDATE_FAILURES: u32 = 3;
-/// Withdrawn input ids remembered (a late answer to one is `Withdrawn`,
-/// never passed to the engine as an answer to a server request).
-const MAX_WITHDRAWN: usize = 4096;
 /// JSON-RPC codes with which a 2025-11-25 server refuses a plain call of a
 /// tool that must run as a task (-32601 in the spec, -32600 in drafts).
 const TASK_REQUIRED_CODES: [i64; 2] = [-32601, -32600];
@@ -212,10 +210,8 @@ pub(super) struct Tasks {
     sends: VecDeque<Send>,
     /// Our requests whose answer no longer matters (to cancel).
     drops: Vec<u64>,
-    /// Inputs surfaced as server requests → (call, key).
-    inputs: HashMap<RequestId, (u64, String)>,
-    /// Inputs withdrawn lately (bounded, oldest first).
-    withdrawn: VecDeque<RequestId>,
+    /// Inputs surfaced as server requests (by follow and key).
+    inputs: Inputs,
     /// 2025-11-25 calls sent again as tasks, by the application's id; and
     /// our request's id → the application's (for progress).
     calls: HashMap<u64, Retrying>,
@@ -238,8 +234,7 @@ impl Tasks {
             ours: HashMap::new(),
             sends: VecDeque::new(),
             drops: Vec::new(),
-            inputs: HashMap::new(),
-            withdrawn: VecDeque::new(),
+            inputs: Inputs::default(),
             calls: HashMap::new(),
             alias: HashMap::new(),
             watch_changed: false,
@@ -991,16 +986,8 @@ impl Tasks {
             f.responses.remove(k);
         }
         if !gone.is_empty() {
-            let open: Vec<RequestId> = self
-                .inputs
-                .iter()
-                .filter(|(_, (a, k))| *a == app && gone.contains(k))
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in open {
-                self.inputs.remove(&id);
-                self.withdraw(out, id, "the server no longer asks for it");
-            }
+            let why = "the server no longer asks for it";
+            self.inputs.withdraw(out, app, |k| gone.contains(k), why);
         }
     }
 
@@ -1021,19 +1008,6 @@ impl Tasks {
             purpose: Purpose::Update,
             params,
             options,
-        });
-    }
-
-    /// Withdraws input `id` from the application, and remembers it so a
-    /// late answer is told `Withdrawn`.
-    fn withdraw(&mut self, out: &mut VecDeque<Output>, id: RequestId, why: &str) {
-        if self.withdrawn.len() >= MAX_WITHDRAWN {
-            self.withdrawn.pop_front();
-        }
-        self.withdrawn.push_back(id.clone());
-        out.push_back(Output::ServerRequestCancelled {
-            id,
-            reason: Some(why.to_owned()),
         });
     }
 
@@ -1085,7 +1059,7 @@ impl Tasks {
                 .and_then(|p| serde_json::value::to_raw_value(p).ok());
             f.asked += 1;
             let rid = RequestId::String(format!("task-input-{app}-{}-{key}", f.asked));
-            self.inputs.insert(rid.clone(), (app, key.clone()));
+            self.inputs.open(rid.clone(), app, key.clone());
             out.push_back(Output::ServerRequest {
                 id: rid,
                 method: method.to_owned(),
@@ -1103,12 +1077,10 @@ impl Tasks {
         id: &RequestId,
         response: &Result<Box<RawValue>, ErrorObject>,
     ) -> Option<RespondStatus> {
-        let Some((app, key)) = self.inputs.remove(id) else {
+        let (app, key) = match self.inputs.answer(id) {
+            Ok(open) => open,
             // One of ours withdrawn lately; any other id is not ours.
-            return self
-                .withdrawn
-                .contains(id)
-                .then_some(RespondStatus::Withdrawn);
+            Err(withdrawn) => return withdrawn.then_some(RespondStatus::Withdrawn),
         };
         let Some(f) = self.follows.get_mut(&app) else {
             return Some(RespondStatus::Withdrawn);
@@ -1272,16 +1244,7 @@ impl Tasks {
             self.drops.push(id);
         }
         self.sends.retain(|s| s.app != app);
-        let open: Vec<RequestId> = self
-            .inputs
-            .iter()
-            .filter(|(_, (a, _))| *a == app)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in open {
-            self.inputs.remove(&id);
-            self.withdraw(out, id, why);
-        }
+        self.inputs.withdraw(out, app, |_| true, why);
         // Another follow of the same task still wants it.
         let shared = self.follows.values().any(|o| o.task_id == f.task_id);
         if cancel_task && f.cancel_ok && !shared {
