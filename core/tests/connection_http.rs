@@ -2108,32 +2108,39 @@ fn http_a_task_followed_while_the_session_starts_over_waits_without_spinning() {
     ));
 }
 
-#[test]
-fn http_a_failed_tasks_result_goes_back_to_polling() {
-    let mut sim = tasks_session();
+/// The application awaits task `task_id` (`tasks/result`, followed).
+fn await_task(sim: &mut Sim, task_id: &str) -> u64 {
     let app = sim
         .conn
         .send(
             sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("t2"),
+            &mcpwire::mcp::methods::TaskResult::new(task_id),
             opts(),
         )
         .unwrap();
     sim.drain();
+    app
+}
+
+/// The next poll of task `task_id` says it completed; returns the
+/// `tasks/result` that follows (`round` names the attempt).
+fn completed_then_result(sim: &mut Sim, task_id: &str, round: usize) -> HttpRequest {
+    let get = sim.next_request();
+    assert_eq!(body(&get)["method"], "tasks/get", "round {round}");
+    let id = body(&get)["id"].as_u64().unwrap();
+    let task = json!({"taskId": task_id, "status": "completed", "pollInterval": 50});
+    sim.json(get.exchange, &[], &reply(id, &task.to_string()));
+    let result = sim.next_request();
+    assert_eq!(body(&result)["method"], "tasks/result");
+    result
+}
+
+#[test]
+fn http_a_failed_tasks_result_goes_back_to_polling() {
+    let mut sim = tasks_session();
+    let app = await_task(&mut sim, "t2");
     for round in 0..2 {
-        let get = sim.next_request();
-        assert_eq!(body(&get)["method"], "tasks/get", "round {round}");
-        let id = body(&get)["id"].as_u64().unwrap();
-        sim.json(
-            get.exchange,
-            &[],
-            &reply(
-                id,
-                r#"{"taskId":"t2","status":"completed","pollInterval":50}"#,
-            ),
-        );
-        let result = sim.next_request();
-        assert_eq!(body(&result)["method"], "tasks/result");
+        let result = completed_then_result(&mut sim, "t2", round);
         let id = body(&result)["id"].as_u64().unwrap();
         if round == 0 {
             // The stream ends with no event id: nothing to resume.
@@ -2157,29 +2164,9 @@ fn http_a_failed_tasks_result_goes_back_to_polling() {
     }
     assert_eq!(tool_text(&sim.completion(app).unwrap()), "kept");
     // The third failure in a row is the call's.
-    let app = sim
-        .conn
-        .send(
-            sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("t3"),
-            opts(),
-        )
-        .unwrap();
-    sim.drain();
+    let app = await_task(&mut sim, "t3");
     for round in 0..3 {
-        let get = sim.next_request();
-        assert_eq!(body(&get)["method"], "tasks/get", "round {round}");
-        let id = body(&get)["id"].as_u64().unwrap();
-        sim.json(
-            get.exchange,
-            &[],
-            &reply(
-                id,
-                r#"{"taskId":"t3","status":"completed","pollInterval":50}"#,
-            ),
-        );
-        let result = sim.next_request();
-        assert_eq!(body(&result)["method"], "tasks/result");
+        let result = completed_then_result(&mut sim, "t3", round);
         sim.sse_open(result.exchange);
         sim.end(result.exchange);
         sim.advance(Duration::from_millis(50));

@@ -2110,23 +2110,7 @@ fn modern_the_servers_poll_interval_is_kept_even_when_long() {
 #[test]
 fn modern_two_awaits_of_one_task_both_take_its_push() {
     let mut sim = modern_tasks();
-    let one = sim
-        .conn
-        .send(
-            sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("m9"),
-            opts(),
-        )
-        .unwrap();
-    let two = sim
-        .conn
-        .send(
-            sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("m9"),
-            opts(),
-        )
-        .unwrap();
-    sim.drain();
+    let (one, two) = (await_task(&mut sim, "m9"), await_task(&mut sim, "m9"));
     sim.take_written();
     sim.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
         "params": {"taskId": "m9", "status": "completed",
@@ -2380,23 +2364,7 @@ fn modern_a_pushed_end_without_its_result_waits_for_the_poll_that_has_it() {
 #[test]
 fn modern_a_task_followed_twice_asks_once_and_one_cancel_spares_the_other() {
     let mut sim = modern_tasks();
-    let one = sim
-        .conn
-        .send(
-            sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("m11"),
-            opts(),
-        )
-        .unwrap();
-    let two = sim
-        .conn
-        .send(
-            sim.now,
-            &mcpwire::mcp::methods::TaskResult::new("m11"),
-            opts(),
-        )
-        .unwrap();
-    sim.drain();
+    let (one, two) = (await_task(&mut sim, "m11"), await_task(&mut sim, "m11"));
     sim.take_written();
     let ask = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "?",
         "requestedSchema": {"type": "object"}}});
@@ -2437,4 +2405,18 @@ fn modern_a_task_followed_twice_asks_once_and_one_cancel_spares_the_other() {
         .take_written()
         .iter()
         .any(|m| m["method"] == "tasks/cancel"));
+}
+
+/// The application awaits task `task_id` (`tasks/result`, followed).
+fn await_task(sim: &mut Sim, task_id: &str) -> u64 {
+    let app = sim
+        .conn
+        .send(
+            sim.now,
+            &mcpwire::mcp::methods::TaskResult::new(task_id),
+            opts(),
+        )
+        .unwrap();
+    sim.drain();
+    app
 }

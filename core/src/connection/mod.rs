@@ -65,7 +65,7 @@ use crate::auth::AuthState;
 use crate::config::ServerConfig;
 use crate::mcp::handshake::{accept_result, HandshakeError};
 use crate::mcp::methods::{Capability, TaskResult};
-use crate::mcp::types::{InitializeResult, ServerCapabilities};
+use crate::mcp::types::InitializeResult;
 use crate::mcp::{check_capability, ClientConfig, Method, ServerNotification};
 use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
 use crate::rpc::{
@@ -76,7 +76,7 @@ use crate::transport::HttpConfig;
 use auth::{is_auth_exchange, Auth, AuthStep};
 use modern::{Modern, Outbox};
 use probe::{ProbeStep, Prober};
-use tasks::Tasks;
+use tasks::{Augment, Tasks};
 use wire::{with_bearer, Fed, Wire, WireOutput};
 
 /// The [`Outbox`] of a connection: its engine, wire and outputs.
@@ -356,19 +356,28 @@ impl Connection {
                        so the tasks extension is not declared",
             });
         }
-        if method == TaskResult::NAME && caps.is_some_and(|c| Capability::Tasks.declared_in(c)) {
+        // Awaiting a task (checked only for that method: this is every
+        // call's path).
+        let awaits = (method == TaskResult::NAME)
+            .then(|| caps.filter(|c| Capability::Tasks.declared_in(c)))
+            .flatten();
+        if let Some(caps) = awaits {
             // Awaiting a task: the connection follows it (both eras).
             let id = self.engine.reserve_id()?;
-            let cancel_ok = modern || caps.is_some_and(ServerCapabilities::tasks_cancel);
             self.tasks
-                .await_task(now, id, params, options, modern, cancel_ok)
+                .await_task(now, id, params, options, caps, modern)
                 .map_err(LocalError::InvalidParams)?;
             self.pump(now);
             return Ok(id);
         }
-        let augmented = match (modern, caps) {
+        let augment = match (modern, caps) {
             (false, Some(caps)) => self.tasks.augment(method, params, &options, caps),
-            _ => None,
+            _ => Augment::Plain,
+        };
+        let (augmented, retry) = match augment {
+            Augment::Plain => (None, None),
+            Augment::AsTask(p) => (Some(p), None),
+            Augment::RetryAsTask(name, p) => (None, Some((name, p))),
         };
         let params = augmented.as_deref().or(params);
         let id = match self.modern.as_mut() {
@@ -382,7 +391,7 @@ impl Connection {
         if let Some(caps) = self.server.as_ref().map(|s| &s.capabilities) {
             let augmented = augmented.is_some();
             self.tasks
-                .requested(now, id, method, params, options, caps, augmented, modern);
+                .requested(now, id, method, options, caps, augmented, retry, modern);
         }
         self.pump(now);
         Ok(id)

@@ -104,6 +104,30 @@ enum Source {
     Pushed,
 }
 
+/// How a 2025-11-25 `tools/call` goes out ([`Tasks::augment`]).
+pub(super) enum Augment {
+    /// As the caller wrote it.
+    Plain,
+    /// Asking for a task, with these params.
+    AsTask(Box<RawValue>),
+    /// As the caller wrote it; a tool not listed yet: if the server says
+    /// it must run as a task, it is sent again with these params (the
+    /// tool, the params).
+    RetryAsTask(String, Value),
+}
+
+/// The timeout of a call with `options`, as the caller set it.
+fn timed_out(options: &RequestOptions) -> RequestError {
+    let ms = options.timeout.map_or(0, |t| t.as_millis() as u64);
+    RequestError::Timeout { ms }
+}
+
+/// Whether the server cancels tasks: every 2026-07-28 task, a 2025-11-25
+/// server that declares `tasks.cancel`.
+fn cancels(caps: &ServerCapabilities, modern: bool) -> bool {
+    modern || caps.tasks_cancel()
+}
+
 /// What a `tools/call` result is.
 enum Creation {
     /// A plain result.
@@ -244,87 +268,71 @@ impl Tasks {
 
     // ---- requests of the application ---------------------------------------
 
-    /// 2025-11-25: the params of `tools/call` asking for a task, when the
-    /// server takes tasks and the tool requires one (or the caller detaches
-    /// and the tool allows one); `None` leaves the call as it is.
+    /// 2025-11-25: how `tools/call` goes out to a server that takes
+    /// tasks (see [`Augment`]). One parse of the params decides it.
     pub(super) fn augment(
         &self,
         method: &str,
         params: Option<&RawValue>,
         options: &RequestOptions,
         caps: &ServerCapabilities,
-    ) -> Option<Box<RawValue>> {
+    ) -> Augment {
         if !self.enabled || method != "tools/call" || !caps.tasks_for_tool_calls() {
-            return None;
+            return Augment::Plain;
         }
-        let value: Value = serde_json::from_str(params?.get()).ok()?;
-        let name = value.get("name")?.as_str()?;
+        let Some(value) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
+            return Augment::Plain;
+        };
+        let Some(name) = value.get("name").and_then(Value::as_str) else {
+            return Augment::Plain;
+        };
         let wanted = match self.support.get(name).copied() {
             Some(TaskSupport::Required) => true,
             Some(TaskSupport::Optional) => options.detach_task,
-            Some(TaskSupport::Forbidden) | None => false,
+            Some(TaskSupport::Forbidden) => false,
+            // Asked for as a task by the caller: nothing to retry.
+            None if value.get("task").is_some() => return Augment::Plain,
+            // Not listed yet: plain; if the server says it must run as a
+            // task, it is sent again as one.
+            None => {
+                let name = name.to_owned();
+                return with_task(value, options)
+                    .map_or(Augment::Plain, |v| Augment::RetryAsTask(name, v));
+            }
         };
         if !wanted {
-            return None;
+            return Augment::Plain;
         }
-        with_task(value, options).and_then(|v| serde_json::value::to_raw_value(&v).ok())
+        with_task(value, options)
+            .and_then(|v| serde_json::value::to_raw_value(&v).ok())
+            .map_or(Augment::Plain, Augment::AsTask)
     }
 
     /// Request `id` of the application was sent: a `tools/call` that may
-    /// come back as a task (`augmented`: asked for as one, 2025-11-25; in
-    /// 2026-07-28 the server decides), or a `tools/list` whose tools say
-    /// whether they take tasks.
+    /// come back as a task (`augmented`: asked for as one, 2025-11-25;
+    /// `retry`: the tool and params to send again as a task if refused;
+    /// in 2026-07-28 the server decides), or a `tools/list` whose tools
+    /// say whether they take tasks.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn requested(
         &mut self,
         now: Instant,
         id: u64,
         method: &str,
-        params: Option<&RawValue>,
         options: RequestOptions,
         caps: &ServerCapabilities,
         augmented: bool,
+        retry: Option<(String, Value)>,
         modern: bool,
     ) {
         match method {
-            "tools/call" if augmented || (self.enabled && modern) => {
-                let deadline = options.timeout.and_then(|t| now.checked_add(t));
-                let cancel_ok = modern || caps.tasks_cancel();
-                let creating = Creating {
-                    options,
-                    deadline,
-                    cancel_ok,
-                    retry: None,
-                };
-                self.creating.insert(id, creating);
-            }
-            "tools/call" if self.enabled && caps.tasks_for_tool_calls() => {
-                // 2025-11-25, a tool whose task support is not known (not
-                // listed yet): if the server says it must run as a task,
-                // it is sent again as one.
-                let value: Option<Value> = params.and_then(|p| serde_json::from_str(p.get()).ok());
-                let Some(name) = value
-                    .as_ref()
-                    .and_then(|v| v.get("name"))
-                    .and_then(Value::as_str)
-                    .filter(|name| !self.support.contains_key(*name))
-                    .map(str::to_owned)
-                else {
-                    return;
-                };
-                if value.as_ref().is_some_and(|v| v.get("task").is_some()) {
-                    // Asked for as a task by the caller: nothing to retry.
-                    return;
-                }
-                let Some(retry) = value.and_then(|v| with_task(v, &options)) else {
-                    return;
-                };
+            "tools/call" if augmented || retry.is_some() || (self.enabled && modern) => {
                 let deadline = options.timeout.and_then(|t| now.checked_add(t));
                 let creating = Creating {
                     options,
                     deadline,
-                    cancel_ok: caps.tasks_cancel(),
-                    retry: Some((name, retry)),
+                    cancel_ok: cancels(caps, modern),
+                    retry,
                 };
                 self.creating.insert(id, creating);
             }
@@ -338,9 +346,6 @@ impl Tasks {
     /// The application's id of request `id` of ours (a call sent again as
     /// a task reports progress under its own id).
     pub(super) fn app_id(&self, id: u64) -> Option<u64> {
-        if self.alias.is_empty() {
-            return None;
-        }
         self.alias.get(&id).copied()
     }
 
@@ -352,8 +357,8 @@ impl Tasks {
         app: u64,
         params: Option<&RawValue>,
         options: RequestOptions,
+        caps: &ServerCapabilities,
         modern: bool,
-        cancel_ok: bool,
     ) -> Result<(), &'static str> {
         let task_id = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -363,7 +368,14 @@ impl Tasks {
             return Err("too many tasks followed at once");
         }
         let deadline = options.timeout.and_then(|t| now.checked_add(t));
-        let follow = Follow::new(task_id, modern, options, deadline, app, cancel_ok);
+        let follow = Follow::new(
+            task_id,
+            modern,
+            options,
+            deadline,
+            app,
+            cancels(caps, modern),
+        );
         self.watch_changed |= modern;
         self.follows.insert(app, follow);
         self.poll(now, app);
@@ -419,14 +431,7 @@ impl Tasks {
             message: format!("{} not sent: {message}", send.method()),
         };
         if send.purpose == Purpose::Call {
-            // Once: it leaves `calls` (a later cancel or close finds
-            // nothing to end).
-            if self.calls.remove(&send.app).is_some() {
-                out.push_back(Output::Complete {
-                    id: send.app,
-                    outcome: Err(error),
-                });
-            }
+            self.end_retry(out, send.app, Err(error), false);
             return;
         }
         self.end(out, send.app, Err(error), "failed", false);
@@ -461,18 +466,8 @@ impl Tasks {
             .map(|(app, _)| *app)
             .collect();
         for app in queued {
-            if let Some(r) = self.calls.remove(&app) {
-                self.sends.retain(|s| s.app != app);
-                let ms = r
-                    .creating
-                    .options
-                    .timeout
-                    .map_or(0, |t| t.as_millis() as u64);
-                out.push_back(Output::Complete {
-                    id: app,
-                    outcome: Err(RequestError::Timeout { ms }),
-                });
-            }
+            let error = timed_out(&self.calls[&app].creating.options);
+            self.end_retry(out, app, Err(error), false);
         }
         let late: Vec<u64> = self
             .follows
@@ -481,17 +476,8 @@ impl Tasks {
             .map(|(app, _)| *app)
             .collect();
         for app in late {
-            let ms = self.follows[&app]
-                .options
-                .timeout
-                .map_or(0, |t| t.as_millis() as u64);
-            self.end(
-                out,
-                app,
-                Err(RequestError::Timeout { ms }),
-                "timed out",
-                true,
-            );
+            let error = timed_out(&self.follows[&app].options);
+            self.end(out, app, Err(error), "timed out", true);
         }
         let due: Vec<u64> = self
             .follows
@@ -572,12 +558,14 @@ impl Tasks {
             }
             e => return Some((id, e)),
         };
-        self.created(now, out, client, id, id, creating, raw, modern)
+        let creation = task_of_creation(&raw, modern);
+        self.created(now, out, client, id, id, creating, creation, raw, modern)
     }
 
-    /// A `tools/call` answered with `raw`: a task to follow (`None`: it
-    /// is followed), or what to deliver to the application's `app`.
-    /// `progress_id`: the request that carried the call's progress token.
+    /// A `tools/call` answered with `raw` (which is `creation`): a task to
+    /// follow (`None`: it is followed), or what to deliver to the
+    /// application's `app`. `progress_id`: the request that carried the
+    /// call's progress token.
     #[allow(clippy::too_many_arguments)]
     fn created(
         &mut self,
@@ -587,10 +575,11 @@ impl Tasks {
         app: u64,
         progress_id: u64,
         creating: Creating,
+        creation: Creation,
         raw: Box<RawValue>,
         modern: bool,
     ) -> Option<(u64, Outcome)> {
-        let task = match task_of_creation(&raw, modern) {
+        let task = match creation {
             Creation::NotTask => return Some((app, Ok(raw))),
             Creation::Invalid(why) => {
                 let message = format!("the server answered tools/call with an invalid task: {why}");
@@ -793,13 +782,13 @@ impl Tasks {
         let asked = retrying.creating.options.timeout;
         let delivered = match outcome {
             Ok(raw) => {
-                if matches!(task_of_creation(&raw, false), Creation::Task(_))
-                    && self.support.len() < MAX_TOOLS
-                {
+                let creation = task_of_creation(&raw, false);
+                if matches!(creation, Creation::Task(_)) && self.support.len() < MAX_TOOLS {
                     // It is a task tool: the next call asks at once.
                     self.support.insert(retrying.name, TaskSupport::Required);
                 }
-                self.created(now, out, client, app, id, retrying.creating, raw, false)
+                let creating = retrying.creating;
+                self.created(now, out, client, app, id, creating, creation, raw, false)
             }
             Err(RequestError::Timeout { ms }) => {
                 // The caller's timeout, not the time that was left.
@@ -1024,13 +1013,12 @@ impl Tasks {
             return Ok(());
         };
         // A task followed twice is asked once (by the first to see it).
-        let elsewhere: BTreeSet<&String> = self
+        let elsewhere: BTreeSet<String> = self
             .follows
             .iter()
             .filter(|(a, f)| **a != app && f.task_id == task.task_id)
-            .flat_map(|(_, f)| &f.seen)
+            .flat_map(|(_, f)| f.seen.iter().cloned())
             .collect();
-        let elsewhere: BTreeSet<String> = elsewhere.into_iter().cloned().collect();
         let Some(f) = self.follows.get_mut(&app) else {
             return Ok(());
         };
@@ -1170,19 +1158,10 @@ impl Tasks {
         let error = RequestError::Cancelled {
             reason: reason.to_owned(),
         };
-        if let Some(retrying) = self.calls.remove(&app) {
-            // A call sent again as a task: that request is cancelled (the
-            // server hears notifications/cancelled; a task it made by
-            // then is answered to nobody and ends by its ttl).
-            self.sends.retain(|s| s.app != app);
-            if let Some(id) = retrying.id {
-                self.alias.remove(&id);
-                self.drops.push(id);
-            }
-            out.push_back(Output::Complete {
-                id: app,
-                outcome: Err(error),
-            });
+        // A call sent again as a task: that request is cancelled (the
+        // server hears notifications/cancelled; a task it made by then is
+        // answered to nobody and ends by its ttl).
+        if self.end_retry(out, app, Err(error.clone()), true) {
             return true;
         }
         if !self.follows.contains_key(&app) {
@@ -1201,20 +1180,41 @@ impl Tasks {
             };
             self.end(out, app, Err(error), reason, false);
         }
-        for (app, retrying) in std::mem::take(&mut self.calls) {
-            if let Some(id) = retrying.id {
-                self.alias.remove(&id);
-            }
+        let retries: Vec<u64> = self.calls.keys().copied().collect();
+        for app in retries {
             let error = RequestError::Closed {
                 reason: reason.to_owned(),
             };
-            out.push_back(Output::Complete {
-                id: app,
-                outcome: Err(error),
-            });
+            // The engine closes its request.
+            self.end_retry(out, app, Err(error), false);
         }
         self.sends.clear();
         self.creating.clear();
+    }
+
+    /// Ends call `app` sent again as a task with `outcome`, once: it
+    /// leaves `calls` (a later cancel or close finds nothing), its queued
+    /// send goes, and its request, if out, is cancelled (`drop_request`)
+    /// or left to the engine. False when `app` is no such call.
+    fn end_retry(
+        &mut self,
+        out: &mut VecDeque<Output>,
+        app: u64,
+        outcome: Outcome,
+        drop_request: bool,
+    ) -> bool {
+        let Some(retrying) = self.calls.remove(&app) else {
+            return false;
+        };
+        self.sends.retain(|s| s.app != app);
+        if let Some(id) = retrying.id {
+            self.alias.remove(&id);
+            if drop_request {
+                self.drops.push(id);
+            }
+        }
+        out.push_back(Output::Complete { id: app, outcome });
+        true
     }
 
     /// Ends the follow of `app` with `outcome`: its open inputs are
