@@ -50,6 +50,16 @@ pub fn remember(server: &ServerConfig, era: Era) {
     }
 }
 
+/// Forgets what was remembered of `server`: a new server now answers at
+/// its URL or command line (a test server on a reused port, say).
+pub fn forget(server: &ServerConfig) {
+    let k = key(server);
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    if t.0.remove(&k).is_some() {
+        t.1.retain(|old| *old != k);
+    }
+}
+
 /// Forgets every server (tests, or after a fleet upgrade).
 pub fn forget_all() {
     let mut t = table().lock().unwrap_or_else(|e| e.into_inner());

@@ -212,6 +212,9 @@ pub fn http_server_in(era: Option<Era>, args: &[&str]) -> HttpServer {
         .strip_prefix("listening on ")
         .expect("listening line")
         .to_string();
+    // A new server at this URL: whatever era a server before it on the
+    // same port (ports are reused) was found to speak is not this one's.
+    mcpwire_adapter::era::forget(&ServerConfig::http(&url));
     HttpServer { child, url }
 }
 
