@@ -157,6 +157,28 @@ fn opts() -> RequestOptions {
     RequestOptions::default()
 }
 
+/// Reading a list of outputs.
+trait Outputs {
+    /// Whether they stop the child to start it again: stdin closed and
+    /// SIGTERM at once, nothing else but notes.
+    fn contains_spawn_path(&self) -> bool;
+}
+
+impl Outputs for Vec<Output> {
+    fn contains_spawn_path(&self) -> bool {
+        let kinds: Vec<&str> = self
+            .iter()
+            .filter_map(|o| match o {
+                Output::CloseStdin => Some("close"),
+                Output::Signal(Signal::Terminate) => Some("term"),
+                Output::Diagnostic(d) if d.is_note() => None,
+                _ => Some("other"),
+            })
+            .collect();
+        kinds == ["close", "term"]
+    }
+}
+
 #[test]
 fn initialize_is_sent_first_and_initialized_follows_the_result() {
     let mut sim = Sim::new(ConnectionConfig::default());
@@ -868,14 +890,14 @@ fn probe_falls_back_to_initialize_on_any_error_or_a_timeout() {
         assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
         assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Legacy));
     }
-    // Silence: after the probe timeout (3 s), initialize.
+    // Silence: the probe timeout (1 s over stdio), then initialize to a
+    // new process (`a_silent_server_is_started_again_for_initialize`).
     let mut sim = Sim::probing(ConnectionConfig::default());
     sim.take_written();
-    sim.advance(Duration::from_millis(2900));
-    assert!(sim.take_written().is_empty());
+    sim.advance(Duration::from_millis(900));
+    assert!(sim.take_events().is_empty());
     sim.advance(Duration::from_millis(200));
-    let w = sim.take_written();
-    assert_eq!(w.last().unwrap()["method"], "initialize", "{w:?}");
+    assert!(sim.take_events().contains_spawn_path());
     // A discover result without a version we speak: legacy too.
     let mut sim = Sim::probing(ConnectionConfig::default());
     sim.take_written();
@@ -906,11 +928,11 @@ fn probe_retries_once_with_the_version_the_server_names() {
 
 #[test]
 fn initialize_refused_with_32022_probes_again() {
-    // A server that locked itself to 2026-07-28 after a probe it answered
-    // too late (Python's dual-era stdio server does this).
+    // A server that refused the probe and then locks itself to
+    // 2026-07-28 on initialize.
     let mut sim = Sim::probing(ConnectionConfig::default());
     sim.take_written();
-    sim.advance(Duration::from_secs(4));
+    sim.server_says(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"not yet"}}));
     assert_eq!(sim.take_written().last().unwrap()["method"], "initialize");
     sim.server_says(json!({"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"connection is serving the 2026-07-28 protocol","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}));
     let w = sim.take_written();
@@ -2419,4 +2441,241 @@ fn await_task(sim: &mut Sim, task_id: &str) -> u64 {
         .unwrap();
     sim.drain();
     app
+}
+
+// ---- the era probe and handshake-era servers: restart -------------------
+
+/// The test server's last words, as the official Rust SDK before 3.x
+/// says them.
+const RMCP_DEATH: &[u8] = b"Error: ConnectionClosed(\"initialized request\")\n";
+
+#[test]
+fn a_server_that_dies_when_probed_is_started_again_for_initialize() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    assert_eq!(sim.take_written()[0]["method"], "server/discover");
+    sim.input(Input::Stderr(RMCP_DEATH));
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    let events = sim.take_events();
+    assert!(
+        events.iter().any(|e| matches!(e, Output::Spawn)),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, Output::Closed(_))));
+    assert!(!sim.conn.is_closed());
+    // Whatever the old process's pipes still bring is not read.
+    sim.reply(0, DISCOVER);
+    sim.input(Input::Exited(ExitStatus {
+        code: Some(1),
+        signal: None,
+    }));
+    assert!(sim.take_events().is_empty());
+    assert!(
+        sim.take_written().is_empty(),
+        "nothing before the new process"
+    );
+    // The new process: initialize, with an id of its own.
+    sim.input(Input::Spawned);
+    let w = sim.take_written();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["method"], "initialize");
+    assert_eq!(w[0]["id"], 1);
+    sim.reply(1, INIT_RESULT);
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+    assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Legacy));
+    // A crash of the new process later is a crash: no second restart.
+    let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+    sim.exit(ExitStatus {
+        code: Some(3),
+        signal: None,
+    });
+    let e = sim.completion(id).unwrap_err();
+    assert!(e.to_string().contains("status 3"), "{e}");
+}
+
+#[test]
+fn a_silent_server_is_started_again_for_initialize() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.advance(Duration::from_millis(999));
+    assert!(sim.take_events().is_empty());
+    sim.advance(Duration::from_millis(1));
+    // No notifications/cancelled for the probe: its process is replaced.
+    assert!(sim.take_written().is_empty());
+    let events = sim.take_events();
+    assert!(events.contains_spawn_path(), "{events:?}");
+    // It ignores SIGTERM: SIGKILL after the restart grace (300 ms).
+    sim.advance(Duration::from_millis(299));
+    assert!(sim.take_events().is_empty());
+    sim.advance(Duration::from_millis(1));
+    assert!(matches!(
+        sim.take_events().as_slice(),
+        [Output::Signal(Signal::Kill)]
+    ));
+    sim.exit(ExitStatus {
+        code: None,
+        signal: Some(9),
+    });
+    assert!(matches!(sim.take_events().as_slice(), [Output::Spawn]));
+    sim.input(Input::Spawned);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    sim.reply(1, INIT_RESULT);
+    assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+}
+
+#[test]
+fn a_server_that_closes_stdout_when_probed_is_started_again() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.input(Input::StdoutEof);
+    // It did not exit: after the wait for its exit (1 s), stopped.
+    sim.advance(Duration::from_secs(1));
+    let events = sim.take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Output::Signal(Signal::Terminate))),
+        "{events:?}"
+    );
+    sim.input(Input::StderrEof);
+    sim.input(Input::Exited(ExitStatus {
+        code: None,
+        signal: Some(15),
+    }));
+    assert!(sim.take_events().iter().any(|e| matches!(e, Output::Spawn)));
+    sim.input(Input::Spawned);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+}
+
+#[test]
+fn a_restarted_server_that_dies_again_fails_naming_both_starts() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.input(Input::Stderr(RMCP_DEATH));
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    sim.take_events();
+    sim.input(Input::Spawned);
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    sim.input(Input::Stderr(b"panic: no config file\n"));
+    sim.exit(ExitStatus {
+        code: Some(2),
+        signal: None,
+    });
+    let Some(CloseReason::ServerGone(m)) = sim.conn.close_reason() else {
+        panic!("{:?}", sim.conn.close_reason());
+    };
+    assert!(
+        m.contains("status 2") && m.contains("no config file"),
+        "{m}"
+    );
+    assert!(
+        m.contains("earlier start") && m.contains("ConnectionClosed"),
+        "{m}"
+    );
+    assert!(sim
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, Output::Closed(_))));
+}
+
+#[test]
+fn a_server_that_cannot_be_started_again_closes_the_connection() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    sim.take_events();
+    sim.input(Input::SpawnFailed("No such file or directory"));
+    let Some(CloseReason::ServerGone(m)) = sim.conn.close_reason() else {
+        panic!("{:?}", sim.conn.close_reason());
+    };
+    assert!(m.contains("could not start the server again"), "{m}");
+    assert!(sim
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, Output::Closed(_))));
+}
+
+#[test]
+fn a_close_during_the_restart_stops_the_new_process_too() {
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    assert!(sim.take_events().iter().any(|e| matches!(e, Output::Spawn)));
+    sim.conn.close(sim.now);
+    sim.drain();
+    assert!(!sim.conn.is_closed(), "the new process is still to come");
+    sim.input(Input::Spawned);
+    assert!(sim.take_written().is_empty(), "no initialize to it");
+    assert!(sim
+        .take_events()
+        .iter()
+        .any(|e| matches!(e, Output::CloseStdin)));
+    sim.exit(ExitStatus {
+        code: Some(0),
+        signal: None,
+    });
+    assert!(sim.conn.is_closed());
+    // Closed before the old one was gone: no new process at all.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.advance(Duration::from_secs(1));
+    sim.take_events();
+    sim.conn.close(sim.now);
+    sim.exit(ExitStatus {
+        code: None,
+        signal: Some(15),
+    });
+    let events = sim.take_events();
+    assert!(
+        !events.iter().any(|e| matches!(e, Output::Spawn)),
+        "{events:?}"
+    );
+    assert!(sim.conn.is_closed());
+}
+
+#[test]
+fn a_server_pinned_modern_or_answering_the_probe_is_never_restarted() {
+    // Pinned to 2026-07-28: a death is the connection's end.
+    let config = ConnectionConfig {
+        era: EraPolicy::Modern,
+        ..ConnectionConfig::default()
+    };
+    let mut sim = Sim::probing(config);
+    sim.take_written();
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    assert!(!sim.take_events().iter().any(|e| matches!(e, Output::Spawn)));
+    assert!(sim.conn.is_closed());
+    // An error answer: the same process gets initialize.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}),
+    );
+    assert_eq!(sim.take_written()[0]["method"], "initialize");
+    assert!(!sim.take_events().iter().any(|e| matches!(e, Output::Spawn)));
+    // Dying during that initialize (the probe may have caused it): one
+    // restart still.
+    sim.exit(ExitStatus {
+        code: Some(1),
+        signal: None,
+    });
+    assert!(sim.take_events().iter().any(|e| matches!(e, Output::Spawn)));
+    sim.input(Input::Spawned);
+    let w = sim.take_written();
+    assert_eq!(w[0]["method"], "initialize");
+    assert_eq!(w[0]["id"], 2);
 }

@@ -75,6 +75,7 @@ impl Client {
         let session = Session::new(conn, prepared.setup);
         let started =
             |e: std::io::Error| Error::Connect(format!("cannot start the connection: {e}"));
+        let child = child.map(|c| (c, server.clone()));
         let shared = Shared::new(session, child).map_err(started)?;
         shared.start_background().map_err(started)?;
         let client = Client {

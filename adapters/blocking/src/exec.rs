@@ -69,6 +69,8 @@ pub(crate) enum Wait {
 pub(crate) struct State {
     pub(crate) session: Session,
     pipes: Option<Pipes>,
+    /// The stdio server's definition, to start it again ([`Effect::Spawn`]).
+    server: Option<mcpwire::ServerConfig>,
     http: Option<Http>,
     leader: Leader,
     /// When a waiter last stopped leading.
@@ -87,16 +89,22 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The executor of `session`, with its child's pipes if stdio.
+    /// The executor of `session`, with its stdio server's child and
+    /// definition.
     pub(crate) fn new(
         session: Session,
-        child: Option<std::process::Child>,
+        child: Option<(std::process::Child, mcpwire::ServerConfig)>,
     ) -> std::io::Result<Arc<Self>> {
+        let (child, server) = match child {
+            Some((c, server)) => (Some(c), Some(server)),
+            None => (None, None),
+        };
         let info = session.info().clone();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 session,
                 pipes: None,
+                server,
                 http: None,
                 leader: Leader::Nobody,
                 released: Instant::now(),
@@ -107,12 +115,7 @@ impl Shared {
             background: Mutex::new(None),
         });
         if let Some(child) = child {
-            let weak = Arc::downgrade(&shared);
-            let pipes = Pipes::start(child, move |status| {
-                if let Some(shared) = weak.upgrade() {
-                    shared.exited(status);
-                }
-            })?;
+            let pipes = shared.pipes_of(child)?;
             lock(&shared.state).pipes = Some(pipes);
         }
         let mut state = shared.lock();
@@ -123,6 +126,16 @@ impl Shared {
 
     pub(crate) fn lock(&self) -> Guard<'_, State> {
         Guard::lock(&self.state)
+    }
+
+    /// The pipes of `child`, whose exit a thread of its own reports.
+    fn pipes_of(self: &Arc<Self>, child: std::process::Child) -> std::io::Result<Pipes> {
+        let weak = Arc::downgrade(self);
+        Pipes::start(child, move |status| {
+            if let Some(shared) = weak.upgrade() {
+                shared.exited(status);
+            }
+        })
     }
 
     /// Starts the background thread.
@@ -194,6 +207,31 @@ impl Shared {
                     let alive = state.pipes.as_mut().is_some_and(|p| p.check_group());
                     if !alive {
                         state.session.input(now, Input::GroupEmpty);
+                    }
+                }
+                Effect::Spawn => {
+                    let started = match &state.server {
+                        Some(server) => {
+                            crate::pipes::spawn_child(server).and_then(|child| self.pipes_of(child))
+                        }
+                        None => Err(std::io::Error::other("no stdio server to start")),
+                    };
+                    match started {
+                        Ok(pipes) => {
+                            // A leader polling the old pipes looks again,
+                            // at the new ones.
+                            if let Some(old) = state.pipes.replace(pipes) {
+                                old.interrupt();
+                            }
+                            state.session.input(now, Input::Spawned);
+                            // Nobody may be leading (the old pipes had
+                            // ended): the background leads the new ones.
+                            self.wake_background();
+                        }
+                        Err(e) => {
+                            let e = e.to_string();
+                            state.session.input(now, Input::SpawnFailed(&e));
+                        }
                     }
                 }
                 Effect::Http(req) => {

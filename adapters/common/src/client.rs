@@ -81,6 +81,7 @@ impl<R: Runtime> Client<R> {
         };
         let prepared = prepare(&server, options);
         let conn = Connection::for_server(&server, prepared.config, Instant::now())?;
+        let child = child.map(|c| (c, server.clone()));
         let shared = Shared::<R>::new(Session::new(conn, prepared.setup), child);
         shared.spawn_driver().map_err(Error::Connect)?;
         let client = Client {

@@ -36,6 +36,7 @@ use mcpwire::connection::Input;
 use mcpwire::exchange::ExchangeId;
 use mcpwire::rpc::RequestId;
 use mcpwire::transport::stdio::ExitStatus;
+use mcpwire::ServerConfig;
 
 use crate::handlers::{BoxFuture, Handler};
 use crate::http::{HttpClient, HttpInput, Inbox};
@@ -235,10 +236,29 @@ struct Exchange {
     waker: Waker,
 }
 
+impl ChildIo {
+    fn new(c: Child) -> ChildIo {
+        ChildIo {
+            pid: c.pid,
+            group: crate::process::Group::new(c.group),
+            stdin: Some(c.stdin),
+            backlog: Vec::new(),
+            written: 0,
+            close_stdin: false,
+            stdout: Some(c.stdout),
+            stderr: Some(c.stderr),
+            exit: Some(c.wait),
+        }
+    }
+}
+
 /// Everything behind the lock.
 pub(crate) struct State<R: Runtime> {
     pub(crate) session: Session,
     child: Option<ChildIo>,
+    /// The stdio server's definition, to start it again
+    /// ([`Effect::Spawn`]).
+    server: Option<ServerConfig>,
     http: HttpClient<R>,
     exchanges: HashMap<ExchangeId, Exchange>,
     timer: Option<(Instant, BoxFuture<()>)>,
@@ -256,25 +276,21 @@ pub(crate) struct Shared<R: Runtime> {
 }
 
 impl<R: Runtime> Shared<R> {
-    pub(crate) fn new(session: Session, child: Option<Child>) -> Arc<Self> {
+    /// The shared state of `session`, with its stdio server's `child`
+    /// and definition.
+    pub(crate) fn new(session: Session, child: Option<(Child, ServerConfig)>) -> Arc<Self> {
         let router = Arc::new(Router::new());
         let info = session.info().clone();
         let wakers = [STDIN, STDOUT, STDERR, EXIT, TIMER].map(|bit| source_waker(&router, bit));
-        let child = child.map(|c| ChildIo {
-            pid: c.pid,
-            group: crate::process::Group::new(c.group),
-            stdin: Some(c.stdin),
-            backlog: Vec::new(),
-            written: 0,
-            close_stdin: false,
-            stdout: Some(c.stdout),
-            stderr: Some(c.stderr),
-            exit: Some(c.wait),
-        });
+        let (child, server) = match child {
+            Some((c, server)) => (Some(ChildIo::new(c)), Some(server)),
+            None => (None, None),
+        };
         Arc::new(Shared {
             state: Mutex::new(State {
                 session,
                 child,
+                server,
                 http: HttpClient::new(),
                 exchanges: HashMap::new(),
                 timer: None,
@@ -523,6 +539,28 @@ impl<R: Runtime> State<R> {
                     let alive = self.child.as_mut().is_some_and(|c| c.group.check());
                     if !alive {
                         self.session.input(Instant::now(), Input::GroupEmpty);
+                    }
+                }
+                Effect::Spawn => {
+                    let spawned = match &self.server {
+                        Some(server) => R::spawn_child(server),
+                        None => Err(io::Error::other("no stdio server to start")),
+                    };
+                    match spawned {
+                        Ok(c) => {
+                            // The old child's pipes go with it: nothing of
+                            // them is read again.
+                            self.child = Some(ChildIo::new(c));
+                            shared
+                                .router
+                                .bits
+                                .fetch_or(STDOUT | STDERR | EXIT | STDIN, Ordering::AcqRel);
+                            self.session.input(Instant::now(), Input::Spawned);
+                        }
+                        Err(e) => {
+                            let e = e.to_string();
+                            self.session.input(Instant::now(), Input::SpawnFailed(&e));
+                        }
                     }
                 }
                 Effect::Http(req) => {

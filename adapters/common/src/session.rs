@@ -62,6 +62,12 @@ pub enum Effect {
     /// [`Input::GroupEmpty`] when nothing is (at once when the child has no
     /// group).
     CheckGroup,
+    /// Start the stdio server again from its definition in place of the
+    /// child that was stopped (its exit and empty group were reported):
+    /// from now on read and write only the new child's pipes, then report
+    /// [`Input::Spawned`] (or [`Input::SpawnFailed`]). See
+    /// [`mcpwire::connection::Output::Spawn`].
+    Spawn,
     /// Perform this HTTP exchange; report it with [`Session::input`].
     Http(HttpRequest),
     /// Stop this exchange and report nothing more of it.
@@ -97,6 +103,7 @@ impl std::fmt::Debug for Effect {
             Effect::CloseStdin => f.write_str("CloseStdin"),
             Effect::Signal(s) => write!(f, "Signal({s:?})"),
             Effect::CheckGroup => f.write_str("CheckGroup"),
+            Effect::Spawn => f.write_str("Spawn"),
             Effect::Http(r) => write!(f, "Http({r:?})"),
             Effect::AbortHttp(x) => write!(f, "AbortHttp({x})"),
             Effect::Handle { id, .. } => write!(f, "Handle({id})"),
@@ -513,6 +520,7 @@ impl Session {
                 Output::CloseStdin => self.effects.push_back(Effect::CloseStdin),
                 Output::Signal(s) => self.effects.push_back(Effect::Signal(s)),
                 Output::CheckGroup => self.effects.push_back(Effect::CheckGroup),
+                Output::Spawn => self.effects.push_back(Effect::Spawn),
                 Output::Http(req) => self.effects.push_back(Effect::Http(req)),
                 Output::AbortHttp(x) => self.effects.push_back(Effect::AbortHttp(x)),
                 Output::Ready => self.on_ready(),

@@ -51,7 +51,7 @@ mod wire;
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use crate::modern::probe::{Era, EraPolicy};
 pub use types::{
@@ -76,6 +76,7 @@ use crate::transport::HttpConfig;
 use auth::{is_auth_exchange, Auth, AuthStep};
 use modern::{Modern, Outbox};
 use probe::{ProbeStep, Prober};
+pub use probe::{HTTP_PROBE_TIMEOUT, STDIO_PROBE_TIMEOUT};
 use tasks::{Augment, Tasks};
 use wire::{with_bearer, Fed, Wire, WireOutput};
 
@@ -101,6 +102,9 @@ enum Phase {
         id: u64,
         reinit: bool,
     },
+    /// The stdio server died or stayed silent during the probe: it is
+    /// being stopped and started again; `initialize` follows.
+    Respawning,
     Ready,
     /// The engine is closed; waiting for the transport to finish.
     Closing,
@@ -128,6 +132,8 @@ pub struct Connection {
     modern: Option<Modern>,
     /// Whether `subscriptions/listen` may be opened.
     listen_enabled: bool,
+    /// The stdio server was started again after the probe (once at most).
+    respawned: bool,
     /// Tool calls that became tasks, followed for the application.
     tasks: Tasks,
     out: VecDeque<Output>,
@@ -162,7 +168,10 @@ impl Connection {
             auth.is_some(),
         );
         wire.set_dpop(auth.as_ref().and_then(Auth::dpop));
-        let probe_timeout = config.probe_timeout.unwrap_or(Duration::from_secs(3));
+        let probe_timeout = config.probe_timeout.unwrap_or(match wire.is_stdio() {
+            true => STDIO_PROBE_TIMEOUT,
+            false => HTTP_PROBE_TIMEOUT,
+        });
         let listen_enabled = !config.no_subscriptions && config.http.listen;
         let tasks = Tasks::new(&config.client);
         let mut conn = Connection {
@@ -179,6 +188,7 @@ impl Connection {
             prober: Prober::new(config.era, config.era_hint, probe_timeout),
             modern: None,
             listen_enabled,
+            respawned: false,
             tasks,
             out: VecDeque::new(),
         };
@@ -230,7 +240,8 @@ impl Connection {
         let mut deliver = |m: &[u8]| engine.handle_message(now, m);
         match self.wire.handle_input(now, input, &mut deliver) {
             Fed::Taken => {}
-            Fed::Died(message) => self.shut_down(now, CloseReason::ServerGone(message)),
+            Fed::Died(message) => self.server_gone(now, message),
+            Fed::Respawned => self.respawned(now),
             Fed::Foreign => self
                 .out
                 .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
@@ -266,7 +277,7 @@ impl Connection {
             self.tasks.handle_timeout(now, &mut self.out);
         }
         if let Some(message) = self.wire.handle_timeout(now) {
-            self.shut_down(now, CloseReason::ServerGone(message));
+            self.server_gone(now, message);
         }
         self.pump(now);
     }
@@ -636,6 +647,9 @@ impl Connection {
                 if self.prober.is_probe(id) {
                     return self.on_probe(now, outcome);
                 }
+                if self.prober.take_abandoned(id) {
+                    return;
+                }
                 let (id, outcome) = match self.modern.as_mut() {
                     Some(m) => match m.complete(now, outbox!(self), &self.client, id, outcome) {
                         Some(delivered) => delivered,
@@ -822,7 +836,13 @@ impl Connection {
                 self.open_listen(now);
             }
             Some(ProbeStep::Again(version)) => self.start_probe(now, &version, true),
-            Some(ProbeStep::Handshake) => {
+            Some(ProbeStep::Handshake { silent: Some(ms) }) if self.wire.is_stdio() => {
+                self.respawn(
+                    now,
+                    &format!("did not answer server/discover within {ms} ms"),
+                );
+            }
+            Some(ProbeStep::Handshake { .. }) => {
                 self.wire.end_era();
                 self.start_handshake(now, false);
             }
@@ -906,6 +926,69 @@ impl Connection {
         }
     }
 
+    /// The server process is gone (the message says how). During the
+    /// probe, or the handshake that followed it on the same process, a
+    /// stdio server is started again once (the probe may be what ended
+    /// it); otherwise the connection closes.
+    fn server_gone(&mut self, now: Instant, message: String) {
+        let after_probe = match self.phase {
+            Phase::Probing { .. } => true,
+            Phase::Initializing { reinit: false, .. } => self.prober.probed(),
+            _ => false,
+        };
+        if after_probe
+            && !self.respawned
+            && self.wire.is_stdio()
+            && self.prober.policy() == EraPolicy::Auto
+        {
+            return self.respawn(now, &format!("ended when probed ({message})"));
+        }
+        self.shut_down(now, CloseReason::ServerGone(message))
+    }
+
+    /// Stops the stdio server and starts it again for the `initialize`
+    /// handshake: the probe (or the `initialize` the old process took in)
+    /// ends unseen, and nothing meant for the old process reaches the new
+    /// one (the wire sends nothing until the new one is reported).
+    fn respawn(&mut self, now: Instant, why: &str) {
+        self.respawned = true;
+        if let Some(id) = self.prober.abandon() {
+            self.engine.fail(
+                now,
+                id,
+                RequestError::Closed {
+                    reason: "the server is started again".into(),
+                },
+            );
+        }
+        if let Some(id) = self.initialize_id {
+            // Its completion is swallowed: the phase is no longer
+            // Initializing when it arrives.
+            self.engine.fail(
+                now,
+                id,
+                RequestError::Closed {
+                    reason: "the server is started again".into(),
+                },
+            );
+        }
+        self.phase = Phase::Respawning;
+        // The spec's way with a server of the handshake era: a note.
+        self.out
+            .push_back(Output::Diagnostic(Diagnostic::Note(format!(
+                "the server {why}: starting it again for the initialize handshake"
+            ))));
+        self.wire.restart(now, why);
+    }
+
+    /// The new process of [`Connection::respawn`] runs.
+    fn respawned(&mut self, now: Instant) {
+        if self.phase == Phase::Respawning {
+            self.wire.end_era();
+            self.start_handshake(now, false);
+        }
+    }
+
     /// The server dropped our HTTP session: start over with a fresh
     /// `initialize` (the transport holds everything else meanwhile).
     fn reinitialize(&mut self, now: Instant) {
@@ -985,7 +1068,9 @@ impl Connection {
             Phase::Ready => Ok(()),
             Phase::Initializing { reinit: true, .. } => Ok(()),
             Phase::Initializing { .. } | Phase::Probing { .. } if method == "ping" => Ok(()),
-            Phase::Initializing { .. } | Phase::Probing { .. } => Err(CallError::NotReady),
+            Phase::Initializing { .. } | Phase::Probing { .. } | Phase::Respawning => {
+                Err(CallError::NotReady)
+            }
             Phase::Closing | Phase::Closed => Err(self.closed_error()),
         }
     }

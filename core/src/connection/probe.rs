@@ -4,9 +4,18 @@
 //! ```text
 //!  new ─► server/discover (probe) ─ DiscoverResult ─────────────► Modern (the era's sub-state)
 //!              │ -32022 naming a version we speak ─► Again: probe again (once)
-//!              └ any other error, a 4xx, a timeout ─► Handshake: initialize ─┐
-//!                                     initialize answered -32022 ─► probe again (once)
+//!              ├ any other error, a 4xx ─► Handshake: initialize ─┐
+//!              │                  initialize answered -32022 ─► probe again (once)
+//!              └ stdio: silence, or the server died ─► restart the process, then initialize
 //! ```
+//!
+//! A stdio server of the handshake era may end its process on any request
+//! before `initialize` (the official Rust SDK before 3.x does) or ignore it
+//! and be left in a state nobody knows: the connection starts it again
+//! (once) and speaks `initialize` to the new process. The probe waits
+//! [`STDIO_PROBE_TIMEOUT`] there: a server answers an unknown request in
+//! milliseconds once it reads stdin, and the one that never answers
+//! costs that much once, as the application remembers the era.
 //!
 //! The prober sends the probe through the engine; everything else its
 //! verdict implies ([`ProbeStep`]) the connection does.
@@ -41,10 +50,29 @@ pub(super) enum ProbeStep {
     /// Probe again (once) with this version.
     Again(String),
     /// A server of the handshake era: leave the era, send `initialize`.
-    Handshake,
+    /// `silent`: it did not answer at all (what it did with the probe is
+    /// unknown).
+    Handshake {
+        /// Set when the probe timed out: after this many milliseconds.
+        silent: Option<u64>,
+    },
     /// No era both sides speak.
     Close(CloseReason),
 }
+
+/// How long the probe of a stdio server waits for an answer before the
+/// server is taken for one of the handshake era and started again: a
+/// server that reads its stdin answers an unknown method in milliseconds,
+/// and the wait is paid by every first connection to a server that never
+/// answers. A server slower than this to start (an interpreter loading a
+/// large program) is spoken to in the handshake era, which it speaks too
+/// when it is a dual-era one; `probe_timeout` or `protocolEra: modern`
+/// change that.
+pub const STDIO_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long the probe of an HTTP server waits (an HTTP server answers
+/// every request with a status; this bounds a slow network or a cold start).
+pub const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The probe in flight.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +88,9 @@ pub(super) struct Prober {
     hint: Option<Era>,
     timeout: Duration,
     probe: Option<Probe>,
+    /// A probe given up on (its process is being replaced): its completion
+    /// is nobody's.
+    abandoned: Option<u64>,
     /// Probes sent (bounds re-probing).
     sent: u32,
 }
@@ -71,8 +102,36 @@ impl Prober {
             hint,
             timeout,
             probe: None,
+            abandoned: None,
             sent: 0,
         }
+    }
+
+    /// The policy.
+    pub(super) fn policy(&self) -> EraPolicy {
+        self.policy
+    }
+
+    /// Whether a probe was sent to the server (to this process of it).
+    pub(super) fn probed(&self) -> bool {
+        self.sent > 0
+    }
+
+    /// Gives up on the probe in flight (the server is being started
+    /// again): its completion will be swallowed. Its id, if one was out.
+    pub(super) fn abandon(&mut self) -> Option<u64> {
+        let probe = self.probe.take()?;
+        self.abandoned = Some(probe.id);
+        Some(probe.id)
+    }
+
+    /// Whether `id` is an abandoned probe (true once).
+    pub(super) fn take_abandoned(&mut self, id: u64) -> bool {
+        if self.abandoned == Some(id) {
+            self.abandoned = None;
+            return true;
+        }
+        false
     }
 
     /// Whether the connection starts with the handshake rather than the
@@ -103,7 +162,10 @@ impl Prober {
             EraPolicy::Modern => default,
             _ => self.timeout.min(default),
         };
-        let options = RequestOptions::default().timeout(timeout);
+        // Over stdio a silent probe's process is replaced: no cancellation
+        // is owed to it.
+        let mut options = RequestOptions::default().timeout(timeout);
+        options.quiet = wire.is_stdio();
         let id = engine.request(now, DISCOVER_METHOD, Some(&raw), options)?;
         wire.note_request(id, DISCOVER_METHOD, Some(&params), &ToolHeaders::default());
         self.probe = Some(Probe { id, retried });
@@ -122,6 +184,10 @@ impl Prober {
     ) -> Option<ProbeStep> {
         let probe = self.probe.take()?;
         let legacy_versions = SUPPORTED_PROTOCOL_VERSIONS;
+        let silent = match &outcome {
+            Err(RequestError::Timeout { ms }) => Some(*ms),
+            _ => None,
+        };
         let verdict = match &outcome {
             Ok(raw) => stdio_probe_verdict(
                 StdioProbeOutcome::Result(raw.get()),
@@ -180,7 +246,7 @@ impl Prober {
                     "the server does not speak the 2026-07-28 protocol (server/discover: {why})"
                 )))
             }
-            ProbeVerdict::Legacy => ProbeStep::Handshake,
+            ProbeVerdict::Legacy => ProbeStep::Handshake { silent },
             ProbeVerdict::Incompatible(m) => ProbeStep::Close(CloseReason::Handshake(m)),
         })
     }

@@ -41,7 +41,10 @@ pub struct ConnectionConfig {
     /// handshake comes first and the probe only if it fails.
     pub era_hint: Option<Era>,
     /// How long the `server/discover` probe may take before the server is
-    /// taken for a legacy one (default 3 s).
+    /// taken for a legacy one (default 1 s over stdio, where the server is
+    /// then started again, and 3 s over HTTP:
+    /// [`STDIO_PROBE_TIMEOUT`](super::STDIO_PROBE_TIMEOUT),
+    /// [`HTTP_PROBE_TIMEOUT`](super::HTTP_PROBE_TIMEOUT)).
     pub probe_timeout: Option<Duration>,
     /// In the 2026-07-28 era, open `subscriptions/listen` for the list
     /// changes the server announces (default true; `HttpConfig::listen`
@@ -106,6 +109,11 @@ pub enum Input<'a> {
     /// [`StdioConfig::exit_grace`] passed), so that an error can quote the
     /// server's last words on stderr.
     Exited(ExitStatus),
+    /// The server was started again, as [`Output::Spawn`] asked: from now
+    /// on every stdio input is the new process's.
+    Spawned,
+    /// [`Output::Spawn`] failed (the error as the OS gave it).
+    SpawnFailed(&'a str),
     /// No process of the child's process group is left (the answer to
     /// [`Output::CheckGroup`], or a [`Output::Signal`] that found none).
     /// The server counts as stopped once its exit and this are known; a
@@ -172,6 +180,15 @@ pub enum Output {
     /// [`Input::GroupEmpty`] if none is. Asked again on a timer until
     /// then.
     CheckGroup,
+    /// Start the stdio server again from the same definition (command,
+    /// arguments, environment, directory), in place of the child that was
+    /// stopped (its exit and an empty group were reported): read and write
+    /// the new child's pipes from now on, never the old ones', and report
+    /// [`Input::Spawned`], or [`Input::SpawnFailed`]. The connection asks
+    /// for this when the era probe killed the server or met silence (a
+    /// server of the handshake era; the spec's backward compatibility
+    /// rule), at most once per connection.
+    Spawn,
     /// Perform this HTTP exchange and report its response with
     /// [`Input::HttpHead`], [`Input::HttpBody`], [`Input::HttpEnd`] or
     /// [`Input::HttpFailed`].

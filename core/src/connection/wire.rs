@@ -101,6 +101,9 @@ pub(super) enum Fed {
     /// The server is gone; the message names the status and quotes its
     /// stderr tail.
     Died(String),
+    /// The server was started again (a restart asked for with
+    /// [`Wire::restart`]).
+    Respawned,
     /// The input is for another kind of wire.
     Foreign,
 }
@@ -197,6 +200,13 @@ impl Wire {
             (Transport::Stdio(s), Input::GroupEmpty) => s.handle_group_empty(),
             (Transport::Stdio(s), Input::WriteFailed(_)) => s.handle_write_failed(now),
             (Transport::Stdio(s), Input::Exited(status)) => death = s.handle_exit(now, status),
+            (Transport::Stdio(s), Input::Spawned) => {
+                s.handle_spawned(now);
+                return Fed::Respawned;
+            }
+            (Transport::Stdio(s), Input::SpawnFailed(error)) => {
+                return Fed::Died(s.handle_spawn_failed(error))
+            }
             (Transport::Http(h), Input::HttpHead { exchange, head }) => {
                 h.handle_head(now, exchange, head, deliver)
             }
@@ -468,6 +478,19 @@ impl Wire {
 
     // ---- close ----------------------------------------------------------
 
+    /// Whether the server is a process that can be started again.
+    pub(super) fn is_stdio(&self) -> bool {
+        matches!(self.transport, Transport::Stdio(_))
+    }
+
+    /// Stops the stdio server and starts it again (nothing is sent until
+    /// [`Fed::Respawned`]); `why` goes into later error messages.
+    pub(super) fn restart(&mut self, now: Instant, why: &str) {
+        if let Transport::Stdio(s) = &mut self.transport {
+            s.restart(now, why);
+        }
+    }
+
     /// Starts the transport's graceful close.
     pub(super) fn begin_close(&mut self, now: Instant) {
         match &mut self.transport {
@@ -512,6 +535,7 @@ fn stdio_output(action: StdioAction) -> Option<WireOutput> {
         StdioAction::CloseStdin => Output::CloseStdin,
         StdioAction::Signal(s) => Output::Signal(s),
         StdioAction::CheckGroup => Output::CheckGroup,
+        StdioAction::Spawn => Output::Spawn,
         StdioAction::Log(line) => Output::Log(line),
         StdioAction::Malformed(e) => match e {
             JsonlError::LineTooLong {

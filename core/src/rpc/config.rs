@@ -133,6 +133,10 @@ pub struct RequestOptions {
     pub detach_task: bool,
     /// The `ttl` asked for a task (2025-11-25 `params.task.ttl`).
     pub task_ttl: Option<Duration>,
+    /// A timeout or a cancel ends it without `notifications/cancelled`
+    /// (as `initialize` always does): the era probe of a stdio server,
+    /// whose process is replaced when it stays silent.
+    pub quiet: bool,
 }
 
 impl RequestOptions {

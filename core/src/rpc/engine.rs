@@ -33,7 +33,9 @@ use crate::codec::glimpse::Glimpse;
 /// Bytes of the received text quoted in a diagnostic.
 const PREVIEW_BYTES: usize = 200;
 
-const F_INITIALIZE: u8 = 1;
+/// Never `notifications/cancelled` for it: `initialize`, or a request
+/// made [`RequestOptions::quiet`].
+const F_QUIET: u8 = 1;
 const F_PROGRESS: u8 = 2;
 const F_RESET: u8 = 4;
 /// Capacity (entries) above which a mostly empty table or queue is shrunk.
@@ -258,8 +260,8 @@ impl Engine {
                 None
             });
         let mut flags = 0;
-        if method == "initialize" {
-            flags |= F_INITIALIZE;
+        if opts.quiet || method == "initialize" {
+            flags |= F_QUIET;
         }
         if progress {
             flags |= F_PROGRESS;
@@ -346,7 +348,7 @@ impl Engine {
         let Some(pending) = self.pending.remove(&id) else {
             return false;
         };
-        if pending.flags & F_INITIALIZE == 0 {
+        if pending.flags & F_QUIET == 0 {
             self.send_cancelled(id, reason);
         }
         self.stats.cancelled += 1;
@@ -533,7 +535,7 @@ impl Engine {
             let error = RequestError::Timeout {
                 ms: pending.expired_ms(deadline),
             };
-            if pending.flags & F_INITIALIZE == 0 {
+            if pending.flags & F_QUIET == 0 {
                 self.send_cancelled(id, &error.to_string());
             }
             self.stats.timed_out += 1;

@@ -18,6 +18,11 @@
 //!   exit:     Exited is held until stdout and stderr reached EOF, or exit_grace
 //!             passed (a grandchild may keep a pipe open), so that the error
 //!             quotes the server's last words on stderr
+//!   restart:  restart() ─► CloseStdin + Signal(Terminate) ─(restart_grace)─► Signal(Kill)
+//!             once the exit is known and the group empty ─► Spawn; every input
+//!             until Spawned is the old process's and is ignored; then the same
+//!             transport serves the new process (its predecessor's stderr tail is
+//!             kept for the error messages)
 //! ```
 //!
 //! The spec's shutdown order (close stdin, wait, SIGTERM, wait, SIGKILL) is
@@ -52,6 +57,11 @@ pub struct StdioConfig {
     pub stderr_tail_bytes: usize,
     /// Longest stderr line passed on whole; longer ones are cut (default 8 KiB).
     pub max_stderr_line: usize,
+    /// When a server is started again (after the era probe found it dead
+    /// or silent), how long the old process has after SIGTERM before
+    /// SIGKILL (default 300 ms: it is of no use, only its clean-up is
+    /// waited for).
+    pub restart_grace: Duration,
 }
 
 impl Default for StdioConfig {
@@ -65,6 +75,7 @@ impl Default for StdioConfig {
             stderr_tail_lines: 20,
             stderr_tail_bytes: 4096,
             max_stderr_line: 8192,
+            restart_grace: Duration::from_millis(300),
         }
     }
 }
@@ -118,6 +129,9 @@ pub(crate) enum StdioAction {
     Signal(Signal),
     /// Is any process of the child's group left? (answer: `handle_group_empty`)
     CheckGroup,
+    /// Start the server again (answer: `handle_spawned` or
+    /// `handle_spawn_failed`).
+    Spawn,
     Log(String),
     Malformed(JsonlError),
 }
@@ -145,6 +159,21 @@ enum Phase {
     },
     /// The child exited and its group is empty (or given up on).
     Exited,
+    /// The child is stopped and `Spawn` was asked: waiting for the new
+    /// one. Inputs until then are the old process's.
+    Spawning,
+}
+
+/// A restart in progress (see [`Stdio::restart`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Restart {
+    /// None asked.
+    No,
+    /// The old process is being stopped; `Spawn` once it is.
+    Stopping,
+    /// A close came while `Spawn` was out: stop the new process as soon as
+    /// it is reported.
+    ThenClose,
 }
 
 /// Why a running child stopped serving.
@@ -177,6 +206,10 @@ pub(crate) struct Stdio {
     /// After the child's exit, while its group is not known empty: when
     /// to check next, and the wait after that.
     next_check: Option<(Instant, Duration)>,
+    restart: Restart,
+    /// The last stderr lines of the process this one replaced, and why it
+    /// was replaced.
+    previous: Option<(String, String)>,
     actions: VecDeque<StdioAction>,
 }
 
@@ -196,7 +229,104 @@ impl Stdio {
             stderr_eof: false,
             group_empty: false,
             next_check: None,
+            restart: Restart::No,
+            previous: None,
             actions: VecDeque::new(),
+        }
+    }
+
+    /// Whether the inputs now come from a process that is being replaced
+    /// and whose output nobody reads any more.
+    fn stale(&self) -> bool {
+        self.phase == Phase::Spawning
+    }
+
+    /// Stops the child (stdin closed and SIGTERM at once, SIGKILL after
+    /// [`StdioConfig::restart_grace`]) and, once it and its group are gone,
+    /// asks for a new one ([`StdioAction::Spawn`]). `why` is kept, with the
+    /// old stderr tail, for the error messages of the new process. Nothing
+    /// is sent until the new process is reported (`send` drops what comes
+    /// meanwhile: the caller holds its messages until then).
+    pub fn restart(&mut self, now: Instant, why: &str) {
+        if self.restart != Restart::No || self.phase == Phase::Spawning {
+            return;
+        }
+        self.restart = Restart::Stopping;
+        self.previous = Some((self.stderr_tail(), why.to_owned()));
+        let grace = self.config.restart_grace;
+        match self.phase {
+            Phase::Running | Phase::Dying { .. } => {
+                self.actions.push_back(StdioAction::CloseStdin);
+                self.actions
+                    .push_back(StdioAction::Signal(Signal::Terminate));
+                self.phase = Phase::Terminating { until: now + grace };
+            }
+            Phase::ClosingStdin { .. } => {
+                self.actions
+                    .push_back(StdioAction::Signal(Signal::Terminate));
+                self.phase = Phase::Terminating { until: now + grace };
+            }
+            Phase::Terminating { until } => {
+                self.phase = Phase::Terminating {
+                    until: until.min(now + grace),
+                };
+            }
+            Phase::Killed { .. } | Phase::Exited | Phase::Spawning => {}
+        }
+        self.spawn_when_stopped();
+    }
+
+    /// Asks for the new process once the old one is gone.
+    fn spawn_when_stopped(&mut self) {
+        if self.restart == Restart::Stopping && self.phase == Phase::Exited {
+            self.restart = Restart::No;
+            self.phase = Phase::Spawning;
+            self.actions.push_back(StdioAction::Spawn);
+        }
+    }
+
+    /// The new process asked for by [`StdioAction::Spawn`] is running:
+    /// from now on every input is its own.
+    pub fn handle_spawned(&mut self, now: Instant) {
+        if self.phase != Phase::Spawning {
+            return;
+        }
+        self.stdout = JsonlDecoder::with_config(self.config.jsonl);
+        self.stderr_partial.clear();
+        self.stderr_partial_cut = false;
+        self.tail.clear();
+        self.tail_bytes = 0;
+        self.phase = Phase::Running;
+        self.exit = None;
+        self.held_exit = None;
+        self.stdout_eof = false;
+        self.stderr_eof = false;
+        self.group_empty = false;
+        self.next_check = None;
+        if self.restart == Restart::ThenClose {
+            self.restart = Restart::No;
+            self.begin_close(now);
+        }
+    }
+
+    /// The new process could not be started: there is nothing left to
+    /// stop. The message for the caller.
+    pub fn handle_spawn_failed(&mut self, error: &str) -> String {
+        self.phase = Phase::Exited;
+        self.restart = Restart::No;
+        let mut message = format!("could not start the server again: {error}");
+        self.push_previous(&mut message);
+        message
+    }
+
+    /// Appends what the process before this one said, if it was replaced.
+    fn push_previous(&self, message: &mut String) {
+        if let Some((tail, why)) = &self.previous {
+            message.push_str(&format!(" (an earlier start of it {why}"));
+            if !tail.is_empty() {
+                message.push_str(&format!("; its stderr: {tail}"));
+            }
+            message.push(')');
         }
     }
 
@@ -211,6 +341,9 @@ impl Stdio {
 
     /// Feeds stdout bytes; each complete line goes to `deliver`.
     pub fn handle_stdout(&mut self, bytes: &[u8], mut deliver: impl FnMut(&[u8])) {
+        if self.stale() {
+            return;
+        }
         let actions = &mut self.actions;
         self.stdout.feed(bytes, |line| match line {
             Ok(line) => deliver(line),
@@ -220,6 +353,9 @@ impl Stdio {
 
     /// stdout reached EOF. Returns a death when this ends a running child.
     pub fn handle_stdout_eof(&mut self, now: Instant) -> Option<Death> {
+        if self.stale() {
+            return None;
+        }
         self.stdout_eof = true;
         if let Some(e) = self.stdout.finish() {
             self.actions.push_back(StdioAction::Malformed(e));
@@ -236,6 +372,9 @@ impl Stdio {
     /// at once). Returns a death when an exit held for it ends a running
     /// child.
     pub fn handle_stderr_eof(&mut self, now: Instant) -> Option<Death> {
+        if self.stale() {
+            return None;
+        }
         self.stderr_eof = true;
         self.release_exit(now)
     }
@@ -251,6 +390,9 @@ impl Stdio {
 
     /// Writing to stdin failed (broken pipe): the child is going away.
     pub fn handle_write_failed(&mut self, now: Instant) {
+        if self.stale() {
+            return;
+        }
         if let Phase::Running = self.phase {
             self.phase = Phase::Dying {
                 until: now + self.config.exit_wait,
@@ -260,6 +402,9 @@ impl Stdio {
 
     /// Feeds stderr bytes: one `Log` per line, and the tail kept.
     pub fn handle_stderr(&mut self, mut bytes: &[u8]) {
+        if self.stale() {
+            return;
+        }
         let max = self.config.max_stderr_line;
         while !bytes.is_empty() {
             match memchr::memchr(b'\n', bytes) {
@@ -337,7 +482,7 @@ impl Stdio {
     /// (or `exit_grace` passed); returns a death when that ends a child
     /// that was not ours to end.
     pub fn handle_exit(&mut self, now: Instant, status: ExitStatus) -> Option<Death> {
-        if self.exit.is_some() || self.held_exit.is_some() {
+        if self.stale() || self.exit.is_some() || self.held_exit.is_some() {
             return None; // reported twice: the first report stands
         }
         self.held_exit = Some((status, now + self.config.exit_grace));
@@ -372,6 +517,7 @@ impl Stdio {
                 other => other,
             }
         };
+        self.spawn_when_stopped();
         match was {
             Phase::Running | Phase::Dying { .. } => Some(Death {
                 status: Some(status),
@@ -385,15 +531,26 @@ impl Stdio {
     /// child has no group of its own). Once the child's exit is known too,
     /// the server is stopped.
     pub fn handle_group_empty(&mut self) {
+        if self.stale() {
+            return;
+        }
         self.group_empty = true;
         self.next_check = None;
         if self.exit.is_some() {
             self.phase = Phase::Exited;
         }
+        self.spawn_when_stopped();
     }
 
-    /// Starts the graceful shutdown (no-op once started or exited).
+    /// Starts the graceful shutdown (no-op once started or exited). During
+    /// a restart no new process is asked for; one already asked for is
+    /// stopped as soon as it is reported.
     pub fn begin_close(&mut self, now: Instant) {
+        match self.restart {
+            Restart::Stopping => self.restart = Restart::No,
+            Restart::No if self.phase == Phase::Spawning => self.restart = Restart::ThenClose,
+            _ => {}
+        }
         match self.phase {
             Phase::Running | Phase::Dying { .. } => {
                 self.actions.push_back(StdioAction::CloseStdin);
@@ -467,6 +624,7 @@ impl Stdio {
                 ));
                 self.phase = Phase::Exited;
                 self.next_check = None;
+                self.spawn_when_stopped();
                 None
             }
             _ => None,
@@ -503,6 +661,7 @@ impl Stdio {
             msg.push_str(": ");
             msg.push_str(&tail);
         }
+        self.push_previous(&mut msg);
         msg
     }
 }

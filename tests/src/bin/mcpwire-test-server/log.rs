@@ -7,6 +7,8 @@
 //! * `{"ms":N,"via":"stdio"|"http","invalid":"<text>"}` a received non-JSON body/line
 //! * `{"ms":N,"http":{"method":"POST","path":"/mcp","headers":{..}}}` an HTTP request
 //!   (header names lower-cased), logged before its body
+//! * `{"ms":N,"event":"started","pid":P,"unix_ms":T}` first, when the process
+//!   starts (`unix_ms`: the wall clock, to compare processes)
 //! * `{"ms":N,"event":"<what>",..}` server events: `stdin_eof`, `session_created`,
 //!   `session_ended`, `rejected_before_initialized` (HTTP: a message or GET
 //!   refused because its session's `notifications/initialized` had not arrived),
@@ -35,10 +37,18 @@ impl Log {
             )),
             None => None,
         };
-        Ok(Log {
+        let log = Log {
             start: Instant::now(),
             file,
-        })
+        };
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        log.event(
+            "started",
+            json!({"pid": std::process::id(), "unix_ms": unix_ms}),
+        );
+        Ok(log)
     }
 
     fn write(&self, mut line: Value) {
@@ -53,7 +63,10 @@ impl Log {
     }
 
     pub fn message(&self, via: &str, message: &Value) {
-        self.write(json!({"via": via, "message": message}));
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.write(json!({"via": via, "message": message, "unix_ms": unix_ms}));
     }
 
     /// A message received over HTTP with the `Mcp-Session-Id` it carried.

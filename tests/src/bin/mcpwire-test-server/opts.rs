@@ -18,6 +18,13 @@ flags:
                          is -32601); modern: only 2026-07-28 (server/discover,
                          the _meta envelope, no sessions; initialize is -32022);
                          both (default): either, request by request
+  --pre-init WHAT        stdio, legacy era: what a request other than
+                         `initialize` or `ping` before `initialize` gets, as
+                         handshake-era servers do with the era probe:
+                         error (default: -32601), exit (status 1, as the
+                         official Rust SDK before 3.x does), silent (no
+                         answer), close-stdout (stdout closed, the process
+                         stays)
   --max-lifetime SECS    exit after SECS seconds (default 300, 0 = never)
   --ignore-stdin-eof     keep running after stdin EOF (both modes)
   --log-file PATH        append one JSON line per received message / HTTP request
@@ -83,6 +90,16 @@ pub struct Options {
     pub redirect_status: u16,
     pub redirect_loop: bool,
     pub redirect_cross_origin: bool,
+    pub pre_init: PreInit,
+}
+
+/// What a request before `initialize` gets (`--pre-init`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreInit {
+    Error,
+    Exit,
+    Silent,
+    CloseStdout,
 }
 
 /// Which protocol eras the server speaks (`--era`).
@@ -132,6 +149,7 @@ impl Options {
             redirect_status: 0,
             redirect_loop: false,
             redirect_cross_origin: false,
+            pre_init: PreInit::Error,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -171,6 +189,15 @@ impl Options {
                     o.max_lifetime = (secs > 0).then(|| Duration::from_secs(secs));
                 }
                 "--ignore-stdin-eof" => o.ignore_stdin_eof = true,
+                "--pre-init" => {
+                    o.pre_init = match value("--pre-init")?.as_str() {
+                        "error" => PreInit::Error,
+                        "exit" => PreInit::Exit,
+                        "silent" => PreInit::Silent,
+                        "close-stdout" => PreInit::CloseStdout,
+                        v => return Err(ParseError::Bad(format!("--pre-init: unknown {v:?}"))),
+                    }
+                }
                 "--log-file" => o.log_file = Some(PathBuf::from(value("--log-file")?)),
                 "--no-tools-cap" => o.no_tools_cap = true,
                 "--repeat-cursor" => o.repeat_cursor = true,

@@ -5,6 +5,7 @@
 //! thread (a slow call never blocks others), the rest are answered inline.
 //! Every write to stdout is one whole line under a lock, flushed.
 
+use crate::opts::{EraMode, PreInit};
 use crate::protocol::{
     classify, error_response, handle_notification, handle_request, lock, request_era, response,
     serve_subscription, subscribe, Ctx, Era, Incoming, Outbound, Outcome, Peer,
@@ -104,6 +105,7 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
+    let mut initialized = false;
     loop {
         line.clear();
         match input.read_until(b'\n', &mut line) {
@@ -130,6 +132,13 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
             }
         };
         ctx.log.message("stdio", &msg);
+        if let Incoming::Request { method, .. } = classify(&msg) {
+            if method == "initialize" {
+                initialized = true;
+            } else if !initialized && method != "ping" && pre_init(&ctx) {
+                continue;
+            }
+        }
         match classify(&msg) {
             Incoming::Request { id, method, params }
                 if method == "tools/call" && params["name"] == "stop_reading" =>
@@ -203,6 +212,38 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
     }
     eprintln!("mcpwire-test-server: stdin closed, exiting");
     std::process::exit(0)
+}
+
+/// A request before `initialize` (legacy era, `--pre-init`): whether it
+/// was dealt with (no answer); `error` answers it as usual.
+fn pre_init(ctx: &Ctx) -> bool {
+    if ctx.opts.era != EraMode::Legacy {
+        return false;
+    }
+    match ctx.opts.pre_init {
+        PreInit::Error => false,
+        PreInit::Silent => true,
+        PreInit::Exit => {
+            // What the official Rust SDK before 3.x prints and does.
+            eprintln!("Error: ConnectionClosed(\"initialized request\")");
+            std::process::exit(1)
+        }
+        PreInit::CloseStdout => {
+            close_stdout();
+            eprintln!("mcpwire-test-server: closed stdout (--pre-init close-stdout)");
+            true
+        }
+    }
+}
+
+/// Closes file descriptor 1 (the process goes on reading stdin).
+#[allow(unsafe_code)]
+fn close_stdout() {
+    use std::os::fd::FromRawFd;
+    let _ = std::io::stdout().flush();
+    // SAFETY: fd 1 is this process's stdout; nothing writes to it after
+    // this (every later write fails with EBADF and is logged).
+    drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(1) });
 }
 
 fn complete(peer: &Peer, sink: &StdoutSink, id: &Value, cancel: &AtomicBool, outcome: Outcome) {
