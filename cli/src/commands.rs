@@ -139,6 +139,8 @@ pub(crate) async fn command(
                     "transport": client.transport(),
                     "capabilities": s.capabilities,
                     "instructions": s.instructions,
+                    "connectMs": client.connect_time().map(|d| d.as_secs_f64() * 1000.0),
+                    "eraFinding": client.era_finding().map(|f| f.to_string()),
                 }));
             } else {
                 println!(
@@ -147,6 +149,14 @@ pub(crate) async fn command(
                 );
                 println!("protocol:     {}", s.protocol_version);
                 println!("transport:    {}", client.transport());
+                if cli.verbose > 0 {
+                    if let Some(f) = client.era_finding() {
+                        println!("era:          {f}");
+                    }
+                    if let Some(d) = client.connect_time() {
+                        println!("connected in: {:.1} ms", d.as_secs_f64() * 1000.0);
+                    }
+                }
                 let caps = serde_json::to_value(&s.capabilities).unwrap_or_default();
                 let names: Vec<&String> = caps
                     .as_object()

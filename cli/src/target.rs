@@ -12,8 +12,8 @@ use mcpwire_manager::{
 };
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
-    AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect,
-    MemoryStore, ServerConfig, TokenSource,
+    AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, EraCache, FileStore,
+    LoopbackRedirect, MemoryStore, ServerConfig, TokenSource,
 };
 use serde_json::{Map, Value};
 
@@ -499,6 +499,11 @@ pub(crate) async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, F
     let mut options = ConnectOptions::new()
         .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
         .allow_cross_origin_redirects(cli.allow_cross_origin_redirect);
+    // A server of the handshake era is probed once per user, not at every
+    // command.
+    if let Some(cache) = EraCache::user() {
+        options = options.era_cache(cache);
+    }
     if let Some(ms) = cli.timeout {
         options = options.timeout(Duration::from_millis(ms));
     }

@@ -6,8 +6,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mcpwire_tests::suite::support::{
-    http_server, process_alive, server_bin as test_server, session_order, stdio_behind_a_wrapper,
-    Era,
+    fresh_cache_home, http_server, process_alive, server_bin as test_server, session_order,
+    stdio_behind_a_wrapper, Era,
 };
 use serde_json::Value;
 
@@ -15,6 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
+        .env("XDG_CACHE_HOME", fresh_cache_home())
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -272,6 +273,7 @@ fn sigint_cancels_the_call_and_exits_130() {
     let log = temp_log("sigint");
     let _ = std::fs::remove_file(&log);
     let child = Command::new(BIN)
+        .env("XDG_CACHE_HOME", fresh_cache_home())
         .args([
             "call",
             "slow",
@@ -447,6 +449,7 @@ fn login_once_then_the_stored_token() {
 
     // --login: read the URL from stderr and play the browser.
     let mut cli = Command::new(BIN)
+        .env("XDG_CACHE_HOME", fresh_cache_home())
         .args([
             "tools",
             "--url",

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use mcpwire_tests::suite::support::fresh_cache_home;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
@@ -30,6 +31,7 @@ fn run(args: &[&str]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--", &node, &entry, "stdio"]);
     Command::new(BIN)
+        .env("XDG_CACHE_HOME", fresh_cache_home())
         .args(&all)
         .stdin(Stdio::null())
         .output()

@@ -692,6 +692,16 @@ pub(crate) fn prepare<C: LiveClient, F>(
     if let Some(t) = options.connect_timeout {
         connect = connect.connect_timeout(t);
     }
+    // The eras found, beside the tool cache: a server of the handshake
+    // era is probed once per user, not at every start.
+    let eras = match &options.cache {
+        CacheSetting::Off => None,
+        CacheSetting::Path(p) => Some(p.with_file_name("eras.json")),
+        CacheSetting::UserDir => paths::cache_dir(&options.env).map(|d| d.join("eras.json")),
+    };
+    if let (None, Some(path)) = (connect.era_cache_file(), eras) {
+        connect = connect.era_cache(mcpwire_adapter::era::EraCache::at(path));
+    }
 
     let consent: Arc<dyn ConsentPolicy> = match &options.consent {
         Some(policy) => Arc::clone(policy),

@@ -48,6 +48,8 @@ macro_rules! adapter_suite {
     ($adapter:ty, $block_on:path) => {
         $crate::adapter_suite!(@era legacy_only, Legacy, $adapter, $block_on;
             stdio_a_legacy_server_is_probed_once_per_process,
+            stdio_a_server_the_probe_kills_or_silences_is_started_again,
+            stdio_the_era_file_spares_the_probe_across_processes,
             stdio_javascript_json_with_half_an_emoji_is_read,
             http_expired_session_is_renewed_transparently,
             http_reinitialize_never_overtakes_initialized,

@@ -59,6 +59,7 @@ pub use call::{call, call_timeout, DEFAULT_CALL_TIMEOUT};
 pub use client::Client;
 
 pub use mcpwire_adapter::auth;
+pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::Error;
 pub use mcpwire_adapter::{
     methods, types, BlockingHandler as RequestHandler, CallError, CallOptions, CancelToken,

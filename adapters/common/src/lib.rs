@@ -37,6 +37,7 @@ mod client;
 mod drive;
 pub mod era;
 mod error;
+pub mod files;
 pub mod handlers;
 pub mod http;
 mod notifications;

@@ -53,6 +53,8 @@ pub struct ConnectOptions<F> {
     /// Don't reuse (or record) the era this process found the server to
     /// speak.
     pub(crate) forget_era: bool,
+    /// The file of eras shared with other processes, if any.
+    pub(crate) era_cache: Option<crate::era::EraCache>,
     /// Don't check `structuredContent` against `outputSchema`.
     pub(crate) skip_output_validation: bool,
     flavor: PhantomData<fn() -> F>,
@@ -69,6 +71,7 @@ impl<F> Clone for ConnectOptions<F> {
             client_info_set: self.client_info_set,
             auth: self.auth.clone(),
             forget_era: self.forget_era,
+            era_cache: self.era_cache.clone(),
             skip_output_validation: self.skip_output_validation,
             flavor: PhantomData,
         }
@@ -86,6 +89,7 @@ impl<F> Default for ConnectOptions<F> {
             client_info_set: false,
             auth: None,
             forget_era: false,
+            era_cache: None,
             skip_output_validation: false,
             flavor: PhantomData,
         }
@@ -168,6 +172,21 @@ impl<F> ConnectOptions<F> {
     pub fn remember_era(mut self, yes: bool) -> Self {
         self.forget_era = !yes;
         self
+    }
+
+    /// Remembers eras in `cache` too, a file other processes share
+    /// ([`EraCache::user`](crate::era::EraCache::user): the user's cache
+    /// folder, as the `mcpwire` command does), so that a server of the
+    /// handshake era is probed once per user, not once per process.
+    /// Default: this process only.
+    pub fn era_cache(mut self, cache: crate::era::EraCache) -> Self {
+        self.era_cache = Some(cache);
+        self
+    }
+
+    /// The file of eras set with [`ConnectOptions::era_cache`], if any.
+    pub fn era_cache_file(&self) -> Option<&crate::era::EraCache> {
+        self.era_cache.as_ref()
     }
 
     /// Whether an HTTP redirect may lead to another origin (scheme, host

@@ -35,7 +35,6 @@ use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, IdHasher, RequestError, RequestId, RequestOptions, Stats};
 use mcpwire::transport::stdio::Signal;
-use mcpwire::ServerConfig;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -126,6 +125,11 @@ pub struct Info {
     pub closed: OnceLock<String>,
     /// The output schemas of the tools last listed.
     pub output: crate::output::OutputSchemas,
+    /// How the era was found, once ready.
+    pub era_finding: OnceLock<mcpwire::connection::EraFinding>,
+    /// How long the connection took to be ready (from the session's
+    /// start: the process was already started).
+    pub connected_in: OnceLock<std::time::Duration>,
 }
 
 /// What a session is built with besides its connection.
@@ -138,8 +142,8 @@ pub struct Setup {
     /// Called for every diagnostic (malformed input, unknown ids, skipped
     /// frames, transport notes).
     pub on_diagnostic: Option<DiagnosticFn>,
-    /// The server whose era to remember once known ([`crate::era`]).
-    pub remember: Option<ServerConfig>,
+    /// Where to remember the server's era once known ([`crate::era`]).
+    pub(crate) remember: Option<crate::era::Memory>,
     /// Where authorized states are saved, and who sends the user agent.
     pub auth: Option<(Arc<dyn RedirectHandler>, Arc<dyn TokenStore>)>,
     /// Results are not checked against the tools' output schemas.
@@ -227,6 +231,8 @@ pub struct Session {
     /// Wakers of calls completed, to wake once the executor's lock is
     /// released ([`Session::take_wakers`]).
     wake: Vec<Waker>,
+    /// When the session started (for [`Info::connected_in`]).
+    started: Instant,
 }
 
 impl std::fmt::Debug for Session {
@@ -259,6 +265,7 @@ impl Session {
             close_waiters: Vec::new(),
             completed: 0,
             wake: Vec::new(),
+            started: Instant::now(),
         };
         session.pump(Instant::now());
         session
@@ -588,9 +595,13 @@ impl Session {
     }
 
     fn on_ready(&mut self) {
-        if let (Some(server), Some(era)) = (&self.setup.remember, self.conn.era()) {
-            crate::era::remember(server, era);
+        if let (Some(memory), Some(era)) = (&self.setup.remember, self.conn.era()) {
+            memory.remember(era);
         }
+        if let Some(f) = self.conn.era_finding() {
+            let _ = self.info.era_finding.set(f.clone());
+        }
+        let _ = self.info.connected_in.set(self.started.elapsed());
         if let Some(server) = self.conn.server() {
             let _ = self.info.server.set(server.clone());
         }

@@ -36,9 +36,10 @@ impl std::fmt::Debug for Setup {
 /// The [`Prepared`] connection to `server` with `options`.
 pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared {
     let remember_era = !options.forget_era;
+    let memory = remember_era.then(|| crate::era::Memory::of(server, options.era_cache.clone()));
     let mut config = options.config;
-    if remember_era && config.era_hint.is_none() {
-        config.era_hint = crate::era::recall(server);
+    if config.era_hint.is_none() {
+        config.era_hint = memory.as_ref().and_then(crate::era::Memory::recall);
     }
     let probing = matches!(server.era_policy(), Ok(None | Some(EraPolicy::Auto)))
         && config.era == EraPolicy::Auto;
@@ -64,7 +65,7 @@ pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared
             handlers: options.handlers,
             on_notification: options.on_notification,
             on_diagnostic: options.on_diagnostic,
-            remember: (remember_era && probing).then(|| server.clone()),
+            remember: memory.filter(|_| probing),
             auth: options
                 .auth
                 .map(|a| (a.redirect_handler(), a.token_store())),

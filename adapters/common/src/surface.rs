@@ -500,6 +500,18 @@ macro_rules! client_surface {
             &self.server().protocol_version
         }
 
+        /// How the protocol era was found: pinned, remembered, probed,
+        /// or the server started again after the probe.
+        pub fn era_finding(&self) -> Option<&mcpwire::connection::EraFinding> {
+            self.info().era_finding.get()
+        }
+
+        /// How long the connection took to be ready (the handshake or
+        /// the probe, and any restart; not the process's own start).
+        pub fn connect_time(&self) -> Option<std::time::Duration> {
+            self.info().connected_in.get().copied()
+        }
+
         /// The transport in use: `stdio`, `streamable-http` or `sse`.
         pub fn transport(&self) -> &'static str {
             self.info().transport.get().copied().unwrap_or("stdio")

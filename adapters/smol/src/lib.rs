@@ -52,6 +52,7 @@ use std::time::Instant;
 use mcpwire_adapter::runtime::Child;
 
 pub use mcpwire_adapter::auth;
+pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::types;
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,

@@ -445,7 +445,12 @@ async fn python_streamable_http() {
 async fn python_stdio_2026_found_by_probing() {
     let asked = Arc::new(AtomicUsize::new(0));
     within(TEST_LIMIT, "python over stdio, 2026-07-28", async {
-        let client = Client::connect_with(stdio_config(), options(&asked))
+        // The stdio probe waits 1 s by default, and an interpreter may take
+        // longer to start on a loaded machine (it would then be spoken to
+        // in 2025-11-25, which it speaks too): give it the time, as a user
+        // with such a server does.
+        let options = options(&asked).config(|c| c.probe_timeout = Some(Duration::from_secs(20)));
+        let client = Client::connect_with(stdio_config(), options)
             .await
             .expect("connect over stdio");
         exercise(client, asked.clone(), "stdio", Era::Modern).await;

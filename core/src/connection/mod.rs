@@ -55,7 +55,8 @@ use std::time::Instant;
 
 pub use crate::modern::probe::{Era, EraPolicy};
 pub use types::{
-    CallError, CloseReason, ConnectionConfig, Diagnostic, Input, Output, SpecError, TransportSpec,
+    CallError, CloseReason, ConnectionConfig, Diagnostic, EraFinding, Input, Output, SpecError,
+    TransportSpec,
 };
 
 use serde::Serialize;
@@ -134,6 +135,8 @@ pub struct Connection {
     listen_enabled: bool,
     /// The stdio server was started again after the probe (once at most).
     respawned: bool,
+    /// How the era was found.
+    finding: Option<EraFinding>,
     /// Tool calls that became tasks, followed for the application.
     tasks: Tasks,
     out: VecDeque<Output>,
@@ -189,6 +192,7 @@ impl Connection {
             modern: None,
             listen_enabled,
             respawned: false,
+            finding: None,
             tasks,
             out: VecDeque::new(),
         };
@@ -549,6 +553,12 @@ impl Connection {
         }
     }
 
+    /// How the era spoken was found (pinned, remembered, probed, or the
+    /// server started again after the probe), once it is known.
+    pub fn era_finding(&self) -> Option<&EraFinding> {
+        self.finding.as_ref()
+    }
+
     /// The version spoken in the 2026-07-28 era.
     pub fn modern_version(&self) -> Option<&str> {
         self.modern.as_ref().map(Modern::version)
@@ -802,6 +812,10 @@ impl Connection {
 
     fn start(&mut self, now: Instant) {
         if self.prober.handshake_first(&self.wire) {
+            self.finding = Some(match self.prober.policy() {
+                EraPolicy::Auto if !self.wire.is_legacy_sse() => EraFinding::Remembered,
+                _ => EraFinding::Pinned,
+            });
             self.start_handshake(now, false);
         } else {
             self.start_probe(now, MODERN_PROTOCOL_VERSION, false);
@@ -828,6 +842,10 @@ impl Connection {
         match self.prober.verdict(outcome) {
             None => {}
             Some(ProbeStep::Modern { version, server }) => {
+                self.finding = Some(match self.prober.policy() {
+                    EraPolicy::Modern => EraFinding::Pinned,
+                    _ => EraFinding::Discovered,
+                });
                 let meta = probe::envelope(&self.client, &version);
                 self.server = Some(*server);
                 self.modern = Some(Modern::new(version, meta));
@@ -843,6 +861,7 @@ impl Connection {
                 );
             }
             Some(ProbeStep::Handshake { .. }) => {
+                self.finding = Some(EraFinding::Refused);
                 self.wire.end_era();
                 self.start_handshake(now, false);
             }
@@ -952,6 +971,7 @@ impl Connection {
     /// one (the wire sends nothing until the new one is reported).
     fn respawn(&mut self, now: Instant, why: &str) {
         self.respawned = true;
+        self.finding = Some(EraFinding::Restarted(why.to_owned()));
         if let Some(id) = self.prober.abandon() {
             self.engine.fail(
                 now,

@@ -287,6 +287,41 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// How a connection came to speak its era (for `mcpwire info -v` and
+/// logs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EraFinding {
+    /// The era policy (`protocolEra`) or the transport (legacy HTTP+SSE)
+    /// chose it: no probe.
+    Pinned,
+    /// The era remembered for this server: the handshake came first, no
+    /// probe.
+    Remembered,
+    /// `server/discover` answered: the 2026-07-28 era.
+    Discovered,
+    /// `server/discover` was refused with an error: the handshake followed
+    /// on the same process or session.
+    Refused,
+    /// The server died or stayed silent during the probe and was started
+    /// again for the handshake (the reason).
+    Restarted(String),
+}
+
+impl fmt::Display for EraFinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EraFinding::Pinned => f.write_str("pinned (no probe)"),
+            EraFinding::Remembered => f.write_str("remembered (no probe)"),
+            EraFinding::Discovered => f.write_str("server/discover answered"),
+            EraFinding::Refused => f.write_str("server/discover refused; initialize followed"),
+            EraFinding::Restarted(why) => {
+                write!(f, "the server {why}; started again for initialize")
+            }
+        }
+    }
+}
+
 /// Why a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

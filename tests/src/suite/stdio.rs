@@ -48,6 +48,111 @@ pub async fn stdio_a_legacy_server_is_probed_once_per_process<A: Adapter>(era: E
     assert_eq!(methods()[3], "initialize");
 }
 
+/// The processes a test server's log shows, in the order they started:
+/// each one's pid, start (wall clock, ms) and the methods it received.
+fn processes(log: &std::path::Path) -> Vec<(u64, u64, Vec<String>)> {
+    let mut out: Vec<(u64, u64, Vec<String>)> = Vec::new();
+    for v in log_lines(log) {
+        let pid = v["pid"].as_u64().unwrap_or(0);
+        if v["event"] == "started" {
+            out.push((pid, v["unix_ms"].as_u64().unwrap_or(0), Vec::new()));
+        } else if let Some(m) = v["message"]["method"].as_str() {
+            if let Some(p) = out.iter_mut().find(|p| p.0 == pid) {
+                p.2.push(m.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// When the server logged `tools/call` (wall clock, ms).
+fn first_call_at(log: &std::path::Path) -> Option<u64> {
+    log_lines(log)
+        .iter()
+        .find(|v| v["message"]["method"] == "tools/call")
+        .and_then(|v| v["unix_ms"].as_u64())
+}
+
+/// Legacy only (it is about servers of that era): a server that ends its
+/// process on any request before `initialize` (as the official Rust SDK
+/// before 3.x does), one that never answers it and one that closes its
+/// stdout: each is started again and spoken to with `initialize`, the
+/// first process is gone (no orphan), and the call works. The silent one
+/// costs the probe's timeout (1 s), not more.
+pub async fn stdio_a_server_the_probe_kills_or_silences_is_started_again<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
+    for how in ["exit", "silent", "close-stdout"] {
+        let log = temp_log("restart");
+        let config = stdio_in(
+            era,
+            &["--pre-init", how, "--log-file", log.to_str().unwrap()],
+        );
+        let options = ConnectOptions::<A::Flavor>::new().remember_era(false);
+        let client = A::connect_with(config, options).await.unwrap();
+        assert_eq!(client.protocol_version(), "2025-11-25", "{how}");
+        let r = client
+            .call_tool("echo", json!({"message": how}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), format!("Echo: {how}"));
+        let procs = processes(&log);
+        assert_eq!(procs.len(), 2, "{how}: {procs:?}");
+        let (first, second) = (&procs[0], &procs[1]);
+        assert_eq!(first.2, ["server/discover"], "{how}: {procs:?}");
+        assert_eq!(second.2[0], "initialize", "{how}: {procs:?}");
+        assert!(!second.2.contains(&"server/discover".to_owned()), "{how}");
+        assert!(
+            !second.2.contains(&"notifications/cancelled".to_owned()),
+            "nothing meant for the probe reaches the new process ({how}): {procs:?}"
+        );
+        assert!(
+            !process_alive(first.0 as u32),
+            "{how}: the first process is gone"
+        );
+        if how == "silent" {
+            // The probe waited its 1 s, and no longer than it takes to
+            // start a process on a loaded machine on top.
+            let took = first_call_at(&log).unwrap() - first.1;
+            assert!(
+                (1000..4000).contains(&took),
+                "tools/call {took} ms after the first start"
+            );
+        }
+        client.close().await.unwrap();
+        assert!(!process_alive(second.0 as u32), "{how}");
+    }
+}
+
+/// Legacy only: the era found is remembered in a file other processes
+/// share ([`EraCache`](mcpwire_adapter::era::EraCache)): a connection that
+/// finds it there (this process's memory forgotten, as in a new process)
+/// sends no probe and starts the server once.
+pub async fn stdio_the_era_file_spares_the_probe_across_processes<A: Adapter>(era: Era) {
+    assert_eq!(era, Era::Legacy);
+    let log = temp_log("era-file");
+    let cache_dir = super::support::fresh_cache_home();
+    let cache = mcpwire_adapter::era::EraCache::at(cache_dir.join("eras.json"));
+    let config = stdio_in(
+        era,
+        &["--pre-init", "exit", "--log-file", log.to_str().unwrap()],
+    );
+    let options = || ConnectOptions::<A::Flavor>::new().era_cache(cache.clone());
+    let client = A::connect_with(config.clone(), options()).await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(processes(&log).len(), 2);
+    mcpwire_adapter::era::forget(&config);
+    let client = A::connect_with(config.clone(), options()).await.unwrap();
+    client
+        .call_tool("echo", json!({"message": "again"}))
+        .await
+        .unwrap();
+    client.close().await.unwrap();
+    let procs = processes(&log);
+    assert_eq!(procs.len(), 3, "one start more: {procs:?}");
+    assert_eq!(procs[2].2[0], "initialize", "no probe: {procs:?}");
+    let _ = std::fs::remove_dir_all(&cache_dir);
+}
+
 /// Modern only: a dual-era server (the test server's default, as real
 /// servers are) is spoken to in 2026-07-28 by a probing client, with no
 /// `initialize` at all; a client pinned to the legacy era gets the

@@ -65,6 +65,21 @@ pub fn temp_log(tag: &str) -> PathBuf {
     path
 }
 
+/// A fresh, empty folder to give a `mcpwire` process as its
+/// `XDG_CACHE_HOME`: the eras it finds (and its tool cache) stay its own,
+/// whatever ran before it (tests that are about that memory share one on
+/// purpose).
+pub fn fresh_cache_home() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "mcpwire-cache-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&path);
+    path
+}
+
 /// The log's lines, parsed.
 pub fn log_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

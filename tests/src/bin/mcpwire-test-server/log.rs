@@ -1,13 +1,14 @@
 //! `--log-file`: one JSON object per line, appended and flushed at once, so a
 //! test can read the file while the server runs.
 //!
-//! Line shapes (`ms` = milliseconds since the server started):
+//! Line shapes (`ms` = milliseconds since the server started; every line
+//! also has the `pid` of the process that wrote it):
 //! * `{"ms":N,"via":"stdio"|"http","message":{..}}`   a received JSON message
 //!   (over HTTP with `"session":"<Mcp-Session-Id>"` when the request carried one)
 //! * `{"ms":N,"via":"stdio"|"http","invalid":"<text>"}` a received non-JSON body/line
 //! * `{"ms":N,"http":{"method":"POST","path":"/mcp","headers":{..}}}` an HTTP request
 //!   (header names lower-cased), logged before its body
-//! * `{"ms":N,"event":"started","pid":P,"unix_ms":T}` first, when the process
+//! * `{"ms":N,"event":"started","unix_ms":T}` first, when the process
 //!   starts (`unix_ms`: the wall clock, to compare processes)
 //! * `{"ms":N,"event":"<what>",..}` server events: `stdin_eof`, `session_created`,
 //!   `session_ended`, `rejected_before_initialized` (HTTP: a message or GET
@@ -44,16 +45,14 @@ impl Log {
         let unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        log.event(
-            "started",
-            json!({"pid": std::process::id(), "unix_ms": unix_ms}),
-        );
+        log.event("started", json!({ "unix_ms": unix_ms }));
         Ok(log)
     }
 
     fn write(&self, mut line: Value) {
         let Some(file) = &self.file else { return };
         line["ms"] = json!(self.start.elapsed().as_millis() as u64);
+        line["pid"] = json!(std::process::id());
         let mut text = line.to_string();
         text.push('\n');
         let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
