@@ -255,8 +255,8 @@ fn exit_code_4_on_timeout() {
     let o = run(&[
         "call",
         "slow",
-        "ms=5000",
-        "steps=5",
+        "ms=60000",
+        "steps=60",
         "--timeout",
         "300",
         "--",
@@ -264,7 +264,8 @@ fn exit_code_4_on_timeout() {
     ]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("Request timeout after 300ms"));
-    assert!(t.elapsed() < Duration::from_secs(4));
+    // Not the server's 60 s (margins that hold on a loaded machine).
+    assert!(t.elapsed() < Duration::from_secs(20));
 }
 
 #[test]
@@ -290,7 +291,7 @@ fn sigint_cancels_the_call_and_exits_130() {
         .spawn()
         .unwrap();
     // Wait until the call reached the server.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !std::fs::read_to_string(&log)
         .unwrap_or_default()
         .contains("\"tools/call\"")
@@ -341,7 +342,7 @@ fn a_server_that_stops_reading_does_not_hang_the_cli() {
     let o = run(&["call", "stop_reading", "every_ms=1", "--", &ts]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("not reading stdin any more"));
-    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
 
 #[test]
@@ -578,7 +579,7 @@ fn an_invalid_header_is_a_usage_error_before_connecting() {
         let o = run(&["--url", "http://127.0.0.1:9/mcp", "--header", bad, "ping"]);
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("invalid --header"), "{}", stderr(&o));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(20));
     }
     let o = run(&[
         "--url",

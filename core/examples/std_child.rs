@@ -2,7 +2,10 @@
 //! [`Connection`] over a child process with only std — a reader thread for
 //! stdout, one for stderr and a waiter for the exit, all sending to one
 //! channel; the loop drains `poll_output`, feeds every input, and sleeps
-//! with `recv_timeout` until `poll_timeout`.
+//! with `recv_timeout` until `poll_timeout`. When the connection asks for
+//! the server again (`Output::Spawn`: the era probe killed a server of the
+//! handshake era, or met its silence), it starts a new child; the old
+//! child's threads are told apart by a generation number.
 //!
 //! ```text
 //! cargo run -p mcpwire --example std_child -- <server command> [args…]
@@ -113,30 +116,60 @@ enum Event {
 /// A connection to a child process and the threads that watch it.
 struct Driver {
     conn: Connection,
+    /// How to start the server (again).
+    program: String,
+    args: Vec<String>,
     /// `None` once the connection asked to close it (or it broke).
     stdin: Option<ChildStdin>,
     /// Shared with the waiter, which reaps the child under this lock.
     child: Arc<Mutex<Child>>,
-    events: Receiver<Event>,
+    /// Which child the events are about (the threads of a replaced one
+    /// may still send).
+    generation: u32,
+    tx: Sender<(u32, Event)>,
+    events: Receiver<(u32, Event)>,
+}
+
+/// A started child, its stdin, and its threads sending to `tx`.
+fn start(
+    program: &str,
+    args: &[String],
+    generation: u32,
+    tx: &Sender<(u32, Event)>,
+) -> Result<(Arc<Mutex<Child>>, Option<ChildStdin>), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    read_pipe(
+        stdout,
+        generation,
+        tx.clone(),
+        Event::Stdout,
+        Event::StdoutEof,
+    );
+    read_pipe(
+        stderr,
+        generation,
+        tx.clone(),
+        Event::Stderr,
+        Event::StderrEof,
+    );
+    let stdin = child.stdin.take();
+    let child = Arc::new(Mutex::new(child));
+    wait_for_exit(Arc::clone(&child), generation, tx.clone());
+    Ok((child, stdin))
 }
 
 impl Driver {
     fn spawn(program: &str, args: &[String]) -> Result<Driver, String> {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {program}: {e}"))?;
         let (tx, events) = mpsc::channel();
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
-        read_pipe(stdout, tx.clone(), Event::Stdout, Event::StdoutEof);
-        read_pipe(stderr, tx.clone(), Event::Stderr, Event::StderrEof);
-        let stdin = child.stdin.take();
-        let child = Arc::new(Mutex::new(child));
-        wait_for_exit(Arc::clone(&child), tx);
+        let (child, stdin) = start(program, args, 0, &tx)?;
         // The child is running: the connection may start.
         let conn = Connection::new(
             ConnectionConfig::default(),
@@ -145,10 +178,30 @@ impl Driver {
         );
         Ok(Driver {
             conn,
+            program: program.to_owned(),
+            args: args.to_vec(),
             stdin,
             child,
+            generation: 0,
+            tx,
             events,
         })
+    }
+
+    /// Starts the server again (`Output::Spawn`): the old child has
+    /// exited; from now on only the new one's events count.
+    fn respawn(&mut self) {
+        self.generation += 1;
+        match start(&self.program, &self.args, self.generation, &self.tx) {
+            Ok((child, stdin)) => {
+                self.child = child;
+                self.stdin = stdin;
+                self.conn.handle_input(Instant::now(), Input::Spawned);
+            }
+            Err(e) => self
+                .conn
+                .handle_input(Instant::now(), Input::SpawnFailed(&e)),
+        }
     }
 
     /// The next output meant for the application, after performing every
@@ -161,6 +214,13 @@ impl Driver {
                     Output::Write(bytes) => self.write(&bytes),
                     Output::CloseStdin => self.stdin = None,
                     Output::Signal(signal) => send_signal(&self.child, signal),
+                    // std starts the child in no group of its own, and
+                    // cannot ask the pipe what is unread.
+                    Output::CheckGroup => self.conn.handle_input(Instant::now(), Input::GroupEmpty),
+                    Output::CheckStdin => self
+                        .conn
+                        .handle_input(Instant::now(), Input::StdinUnread(None)),
+                    Output::Spawn => self.respawn(),
                     Output::Log(line) => eprintln!("server: {line}"),
                     Output::Diagnostic(d) => eprintln!("warning: {d}"),
                     // This client declares no handlers, so no server request
@@ -191,6 +251,12 @@ impl Driver {
                 .map_err(|_| RecvTimeoutError::Disconnected),
         };
         let now = Instant::now();
+        let event = match event {
+            // A replaced child's thread: nothing of it is read any more.
+            Ok((generation, _)) if generation != self.generation => return true,
+            Ok((_, event)) => Ok(event),
+            Err(e) => Err(e),
+        };
         match event {
             Ok(Event::Stdout(bytes)) => self.conn.handle_input(now, Input::Stdout(&bytes)),
             Ok(Event::StdoutEof) => self.conn.handle_input(now, Input::StdoutEof),
@@ -227,7 +293,8 @@ impl Driver {
 /// Reads a pipe on its own thread until EOF (a read error counts as EOF).
 fn read_pipe(
     mut pipe: impl Read + Send + 'static,
-    tx: Sender<Event>,
+    generation: u32,
+    tx: Sender<(u32, Event)>,
     data: fn(Vec<u8>) -> Event,
     eof: Event,
 ) {
@@ -237,7 +304,7 @@ fn read_pipe(
             match pipe.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    if tx.send(data(buf[..n].to_vec())).is_err() {
+                    if tx.send((generation, data(buf[..n].to_vec()))).is_err() {
                         return;
                     }
                 }
@@ -245,19 +312,19 @@ fn read_pipe(
                 Err(_) => break,
             }
         }
-        let _ = tx.send(eof);
+        let _ = tx.send((generation, eof));
     });
 }
 
 /// Reports the child's exit. std can only wait for a child by blocking
 /// with `&mut Child`, which the loop needs too (to kill it), so the waiter
 /// polls `try_wait` every few milliseconds under the shared lock.
-fn wait_for_exit(child: Arc<Mutex<Child>>, tx: Sender<Event>) {
+fn wait_for_exit(child: Arc<Mutex<Child>>, generation: u32, tx: Sender<(u32, Event)>) {
     thread::spawn(move || loop {
         let status = child.lock().expect("not poisoned").try_wait();
         match status {
             Ok(Some(status)) => {
-                let _ = tx.send(Event::Exited(exit_status(status)));
+                let _ = tx.send((generation, Event::Exited(exit_status(status))));
                 return;
             }
             Ok(None) => thread::sleep(Duration::from_millis(10)),
@@ -266,7 +333,7 @@ fn wait_for_exit(child: Arc<Mutex<Child>>, tx: Sender<Event>) {
                     code: None,
                     signal: None,
                 };
-                let _ = tx.send(Event::Exited(unknown));
+                let _ = tx.send((generation, Event::Exited(unknown)));
                 return;
             }
         }

@@ -26,6 +26,9 @@ struct Sim {
     events: Vec<Output>,
     /// Split stdout input this way (None: whole).
     chunk: Option<usize>,
+    /// What the child has not read of its stdin, as `CheckStdin` is
+    /// answered (the pipe: the test's to set).
+    unread: Option<usize>,
 }
 
 const INIT_RESULT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"sim","version":"1.0"},"instructions":"be kind"}"#;
@@ -50,6 +53,7 @@ impl Sim {
             written: Vec::new(),
             events: Vec::new(),
             chunk: None,
+            unread: Some(0),
         };
         sim.drain();
         sim
@@ -78,6 +82,9 @@ impl Sim {
                 }
                 // A child that leaves nothing behind in its process group.
                 Output::CheckGroup => self.conn.handle_input(self.now, Input::GroupEmpty),
+                Output::CheckStdin => self
+                    .conn
+                    .handle_input(self.now, Input::StdinUnread(self.unread)),
                 other => self.events.push(other),
             }
         }
@@ -2523,6 +2530,53 @@ fn a_silent_server_is_started_again_for_initialize() {
     assert_eq!(sim.take_written()[0]["method"], "initialize");
     sim.reply(1, INIT_RESULT);
     assert!(matches!(sim.take_events().as_slice(), [Output::Ready]));
+}
+
+#[test]
+fn a_server_still_starting_is_given_the_time_to_read_the_probe() {
+    // It has not read the probe for 3 s (an interpreter loading), then
+    // answers it: the 2026-07-28 era, no restart.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.unread = Some(180);
+    for _ in 0..30 {
+        sim.advance(Duration::from_millis(100));
+    }
+    assert!(sim.take_events().is_empty(), "no restart while it starts");
+    sim.unread = Some(0);
+    sim.advance(Duration::from_millis(100));
+    sim.reply(0, DISCOVER);
+    assert!(sim.take_events().iter().any(|e| matches!(e, Output::Ready)));
+    assert_eq!(sim.conn.era(), Some(mcpwire::connection::Era::Modern));
+    // Read at 2.5 s and silent since: restarted a second after.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.unread = Some(180);
+    for _ in 0..25 {
+        sim.advance(Duration::from_millis(100));
+    }
+    sim.unread = Some(0);
+    for _ in 0..9 {
+        sim.advance(Duration::from_millis(100));
+    }
+    assert!(sim.take_events().is_empty());
+    for _ in 0..3 {
+        sim.advance(Duration::from_millis(100));
+    }
+    let events = sim.take_events();
+    assert!(events.contains_spawn_path(), "{events:?}");
+    assert!(matches!(
+        sim.conn.era_finding(),
+        Some(mcpwire::connection::EraFinding::Restarted(why)) if why.contains("read server/discover")
+    ));
+    // A driver that cannot tell: the second from the probe.
+    let mut sim = Sim::probing(ConnectionConfig::default());
+    sim.take_written();
+    sim.unread = None;
+    for _ in 0..10 {
+        sim.advance(Duration::from_millis(100));
+    }
+    assert!(sim.take_events().contains_spawn_path());
 }
 
 #[test]

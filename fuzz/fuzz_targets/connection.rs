@@ -98,6 +98,13 @@ enum Op {
     Close,
     /// stdio: nothing of the child's process group is left.
     GroupEmpty,
+    /// stdio: the server was started again (`Output::Spawn` answered), or
+    /// could not be (odd `pick`).
+    Spawned {
+        pick: u8,
+    },
+    /// stdio: what the child has not read of stdin (`CheckStdin`).
+    StdinUnread(Option<u16>),
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -601,6 +608,18 @@ fuzz_target!(|input: FuzzInput| {
             Op::GroupEmpty => {
                 if stdio {
                     h.input(Input::GroupEmpty);
+                }
+            }
+            Op::Spawned { pick } => {
+                if stdio && pick % 2 == 0 {
+                    h.input(Input::Spawned);
+                } else if stdio {
+                    h.input(Input::SpawnFailed("no such file"));
+                }
+            }
+            Op::StdinUnread(n) => {
+                if stdio {
+                    h.input(Input::StdinUnread(n.map(usize::from)));
                 }
             }
             Op::Exited(code) => {

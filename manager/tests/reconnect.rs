@@ -91,7 +91,7 @@ fn crash_reconnects_relists_and_a_call_during_the_outage_succeeds<M: Front>() {
     assert!(!st.tools_from_cache && st.tools > 10);
     assert!(m.tools().iter().all(|t| !t.deferred));
     eventually(
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         "reconnecting, then connected",
         || {
             let seen = states.lock().unwrap();
@@ -123,7 +123,7 @@ fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly<M: Front>() {
         .call(
             "mcp__once__echo",
             json!({"message": "never"}),
-            CallOptions::new().timeout(Duration::from_secs(10)),
+            CallOptions::new().timeout(Duration::from_secs(60)),
         )
         .unwrap_err();
     let text = err.to_string();
@@ -137,13 +137,13 @@ fn gives_up_after_max_attempts_and_waiting_calls_fail_clearly<M: Front>() {
     );
     assert!(error.contains("9"), "the last error is quoted: {text}");
     assert!(
-        started.elapsed() < Duration::from_secs(8),
+        started.elapsed() < Duration::from_secs(30),
         "failed before the call's timeout"
     );
     let st = status_of(&m, "once");
     assert!(matches!(st.state, ServerState::Failed { .. }), "{st:?}");
     assert!(m.tools().is_empty(), "a failed server offers no tools");
-    eventually(Duration::from_secs(5), "the recorder saw `failed`", || {
+    eventually(Duration::from_secs(20), "the recorder saw `failed`", || {
         states.lock().unwrap().last().map(String::as_str) == Some("failed")
     });
     let seen = states.lock().unwrap().clone();
@@ -157,10 +157,10 @@ fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting<M: Front>()
     // A long first backoff keeps the server in `reconnecting`.
     let m = M::start(
         [ServerEntry::new("ts", server_with_log(&log))],
-        options(quick_retry(2, 5_000)),
+        options(quick_retry(2, 60_000)),
     );
     let _ = m.call("mcp__ts__crash", json!({}), CallOptions::new());
-    eventually(Duration::from_secs(5), "reconnecting", || {
+    eventually(Duration::from_secs(20), "reconnecting", || {
         matches!(status_of(&m, "ts").state, ServerState::Reconnecting { .. })
     });
     let st = status_of(&m, "ts");
@@ -204,7 +204,8 @@ fn calls_while_reconnecting_wait_their_timeout_then_say_reconnecting<M: Front>()
     // Closing does not wait for the backoff.
     let t = Instant::now();
     m.close();
-    assert!(t.elapsed() < Duration::from_secs(4));
+    // Not the 60 s backoff.
+    assert!(t.elapsed() < Duration::from_secs(20));
     assert!(matches!(
         m.call("mcp__ts__echo", json!({"message": "x"}), CallOptions::new()),
         Err(Error::Closed)
@@ -221,7 +222,7 @@ fn tools_list_changed_relists_that_server<M: Front>() {
         ManagerOptions::new().cache_file(&cache),
     );
     assert_eq!(tools_list_count(&log), 1);
-    eventually(Duration::from_secs(5), "the cache written", || {
+    eventually(Duration::from_secs(20), "the cache written", || {
         cache.is_file()
     });
     std::fs::remove_file(&cache).unwrap();
@@ -232,10 +233,10 @@ fn tools_list_changed_relists_that_server<M: Front>() {
         CallOptions::new(),
     )
     .unwrap();
-    eventually(Duration::from_secs(5), "a second tools/list", || {
+    eventually(Duration::from_secs(20), "a second tools/list", || {
         tools_list_count(&log) == 2
     });
-    eventually(Duration::from_secs(5), "the cache written again", || {
+    eventually(Duration::from_secs(20), "the cache written again", || {
         std::fs::read_to_string(&cache).is_ok_and(|t| t.contains("notify_first"))
     });
     m.close();
@@ -244,7 +245,7 @@ fn tools_list_changed_relists_that_server<M: Front>() {
 fn unknown_tools_and_cancel_while_waiting<M: Front>() {
     let m = M::start(
         [ServerEntry::new("ts", ServerConfig::stdio(test_server()))],
-        options(quick_retry(2, 5_000)),
+        options(quick_retry(2, 60_000)),
     );
     assert!(matches!(
         m.call("mcp__ts__nope", json!({}), CallOptions::new()),

@@ -85,7 +85,7 @@ fn slow_server_with_a_warm_cache_is_deferred_and_its_call_waits<M: Front>() {
     assert!(m.tools().iter().all(|t| !t.deferred));
 
     // The cache now holds the slow server's real list.
-    eventually(Duration::from_secs(5), "the cache rewritten", || {
+    eventually(Duration::from_secs(20), "the cache rewritten", || {
         let cache = ToolCache::parse(&std::fs::read(&cache_path).unwrap());
         cache
             .get("slow", &slow, SystemTime::now())
@@ -311,7 +311,7 @@ fn a_server_that_never_answers_fails_at_its_own_connect_timeout<M: Front>() {
         ManagerOptions::new().no_cache(),
     );
     // Its own 300 ms, not the 30 s default (and not the others' waits).
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(20));
     assert!(is_connected(&status_of(&m, "ok")));
     match status_of(&m, "hung").state {
         ServerState::Failed { error } => assert!(error.contains("300ms"), "{error}"),

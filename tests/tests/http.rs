@@ -480,7 +480,7 @@ fn cancel_over_http_ends_the_stream_unanswered() {
     let start = Instant::now();
     c.start_post(
         Some(&sid),
-        &call_msg(7, "slow", json!({"ms": 3000, "steps": 1})),
+        &call_msg(7, "slow", json!({"ms": 60_000, "steps": 1})),
     );
     let mut sse = c.sse();
     std::thread::sleep(Duration::from_millis(100));
@@ -492,7 +492,8 @@ fn cancel_over_http_ends_the_stream_unanswered() {
     );
     assert_eq!(r.status, 202);
     assert!(sse.next_event().is_none(), "no answer for a cancelled call");
-    assert!(start.elapsed() < Duration::from_millis(1500));
+    // The stream ended with the cancel, not with the call's 60 s.
+    assert!(start.elapsed() < Duration::from_secs(20));
     let r = c2.post(Some(&sid), &call_msg(8, "cancelled_log", json!({})));
     assert_eq!(tool_text(&r.messages()[0]), "[7]");
     let line = wait_log(&log, |l| {

@@ -209,6 +209,10 @@ impl Shared {
                         state.session.input(now, Input::GroupEmpty);
                     }
                 }
+                Effect::CheckStdin => {
+                    let unread = state.pipes.as_ref().and_then(Pipes::unread);
+                    state.session.input(now, Input::StdinUnread(unread));
+                }
                 Effect::Spawn => {
                     let started = match &state.server {
                         Some(server) => {

@@ -230,6 +230,15 @@ impl Pipes {
         self.stdout.is_some() || self.stderr.is_some()
     }
 
+    /// What the child has not read of its stdin: the pipe's unread bytes
+    /// (`FIONREAD`) and the backlog not written yet. `None` once stdin is
+    /// closed or if the OS does not tell.
+    pub(crate) fn unread(&self) -> Option<usize> {
+        let stdin = self.stdin.as_ref()?;
+        let pipe = rustix::io::ioctl_fionread(&**stdin).ok()? as usize;
+        Some(pipe + self.backlog())
+    }
+
     /// Wakes a leader inside `poll`.
     pub(crate) fn interrupt(&self) {
         if self.polling {

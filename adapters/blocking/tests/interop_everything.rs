@@ -124,7 +124,7 @@ fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
     assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
 
     // The server asks for the roots by itself after initialize.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while seen.roots.load(Ordering::SeqCst) == 0 {
         assert!(
             Instant::now() < deadline,
@@ -133,7 +133,7 @@ fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
         thread::sleep(Duration::from_millis(50));
     }
 
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let tools = client.list_tools().expect("tools/list");
         if tools.iter().any(|t| t.name == "trigger-sampling-request") {

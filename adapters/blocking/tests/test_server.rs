@@ -86,16 +86,12 @@ fn call_one_shot_times_out() {
     let e = mcpwire_blocking::call_timeout::<Value>(
         &server.url,
         "tools/call",
-        json!({"name": "slow", "arguments": {"ms": 5000, "steps": 5}}),
+        json!({"name": "slow", "arguments": {"ms": 60_000, "steps": 60}}),
         Duration::from_millis(400),
     )
     .unwrap_err();
     assert!(e.is_timeout(), "{e}");
-    assert!(
-        t.elapsed() < Duration::from_millis(1900),
-        "{:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     // A server that never answers: the handshake times out.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", silent.local_addr().unwrap());
@@ -114,7 +110,7 @@ fn call_one_shot_times_out() {
         text.contains("Request timeout after 300ms") || text.contains("within"),
         "{e}"
     );
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }
 
 #[test]

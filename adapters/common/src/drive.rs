@@ -220,6 +220,9 @@ struct ChildIo {
     /// Its process group (killed if dropped before found empty).
     group: crate::process::Group,
     stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    /// Asks what the child has not read of stdin; dropped with `stdin`
+    /// (it holds the pipe open).
+    stdin_probe: Option<crate::process::StdinProbe>,
     /// Bytes for stdin not written yet (from `written` on).
     backlog: Vec<u8>,
     written: usize,
@@ -242,6 +245,7 @@ impl ChildIo {
             pid: c.pid,
             group: crate::process::Group::new(c.group),
             stdin: Some(c.stdin),
+            stdin_probe: c.stdin_probe,
             backlog: Vec::new(),
             written: 0,
             close_stdin: false,
@@ -541,6 +545,14 @@ impl<R: Runtime> State<R> {
                         self.session.input(Instant::now(), Input::GroupEmpty);
                     }
                 }
+                Effect::CheckStdin => {
+                    let unread = self.child.as_ref().and_then(|c| {
+                        let pipe = c.stdin_probe.as_ref()?.unread()?;
+                        Some(pipe + (c.backlog.len() - c.written))
+                    });
+                    self.session
+                        .input(Instant::now(), Input::StdinUnread(unread));
+                }
                 Effect::Spawn => {
                     let spawned = match &self.server {
                         Some(server) => R::spawn_child(server),
@@ -687,12 +699,14 @@ impl<R: Runtime> State<R> {
         }
         if failed.is_some() {
             c.stdin = None;
+            c.stdin_probe = None;
             c.backlog.clear();
             c.written = 0;
         }
         let unwritten = c.backlog.len() - c.written;
         let drained = c.backlog.is_empty();
         if c.close_stdin && drained {
+            c.stdin_probe = None;
             if let Some(mut stdin) = c.stdin.take() {
                 // Closing a pipe does not wait; a Pending here only means
                 // the close happens when it is dropped, now.
@@ -856,6 +870,7 @@ impl<R: Runtime> State<R> {
         self.timer = None;
         if let Some(c) = &mut self.child {
             c.stdin = None;
+            c.stdin_probe = None;
             c.stdout = None;
             c.stderr = None;
         }

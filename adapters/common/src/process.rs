@@ -34,6 +34,40 @@ pub fn command(server: &ServerConfig) -> Command {
     cmd
 }
 
+/// A way to ask how much of what was written to a child's stdin it has
+/// not read yet: the answer to the connection's `CheckStdin` (the era
+/// probe tells a server still starting from one that read the probe and
+/// stays silent). On Unix a duplicate of the pipe's write end asked with
+/// `FIONREAD`; it holds the pipe open, so it must be dropped with the
+/// stdin it probes (else the child never sees EOF).
+#[derive(Debug)]
+pub struct StdinProbe {
+    #[cfg(unix)]
+    fd: std::os::fd::OwnedFd,
+}
+
+impl StdinProbe {
+    /// A probe of `stdin` (a pipe's write end); `None` if it cannot be
+    /// duplicated.
+    #[cfg(unix)]
+    pub fn of(stdin: &impl std::os::fd::AsFd) -> Option<StdinProbe> {
+        let fd = stdin.as_fd().try_clone_to_owned().ok()?;
+        Some(StdinProbe { fd })
+    }
+
+    /// Bytes in the pipe that the child has not read, if the OS tells.
+    pub fn unread(&self) -> Option<usize> {
+        #[cfg(unix)]
+        {
+            rustix::io::ioctl_fionread(&self.fd)
+                .ok()
+                .map(|n| n as usize)
+        }
+        #[cfg(not(unix))]
+        None
+    }
+}
+
 /// The process group of a child started from [`command`]: on Unix the
 /// group it leads, on Windows the id of the process that [`Group::new`]
 /// puts in a Job Object of its own.

@@ -104,6 +104,11 @@ pub struct Child {
     pub group: Option<u32>,
     /// Its stdin.
     pub stdin: Box<dyn AsyncWrite + Send + Unpin>,
+    /// How to ask what the child has not read of its stdin
+    /// ([`StdinProbe::of`](crate::process::StdinProbe::of) on the same
+    /// pipe), or `None`: the era probe then counts a server's silence from
+    /// the moment the probe was written.
+    pub stdin_probe: Option<crate::process::StdinProbe>,
     /// Its stdout.
     pub stdout: Box<dyn AsyncRead + Send + Unpin>,
     /// Its stderr.

@@ -61,6 +61,10 @@ pub enum Effect {
     /// [`Input::GroupEmpty`] when nothing is (at once when the child has no
     /// group).
     CheckGroup,
+    /// Report with [`Input::StdinUnread`] how much of what was written to
+    /// the child's stdin it has not read yet (the pipe's and the
+    /// executor's backlog), or `None` where that cannot be told.
+    CheckStdin,
     /// Start the stdio server again from its definition in place of the
     /// child that was stopped (its exit and empty group were reported):
     /// from now on read and write only the new child's pipes, then report
@@ -103,6 +107,7 @@ impl std::fmt::Debug for Effect {
             Effect::Signal(s) => write!(f, "Signal({s:?})"),
             Effect::CheckGroup => f.write_str("CheckGroup"),
             Effect::Spawn => f.write_str("Spawn"),
+            Effect::CheckStdin => f.write_str("CheckStdin"),
             Effect::Http(r) => write!(f, "Http({r:?})"),
             Effect::AbortHttp(x) => write!(f, "AbortHttp({x})"),
             Effect::Handle { id, .. } => write!(f, "Handle({id})"),
@@ -528,6 +533,7 @@ impl Session {
                 Output::Signal(s) => self.effects.push_back(Effect::Signal(s)),
                 Output::CheckGroup => self.effects.push_back(Effect::CheckGroup),
                 Output::Spawn => self.effects.push_back(Effect::Spawn),
+                Output::CheckStdin => self.effects.push_back(Effect::CheckStdin),
                 Output::Http(req) => self.effects.push_back(Effect::Http(req)),
                 Output::AbortHttp(x) => self.effects.push_back(Effect::AbortHttp(x)),
                 Output::Ready => self.on_ready(),

@@ -110,6 +110,7 @@ impl Runtime for Smol {
         Ok(Child {
             pid: Some(child.id()),
             group: mcpwire_adapter::process::group_of(Some(child.id())),
+            stdin_probe: None,
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
             stderr: Box::new(stderr),

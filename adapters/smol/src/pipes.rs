@@ -84,9 +84,11 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         exited.store(true, Ordering::SeqCst);
         status
     });
+    let stdin_probe = mcpwire_adapter::process::StdinProbe::of(stdin.get_ref());
     Ok(Child {
         pid: Some(pid),
         group: mcpwire_adapter::process::group_of(Some(pid)),
+        stdin_probe,
         stdin: Box::new(stdin),
         stdout: Box::new(stdout),
         stderr: Box::new(stderr),

@@ -70,7 +70,7 @@ async fn exchange(client: &HttpClient, req: HttpRequest) -> Result<u16, String> 
     let (tx, rx) = async_channel::bounded(8);
     let _handle = client.start(req, tx);
     let mut status = None;
-    let wait = Duration::from_secs(5);
+    let wait = Duration::from_secs(20);
     loop {
         let event = mcpwire_adapter::runtime::timeout::<Smol, _>(wait, rx.recv())
             .await

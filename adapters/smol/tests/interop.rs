@@ -123,7 +123,7 @@ async fn progress_during_echoes(client: &Client, tool: &str, args: serde_json::V
 }
 
 async fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !check() {
         assert!(Instant::now() < deadline, "never: {what}");
         Timer::after(Duration::from_millis(50)).await;

@@ -106,9 +106,14 @@ impl Runtime for Tokio {
         else {
             return Err(io::Error::other("child pipes missing"));
         };
+        #[cfg(unix)]
+        let stdin_probe = mcpwire_adapter::process::StdinProbe::of(&stdin);
+        #[cfg(not(unix))]
+        let stdin_probe = None;
         Ok(Child {
             pid: child.id(),
             group: mcpwire_adapter::process::group_of(child.id()),
+            stdin_probe,
             stdin: Box::new(Io(stdin)),
             stdout: Box::new(Io(stdout)),
             stderr: Box::new(Io(stderr)),

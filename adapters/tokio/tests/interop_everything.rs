@@ -195,7 +195,7 @@ async fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
 
     // The server asks for the roots by itself after initialize.
     eventually(
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         "the server's roots/list request",
         || seen.roots.load(Ordering::SeqCst) >= 1,
     )
@@ -355,7 +355,7 @@ async fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
     };
     let (cancelled, ()) = tokio::join!(cancelled, async {
         within(
-            Duration::from_secs(5),
+            Duration::from_secs(20),
             "first progress",
             first_progress.notified(),
         )
@@ -452,7 +452,7 @@ async fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
         .expect("toggle-subscriber-updates");
     ok_text("toggle-subscriber-updates", &r);
     within(
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         "notifications/resources/updated",
         async {
             loop {
@@ -520,13 +520,13 @@ async fn exercise(client: Client, seen: Arc<Seen>, transport: &str) {
 
     // --- clean close ----------------------------------------------------------
     let closing = Instant::now();
-    within(Duration::from_secs(10), "close", client.close())
+    within(Duration::from_secs(20), "close", client.close())
         .await
         .expect("close");
     let took = closing.elapsed();
-    assert!(took < Duration::from_secs(5), "close took {took:?}");
+    assert!(took < Duration::from_secs(20), "close took {took:?}");
     let end = within(
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         "notification stream end",
         notes.recv(),
     )
@@ -612,7 +612,7 @@ async fn everything_stdio_without_capabilities() {
                 .await
                 .expect("echo");
             assert_eq!(ok_text("echo", &r), "Echo: bare");
-            within(Duration::from_secs(10), "close", client.close())
+            within(Duration::from_secs(20), "close", client.close())
                 .await
                 .expect("close");
         },
@@ -640,7 +640,7 @@ async fn everything_http_config_falls_back_to_legacy_sse() {
             .expect("get-sum");
         assert_eq!(ok_text("get-sum", &r), "The sum of 1 and 2 is 3.");
         client.ping().await.expect("ping");
-        within(Duration::from_secs(10), "close", client.close())
+        within(Duration::from_secs(20), "close", client.close())
             .await
             .expect("close");
     })
@@ -678,7 +678,7 @@ async fn everything_stdio_sampling_refused() {
             }
         }
         client.ping().await.expect("ping after a refused sampling");
-        within(Duration::from_secs(10), "close", client.close())
+        within(Duration::from_secs(20), "close", client.close())
             .await
             .expect("close");
     })
@@ -713,7 +713,7 @@ async fn everything_stdio_oversize_reply_fails_its_call_at_once() {
                 .expect("echo");
             assert_eq!(ok_text("echo", &r), "Echo: small");
             assert_eq!(client.stats().oversize, 1);
-            within(Duration::from_secs(10), "close", client.close())
+            within(Duration::from_secs(20), "close", client.close())
                 .await
                 .expect("close");
         },

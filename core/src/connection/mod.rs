@@ -76,7 +76,7 @@ use crate::rpc::{
 use crate::transport::HttpConfig;
 use auth::{is_auth_exchange, Auth, AuthStep};
 use modern::{Modern, Outbox};
-use probe::{ProbeStep, Prober};
+use probe::{ProbeStep, ProbeTimer, Prober};
 pub use probe::{HTTP_PROBE_TIMEOUT, STDIO_PROBE_TIMEOUT};
 use tasks::{Augment, Tasks};
 use wire::{with_bearer, Fed, Wire, WireOutput};
@@ -228,6 +228,10 @@ impl Connection {
         if self.phase == Phase::Closed {
             return;
         }
+        if let Input::StdinUnread(unread) = input {
+            self.prober.stdin_unread(now, unread);
+            return;
+        }
         if input.exchange().is_some_and(is_auth_exchange) {
             // Authorization traffic: the flow's (a finished flow's late
             // input is dropped).
@@ -261,6 +265,21 @@ impl Connection {
             return;
         }
         self.engine.handle_timeout(now);
+        if let Phase::Probing { .. } = self.phase {
+            match self.prober.handle_timeout(now) {
+                ProbeTimer::Nothing => {}
+                ProbeTimer::CheckStdin => self.out.push_back(Output::CheckStdin),
+                ProbeTimer::Silent { waited } => {
+                    let ms = self.prober.timeout().as_millis();
+                    let why = if waited {
+                        format!("read server/discover and did not answer within {ms} ms")
+                    } else {
+                        format!("did not answer server/discover within {ms} ms")
+                    };
+                    self.respawn(now, &why);
+                }
+            }
+        }
         if let Some(auth) = self.auth.as_mut() {
             auth.handle_timeout(now);
         }
@@ -310,7 +329,11 @@ impl Connection {
             .filter(|_| self.phase == Phase::Ready)
             .and_then(Modern::poll_timeout);
         let tasks = self.tasks.poll_timeout();
-        [self.engine.poll_timeout(), wire, flow, listen, tasks]
+        let probe = match self.phase {
+            Phase::Probing { .. } => self.prober.poll_timeout(),
+            _ => None,
+        };
+        [self.engine.poll_timeout(), wire, flow, listen, tasks, probe]
             .into_iter()
             .flatten()
             .min()

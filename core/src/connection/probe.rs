@@ -60,15 +60,21 @@ pub(super) enum ProbeStep {
     Close(CloseReason),
 }
 
-/// How long the probe of a stdio server waits for an answer before the
-/// server is taken for one of the handshake era and started again: a
-/// server that reads its stdin answers an unknown method in milliseconds,
-/// and the wait is paid by every first connection to a server that never
-/// answers. A server slower than this to start (an interpreter loading a
-/// large program) is spoken to in the handshake era, which it speaks too
-/// when it is a dual-era one; `probe_timeout` or `protocolEra: modern`
-/// change that.
+/// How long the probe of a stdio server waits for an answer once the
+/// server has read it, before the server is taken for one of the
+/// handshake era and started again: a server that reads its stdin answers
+/// an unknown method in milliseconds, and the wait is paid by every first
+/// connection to a server that never answers. A server still starting
+/// (an interpreter loading a large program, `npx` fetching a package) has
+/// not read the probe yet: the driver tells ([`Output::CheckStdin`]), and
+/// the wait starts over while the probe sits unread, up to the request
+/// timeout. Where the driver cannot tell, the wait counts from the probe.
+///
+/// [`Output::CheckStdin`]: super::Output::CheckStdin
 pub const STDIO_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How often the driver is asked whether the stdio probe was read.
+const STDIN_CHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// How long the probe of an HTTP server waits (an HTTP server answers
 /// every request with a status; this bounds a slow network or a cold start).
@@ -93,6 +99,35 @@ pub(super) struct Prober {
     abandoned: Option<u64>,
     /// Probes sent (bounds re-probing).
     sent: u32,
+    /// A stdio probe's silence deadline (moved on while the server has not
+    /// read it), and when to ask the driver next.
+    stdio: Option<StdioWait>,
+}
+
+/// The timers of a stdio probe.
+#[derive(Debug, Clone, Copy)]
+struct StdioWait {
+    /// Silent past this: the server is restarted.
+    until: Instant,
+    /// When to emit the next `CheckStdin`.
+    check: Instant,
+    /// Whether the driver ever said the probe was still unread.
+    waited: bool,
+}
+
+/// What a probe's timers ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ProbeTimer {
+    /// Nothing due.
+    Nothing,
+    /// Ask the driver how much of stdin is unread.
+    CheckStdin,
+    /// The server read the probe (or could not be asked) and stayed
+    /// silent; `waited`: it was seen starting first.
+    Silent {
+        /// Whether it was seen not to have read the probe for a while.
+        waited: bool,
+    },
 }
 
 impl Prober {
@@ -104,7 +139,48 @@ impl Prober {
             probe: None,
             abandoned: None,
             sent: 0,
+            stdio: None,
         }
+    }
+
+    /// The probe's own timers (stdio): the next one due.
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        let w = self.stdio.filter(|_| self.probe.is_some())?;
+        Some(w.until.min(w.check))
+    }
+
+    /// Fires the probe's timers.
+    pub(super) fn handle_timeout(&mut self, now: Instant) -> ProbeTimer {
+        let Some(w) = self.stdio.as_mut().filter(|_| self.probe.is_some()) else {
+            return ProbeTimer::Nothing;
+        };
+        if now >= w.until {
+            let waited = w.waited;
+            self.stdio = None;
+            return ProbeTimer::Silent { waited };
+        }
+        if now >= w.check {
+            w.check = now + STDIN_CHECK_EVERY;
+            return ProbeTimer::CheckStdin;
+        }
+        ProbeTimer::Nothing
+    }
+
+    /// The driver's answer to `CheckStdin`: while the probe is unread,
+    /// the server is still starting, and its silence has not begun.
+    pub(super) fn stdin_unread(&mut self, now: Instant, unread: Option<usize>) {
+        let timeout = self.timeout;
+        if let (Some(w), Some(n)) = (self.stdio.as_mut(), unread) {
+            if n > 0 {
+                w.until = w.until.max(now + timeout);
+                w.waited = true;
+            }
+        }
+    }
+
+    /// The silence allowed once the probe is read.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The policy.
@@ -120,6 +196,7 @@ impl Prober {
     /// Gives up on the probe in flight (the server is being started
     /// again): its completion will be swallowed. Its id, if one was out.
     pub(super) fn abandon(&mut self) -> Option<u64> {
+        self.stdio = None;
         let probe = self.probe.take()?;
         self.abandoned = Some(probe.id);
         Some(probe.id)
@@ -158,14 +235,23 @@ impl Prober {
         let raw = serde_json::value::to_raw_value(&params).expect("JSON serializes");
         wire.begin_era(version);
         let default = engine.config().default_timeout;
+        // Over stdio the probe's own timers decide silence (a server still
+        // starting gets the time it needs, up to the request timeout); a
+        // silent probe's process is replaced: no cancellation is owed to
+        // it.
+        let stdio = wire.is_stdio() && self.policy != EraPolicy::Modern;
         let timeout = match self.policy {
             EraPolicy::Modern => default,
+            _ if stdio => default.max(self.timeout),
             _ => self.timeout.min(default),
         };
-        // Over stdio a silent probe's process is replaced: no cancellation
-        // is owed to it.
         let mut options = RequestOptions::default().timeout(timeout);
         options.quiet = wire.is_stdio();
+        self.stdio = stdio.then(|| StdioWait {
+            until: now + self.timeout,
+            check: now + STDIN_CHECK_EVERY,
+            waited: false,
+        });
         let id = engine.request(now, DISCOVER_METHOD, Some(&raw), options)?;
         wire.note_request(id, DISCOVER_METHOD, Some(&params), &ToolHeaders::default());
         self.probe = Some(Probe { id, retried });
@@ -183,6 +269,7 @@ impl Prober {
         outcome: Result<Box<RawValue>, RequestError>,
     ) -> Option<ProbeStep> {
         let probe = self.probe.take()?;
+        self.stdio = None;
         let legacy_versions = SUPPORTED_PROTOCOL_VERSIONS;
         let silent = match &outcome {
             Err(RequestError::Timeout { ms }) => Some(*ms),

@@ -109,6 +109,10 @@ pub enum Input<'a> {
     /// [`StdioConfig::exit_grace`] passed), so that an error can quote the
     /// server's last words on stderr.
     Exited(ExitStatus),
+    /// How many bytes written to the child's stdin it has not read yet
+    /// (those in the pipe plus those the driver still holds): the answer
+    /// to [`Output::CheckStdin`]. `None` when the platform cannot tell.
+    StdinUnread(Option<usize>),
     /// The server was started again, as [`Output::Spawn`] asked: from now
     /// on every stdio input is the new process's.
     Spawned,
@@ -180,6 +184,13 @@ pub enum Output {
     /// [`Input::GroupEmpty`] if none is. Asked again on a timer until
     /// then.
     CheckGroup,
+    /// Report with [`Input::StdinUnread`] how much of what was written to
+    /// the child's stdin it has not read yet (on Unix: `FIONREAD` on the
+    /// pipe, plus the driver's own backlog; `None` where it cannot be
+    /// told). Asked every 100 ms while the era probe waits, so that a
+    /// server still starting (it has not read the probe) is told from one
+    /// that read it and stays silent.
+    CheckStdin,
     /// Start the stdio server again from the same definition (command,
     /// arguments, environment, directory), in place of the child that was
     /// stopped (its exit and an empty group were reported): read and write

@@ -81,7 +81,7 @@ pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>(era: Era) {
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().timeout(Duration::from_millis(200)),
         )
         .await
@@ -98,7 +98,7 @@ pub async fn http_cancel_and_timeout_tell_the_server<A: Adapter>(era: Era) {
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().cancel_token(token),
         )
         .await
@@ -131,7 +131,7 @@ pub async fn http_expired_session_is_renewed_transparently<A: Adapter>(era: Era)
             .filter(|l| l.contains("\"method\":\"initialize\""))
             .count()
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while inits() < 2 && Instant::now() < deadline {
         A::sleep(Duration::from_millis(20)).await;
     }
@@ -543,7 +543,7 @@ pub async fn http_a_dual_era_server_speaks_the_era_asked<A: Adapter>(era: Era) {
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().timeout(Duration::from_millis(100)),
         )
         .await
@@ -710,7 +710,7 @@ pub async fn http_a_list_change_reaches_the_notifications<A: Adapter>(era: Era) 
         assert!(r.text().contains("1 subscriptions reached"), "{}", r.text());
     }
     loop {
-        match A::recv_timeout(&mut notes, Duration::from_secs(5)).await {
+        match A::recv_timeout(&mut notes, super::support::PATIENCE).await {
             Ok(mcpwire_adapter::ServerNotification::ToolsListChanged) => break,
             Ok(_) => {}
             Err(e) => panic!("no tools/list_changed: {e:?}"),

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::support::{
     call_id, cancelled_for, log_lines, parent_of, process_alive, server_bin,
-    stdio_behind_a_wrapper, stdio_in, temp_log, wait_log, Era,
+    stdio_behind_a_wrapper, stdio_in, temp_log, wait_log, Era, PATIENCE,
 };
 use super::Adapter;
 
@@ -334,14 +334,17 @@ pub async fn stdio_server_exit_mid_request_fails_once_with_status_and_stderr<A: 
         )
         .await
         .unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(2), "promptly");
+    // Promptly: not after the request timeout (30 s). The margins of this
+    // suite hold on a loaded two-core machine: a bound says "not the slow
+    // alternative", never "this fast".
+    assert!(t.elapsed() < Duration::from_secs(10), "promptly");
     let msg = e.to_string();
     assert!(msg.contains("server exited with status 7"), "{msg}");
     assert!(msg.contains("fatal: missing API key"), "{msg}");
     // Later calls fail fast and clearly.
     let t = Instant::now();
     let e = client.ping().await.unwrap_err();
-    assert!(t.elapsed() < Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_secs(5));
     assert!(e.is_closed(), "{e}");
     assert!(e.to_string().contains("not connected"), "{e}");
 }
@@ -375,12 +378,13 @@ pub async fn stdio_timeout_tells_the_server<A: Adapter>(era: Era) {
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().timeout(Duration::from_millis(200)),
         )
         .await
         .unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // Not the server's 60 s.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(e.is_timeout(), "{e}");
     assert_eq!(e.to_string(), "Request timeout after 200ms");
     let id = call_id::<A>(&log, "slow", 0).await;
@@ -399,7 +403,7 @@ pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<A: Adapter>(era
         .unwrap();
     let mut n = 0;
     if A::CANCELS_ON_DROP {
-        let call = client.call_tool("slow", json!({"ms": 5000, "steps": 5}));
+        let call = client.call_tool("slow", json!({"ms": 60_000, "steps": 60}));
         assert!(A::timeout(Duration::from_millis(200), call).await.is_none());
         let id = call_id::<A>(&log, "slow", n).await;
         wait_log::<A>(&log, cancelled_for(id)).await;
@@ -416,12 +420,12 @@ pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<A: Adapter>(era
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().cancel_token(token.clone()),
         )
         .await
         .unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(e.is_cancelled(), "{e}");
     let id = call_id::<A>(&log, "slow", n).await;
     wait_log::<A>(&log, cancelled_for(id)).await;
@@ -430,7 +434,7 @@ pub async fn stdio_dropped_call_and_cancel_token_tell_the_server<A: Adapter>(era
     let e = client
         .call_tool_with(
             "slow",
-            json!({"ms": 5000, "steps": 5}),
+            json!({"ms": 60_000, "steps": 60}),
             CallOptions::new().cancel_token(token),
         )
         .await
@@ -460,7 +464,7 @@ pub async fn stdio_close_ends_a_server_that_ignores_eof_and_sigterm<A: Adapter>(
         took >= Duration::from_millis(550),
         "it had to escalate to SIGKILL: {took:?}"
     );
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(
         client.closed_reason().is_some(),
         "closed after the child was reaped"
@@ -503,7 +507,7 @@ pub async fn stdio_close_stops_the_whole_process_group<A: Adapter>(era: Era) {
         took >= Duration::from_millis(550),
         "SIGKILL was needed: {took:?}"
     );
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
 /// The wrapper dies (killed from outside) and leaves the server running
@@ -525,7 +529,7 @@ pub async fn stdio_a_dead_wrappers_server_is_stopped<A: Adapter>(era: Era) {
     let e = r.unwrap_err();
     assert!(e.to_string().contains("signal 9"), "{e}");
     // Stopped by the client on its own: 2 × 300 ms of grace, then SIGKILL.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while process_alive(server) {
         assert!(Instant::now() < deadline, "the server outlived its wrapper");
         A::sleep(Duration::from_millis(20)).await;
@@ -542,7 +546,7 @@ pub async fn stdio_dropping_the_client_stops_the_whole_process_group<A: Adapter>
         .unwrap();
     let server = server_pid(&client).await;
     drop(client);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while process_alive(server) {
         assert!(Instant::now() < deadline, "the server outlived the client");
         A::sleep(Duration::from_millis(20)).await;
@@ -601,9 +605,10 @@ pub async fn stdio_a_server_that_stops_reading_keeps_the_client_bounded<A: Adapt
             Err(e) if e.is_timeout() => timed_out += 1,
             other => panic!("{other:?}"),
         }
-        // Nothing waits past its timeout (a refusal is at once, but the
-        // flood keeps the driver busy on 2 cores).
-        assert!(took < timeout * 3, "{took:?}");
+        // Nothing waits much past its timeout (a refusal is at once, but
+        // the flood keeps the driver busy on 2 cores, and the machine may
+        // be loaded).
+        assert!(took < timeout + Duration::from_secs(5), "{took:?}");
         let waiting = client.stats().waiting_bytes;
         assert!(
             waiting <= 2 * LIMIT,
@@ -625,7 +630,7 @@ pub async fn stdio_a_server_that_stops_reading_keeps_the_client_bounded<A: Adapt
     );
     let t = Instant::now();
     client.close().await.unwrap();
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }
 
 fn kill_9(pid: u32) {
@@ -805,7 +810,7 @@ pub async fn stdio_notifications_stream_and_callback<A: Adapter>(era: Era) {
     let mut logs = 0;
     let mut changed = false;
     while !changed {
-        match A::recv_timeout(&mut notes, Duration::from_secs(2)).await {
+        match A::recv_timeout(&mut notes, PATIENCE).await {
             Ok(ServerNotification::LoggingMessage(_)) => logs += 1,
             Ok(ServerNotification::ToolsListChanged) => changed = true,
             Ok(_) => {}
@@ -821,7 +826,7 @@ pub async fn stdio_notifications_stream_and_callback<A: Adapter>(era: Era) {
         "{more:?}"
     );
     client.close().await.unwrap();
-    let end = A::recv_timeout(&mut notes, Duration::from_secs(2)).await;
+    let end = A::recv_timeout(&mut notes, PATIENCE).await;
     assert!(
         matches!(end, Err(std::sync::mpsc::RecvTimeoutError::Disconnected)),
         "the stream ends with the connection: {end:?}"
@@ -844,18 +849,19 @@ pub async fn stdio_missing_binary_is_a_spawn_error<A: Adapter>(_era: Era) {
 
 pub async fn stdio_dropping_the_last_client_closes_gracefully_and_fast<A: Adapter>(era: Era) {
     let log = temp_log("drop-client");
-    let client = A::connect(stdio_in(era, &["--log-file", log.to_str().unwrap()]))
-        .await
-        .unwrap();
+    // A server that outlives its stdin: a close that blocked would take
+    // the 2 s stdin grace at least.
+    let config = stdio_in(
+        era,
+        &["--ignore-stdin-eof", "--log-file", log.to_str().unwrap()],
+    );
+    let client = A::connect(config).await.unwrap();
     let other = client.clone();
     drop(client);
     other.ping().await.unwrap();
     let t = Instant::now();
     drop(other);
-    assert!(
-        t.elapsed() < Duration::from_millis(100),
-        "drop does not block"
-    );
+    assert!(t.elapsed() < Duration::from_secs(1), "drop does not block");
     // The client closes in the background: stdin first.
     wait_log::<A>(&log, |v| v["event"] == "stdin_eof").await;
 }
@@ -881,7 +887,7 @@ pub async fn stdio_javascript_json_with_half_an_emoji_is_read<A: Adapter>(era: E
     let mut notes = client.notifications();
     let r = client.call_tool("sliced", json!({})).await.unwrap();
     assert_eq!(r.text(), "emoji: \u{fffd}!");
-    match A::recv_timeout(&mut notes, Duration::from_secs(5)).await {
+    match A::recv_timeout(&mut notes, super::support::PATIENCE).await {
         Ok(ServerNotification::LoggingMessage(m)) => assert_eq!(m.data, "log \u{fffd}"),
         other => panic!("{other:?}"),
     }

@@ -89,9 +89,15 @@ pub fn log_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Waits until the server's log has a line satisfying `pred` (at most 5 s).
+/// How long a test waits for what another process does (a log line, an
+/// exit): only reached when the test fails, so generous enough for a
+/// loaded machine.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Waits until the server's log has a line satisfying `pred` (at most
+/// [`PATIENCE`]).
 pub async fn wait_log<A: Adapter>(path: &Path, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(v) = log_lines(path).into_iter().find(|v| pred(v)) {
             return v;
@@ -158,10 +164,10 @@ pub fn stdio_in(era: Era, args: &[&str]) -> ServerConfig {
 }
 
 /// The JSON-RPC id of the `n`th (from 0) `tools/call` of `tool` the
-/// server logged (waiting for it, at most 5 s): ids depend on the era
-/// (a probe, an `initialize`, a `subscriptions/listen`, re-issues).
+/// server logged (waiting for it, at most [`PATIENCE`]): ids depend on
+/// the era (a probe, an `initialize`, a `subscriptions/listen`, re-issues).
 pub async fn call_id<A: Adapter>(path: &Path, tool: &str, n: usize) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let ids: Vec<u64> = log_lines(path)
             .iter()
