@@ -346,3 +346,77 @@ fn vscode_pick_and_command_inputs_without_a_terminal() {
         "{cmd}"
     );
 }
+
+/// GitHub Copilot CLI's project files are read from each directory above
+/// the current one up to the Git root: run in a subdirectory of a
+/// repository, the root's `.mcp.json` and `.github/mcp.json` are listed,
+/// need approval like any project server, and run once approved.
+#[test]
+fn copilot_project_files_up_to_the_git_root() {
+    let sb = Sandbox::new("copilotwalk");
+    let ts = test_server();
+    let repo = sb.project();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let sub = repo.join("packages/web");
+    std::fs::create_dir_all(&sub).unwrap();
+    let root_file = sb.write(
+        &repo.join(".mcp.json"),
+        &json!({"mcpServers": {"repo-ts": {"type": "local", "command": ts, "args": [], "tools": ["echo"]}}}),
+    );
+    sb.write(
+        &repo.join(".github/mcp.json"),
+        &json!({"mcpServers": {"gh-ts": {"type": "stdio", "command": ts, "args": [], "tools": ["*"]}}}),
+    );
+    // Above the repository: not read.
+    sb.write(
+        &sb.root.join(".mcp.json"),
+        &json!({"mcpServers": {"outside": {"command": ts}}}),
+    );
+
+    let o = sb.run_in(&sub, &["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let repo_ts = server(&listing, "repo-ts");
+    assert_eq!(repo_ts["status"], "needs approval", "{repo_ts}");
+    assert_eq!(repo_ts["scope"], "project");
+    assert_eq!(
+        repo_ts["source"],
+        root_file.canonicalize().unwrap().display().to_string()
+    );
+    assert_eq!(server(&listing, "gh-ts")["status"], "needs approval");
+    let names: Vec<&str> = listing["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"outside"), "{listing}");
+
+    let o = sb.run_in(&sub, &["servers", "--sources", "--json"], &[]);
+    let v = json_out(&o);
+    let root_source = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == root_file.canonicalize().unwrap().display().to_string())
+        .unwrap_or_else(|| panic!("the root's .mcp.json is not listed: {v}"));
+    assert_eq!(root_source["format"], "copilot-cli");
+    assert_eq!(root_source["scope"], "project");
+
+    let o = sb.run_in(&sub, &["approve", "repo-ts"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = sb.run_in(&sub, &["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let repo_ts = server(&listing, "repo-ts");
+    assert_eq!(repo_ts["status"], "connected", "{repo_ts}");
+    assert_eq!(repo_ts["tools"], 1, "Copilot's `tools` list applies");
+    assert_eq!(server(&listing, "gh-ts")["status"], "needs approval");
+
+    let o = sb.run_in(&sub, &["servers", "--json", "--no-project-config"], &[]);
+    let listing = json_out(&o);
+    assert!(
+        listing["servers"].as_array().unwrap().is_empty(),
+        "{listing}"
+    );
+}

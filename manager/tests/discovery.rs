@@ -1276,6 +1276,169 @@ fn copilot_project_file_and_copilot_home() {
     assert!(d.get("default-dir").is_some() && d.get("relocated").is_none());
 }
 
+/// GitHub Copilot CLI walks from the working directory up to the Git
+/// root (the first directory holding a `.git` directory or file), reading
+/// `.mcp.json` and `.github/mcp.json` at each level; a nearer file wins,
+/// and at one level `.mcp.json` comes first. Parents' files are Copilot's
+/// only (read as Copilot's format), project scope, and left out with the
+/// project switch. Nothing above the Git root is read, and outside a
+/// repository no parent is.
+#[test]
+fn copilot_walks_up_to_the_git_root() {
+    let w = World::new("copilotwalk");
+    // <root>/outer/repo (the Git root) / services / api (the project).
+    let outer = w.project.join("outer");
+    let repo = outer.join("repo");
+    let services = repo.join("services");
+    let project = services.join("api");
+    std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    // As Copilot's `/mcp add` and the docs write them.
+    let root_dot = w.write(
+        &repo.join(".mcp.json"),
+        r#"{
+  "mcpServers": {
+    "playwright": {
+      "type": "local",
+      "command": "npx",
+      "args": ["@playwright/mcp@latest"],
+      "tools": ["*"]
+    },
+    "shared": {"type": "local", "command": "from-root-dot", "args": [], "tools": ["*"]},
+    "level": {"type": "local", "command": "root-dot", "args": [], "tools": ["*"]}
+  }
+}"#,
+    );
+    let root_github = w.write(
+        &repo.join(".github/mcp.json"),
+        r#"{
+  "mcpServers": {
+    "repo-lint": {"type": "stdio", "command": "node", "args": ["tools/lint-mcp.js"], "tools": ["lint"]},
+    "level": {"type": "local", "command": "root-github", "args": [], "tools": ["*"]}
+  }
+}"#,
+    );
+    let services_dot = w.write(
+        &services.join(".mcp.json"),
+        r#"{"mcpServers": {"shared": {"type": "local", "command": "from-services", "args": [], "tools": ["*"]}}}"#,
+    );
+    // Above the Git root: never read.
+    w.write(
+        &outer.join(".mcp.json"),
+        r#"{"mcpServers": {"above-root": {"command": "nope"}}}"#,
+    );
+
+    let discovery = || Discovery::new().project_dir(&project).env(w.env.clone());
+    let canon = |p: &Path| p.canonicalize().unwrap();
+    let d = discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let from = |n: &str| d.get(n).unwrap_or_else(|| panic!("no {n}")).clone();
+
+    let pw = from("playwright");
+    assert_eq!(pw.source, Some(canon(&root_dot)));
+    assert_eq!(pw.scope, Scope::Project);
+    assert_eq!(
+        pw.project.as_deref(),
+        Some(canon(&project).as_path()),
+        "approvals are kept for the directory mcpwire runs in"
+    );
+    assert!(mcpwire_manager::consent::needs_consent(&pw));
+    assert_eq!(
+        pw.config.as_ref().unwrap().kind.as_deref(),
+        Some("stdio"),
+        "read as Copilot's format"
+    );
+    let lint = from("repo-lint");
+    assert_eq!(lint.source, Some(canon(&root_github)));
+    assert!(lint.tools.allows("lint") && !lint.tools.allows("fix"));
+    assert_eq!(
+        from("shared").source,
+        Some(canon(&services_dot)),
+        "the nearer file wins"
+    );
+    assert_eq!(
+        command_of(&d, "level"),
+        "root-dot",
+        "at one level `.mcp.json` comes before `.github/mcp.json`"
+    );
+    assert!(d.get("above-root").is_none(), "nothing above the Git root");
+
+    // The files looked at: the project's own, then each parent, nearest
+    // first, before the user's.
+    let sources = discovery().sources();
+    let pos = |p: &Path| {
+        sources
+            .iter()
+            .position(|s| s.path == p)
+            .unwrap_or_else(|| panic!("{} not searched", p.display()))
+    };
+    let zed = pos(&canon(&project).join(".zed/settings.json"));
+    let services_github = canon(&services).join(".github/mcp.json");
+    assert_eq!(pos(&canon(&services).join(".mcp.json")), zed + 1);
+    assert_eq!(pos(&services_github), zed + 2);
+    assert_eq!(pos(&canon(&repo).join(".mcp.json")), zed + 3);
+    assert_eq!(pos(&canon(&repo).join(".github/mcp.json")), zed + 4);
+    let parent = &sources[zed + 1];
+    assert_eq!(
+        (parent.scope, parent.format),
+        (Scope::Project, Format::Copilot)
+    );
+    assert_eq!(sources[zed + 5].scope, Scope::User);
+    assert!(!sources
+        .iter()
+        .any(|s| s.path.starts_with(canon(&outer)) && !s.path.starts_with(canon(&repo))));
+
+    // The project switch leaves the parents out too.
+    let d = discovery().project_files(false).discover();
+    assert!(d.get("playwright").is_none() && d.get("shared").is_none());
+
+    // A `.git` file (a worktree or a submodule) marks a Git root as well.
+    std::fs::write(
+        services.join(".git"),
+        "gitdir: ../.git/worktrees/services\n",
+    )
+    .unwrap();
+    let d = discovery().discover();
+    assert_eq!(command_of(&d, "shared"), "from-services");
+    assert!(
+        d.get("playwright").is_none(),
+        "the repository above the worktree's root is not read"
+    );
+    std::fs::remove_file(services.join(".git")).unwrap();
+
+    // Outside a repository no parent is read.
+    std::fs::remove_dir_all(repo.join(".git")).unwrap();
+    let d = discovery().discover();
+    assert!(d.get("playwright").is_none() && d.get("shared").is_none());
+    assert!(
+        !discovery()
+            .sources()
+            .iter()
+            .any(|s| s.path == canon(&repo).join(".mcp.json")),
+        "no parent is searched outside a repository"
+    );
+
+    // At the Git root itself, its own files are the project's rows.
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let d = Discovery::new()
+        .project_dir(&repo)
+        .env(w.env.clone())
+        .discover();
+    assert_eq!(
+        d.get("playwright").unwrap().source,
+        Some(canon(&repo).join(".mcp.json"))
+    );
+    assert_eq!(
+        d.files
+            .iter()
+            .filter(|f| f.source.path == canon(&repo).join(".mcp.json"))
+            .count(),
+        1,
+        "read once"
+    );
+}
+
 /// Gemini CLI's server-name lists: `mcp.allowed` / `mcp.excluded` (v2)
 /// and `allowMCPServers` / `excludeMCPServers` (v1) disable the servers
 /// they leave out, with a note; `trust` is read and ignored.
