@@ -420,3 +420,28 @@ fn copilot_project_files_up_to_the_git_root() {
         "{listing}"
     );
 }
+
+/// A hand-edited Goose `config.yaml` whose extension takes its `type`,
+/// `cmd` and `enabled` from an anchor through a YAML merge key: the
+/// server is found and runs, with the entry's own `available_tools`.
+#[test]
+fn goose_extension_from_a_yaml_merge_key() {
+    let sb = Sandbox::new("goosemerge");
+    let config = sb.root.join("config/goose/config.yaml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "GOOSE_PROVIDER: openai\nx-test-server: &ts\n  type: stdio\n  cmd: {:?}\n  enabled: true\n  timeout: 60\nextensions:\n  merged:\n    <<: *ts\n    args: []\n    available_tools: [echo]\n    name: merged\n",
+            test_server()
+        ),
+    )
+    .unwrap();
+    let o = sb.run(&["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let merged = server(&listing, "merged");
+    assert_eq!(merged["status"], "connected", "{merged}");
+    assert_eq!(merged["scope"], "user");
+    assert_eq!(merged["tools"], 1, "{merged}");
+}

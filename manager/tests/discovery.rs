@@ -1500,6 +1500,129 @@ fn gemini_allowed_and_excluded_servers() {
         .contains("`mcp.allowed` must be an array of strings"));
 }
 
+/// YAML merge keys (YAML 1.1, <https://yaml.org/type/merge.html>) in a
+/// hand-edited Goose `config.yaml`: `<<: *anchor` and `<<: [*a, *b]` add
+/// the keys an entry does not have, its own keys win wherever they stand,
+/// an earlier mapping of a list wins over a later one, nested mappings
+/// and anchors that merge in turn are merged too, and a merge key that is
+/// not a mapping (or a list of them) fails only its extension, naming it.
+#[test]
+fn goose_merge_keys() {
+    let w = World::new("goosemerge");
+    let path = paths::goose_config(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"GOOSE_PROVIDER: openai
+GOOSE_MODEL: gpt-4o
+x-stdio: &stdio
+  type: stdio
+  enabled: true
+  timeout: 300
+  envs: &log
+    LOG_LEVEL: info
+    LOG_FORMAT: text
+x-slow: &slow
+  timeout: 900
+  available_tools: [search]
+x-node: &node
+  <<: *stdio
+  cmd: node
+extensions:
+  github:
+    <<: *stdio
+    cmd: npx
+    args:
+    - -y
+    - '@modelcontextprotocol/server-github'
+    name: github
+  search:
+    timeout: 60
+    <<: [*slow, *stdio]
+    cmd: uvx
+    args: [mcp-server-search]
+  scripts:
+    <<: *node
+    args: [scripts/mcp.js]
+    envs:
+      <<: *log
+      LOG_LEVEL: debug
+  remote:
+    <<:
+      type: streamable_http
+      uri: https://mcp.example.com/mcp
+    enabled: false
+  broken:
+    <<: not-a-mapping
+    cmd: x
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    let gh = config_of(&d, "github");
+    assert_eq!(gh.command.as_deref(), Some("npx"));
+    assert_eq!(
+        gh.transport(),
+        Ok(mcpwire::config::TransportKind::Stdio),
+        "`type` comes from the anchor"
+    );
+    assert_eq!(gh.enabled, Some(true));
+    assert_eq!(gh.timeout, Some(300_000));
+    assert_eq!(gh.env["LOG_LEVEL"], "info");
+
+    let search = d.get("search").unwrap();
+    let c = search.config.as_ref().unwrap();
+    assert_eq!(c.timeout, Some(60_000), "the entry's own key wins");
+    assert_eq!(
+        c.env["LOG_FORMAT"], "text",
+        "from the list's second mapping"
+    );
+    assert!(
+        search.tools.allows("search") && !search.tools.allows("other"),
+        "from the list's first mapping"
+    );
+
+    let scripts = config_of(&d, "scripts");
+    assert_eq!(
+        scripts.command.as_deref(),
+        Some("node"),
+        "an anchor that merges in turn"
+    );
+    assert_eq!(scripts.timeout, Some(300_000));
+    assert_eq!(scripts.args, ["scripts/mcp.js"]);
+    assert_eq!(scripts.env["LOG_LEVEL"], "debug", "a nested merge");
+    assert_eq!(scripts.env["LOG_FORMAT"], "text");
+    assert!(!scripts.env.contains_key("<<"));
+
+    let remote = config_of(&d, "remote");
+    assert_eq!(
+        remote.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(remote.url.as_deref(), Some("https://mcp.example.com/mcp"));
+    assert_eq!(remote.enabled, Some(false));
+
+    let e = d.get("broken").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`<<`") && e.contains("merge key") && e.contains("mapping"),
+        "{e}"
+    );
+
+    // A merge key above the extensions is applied too; a bad one there
+    // is the file's error.
+    w.write(
+        &path,
+        "x-base: &base\n  extensions:\n    inherited:\n      type: stdio\n      cmd: from-base\n<<: *base\n",
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    assert_eq!(command_of(&d, "inherited"), "from-base");
+    w.write(&path, "extensions:\n  <<: [1]\n");
+    let d = w.discovery().discover();
+    let err = &d.errors.iter().find(|e| e.path == path).unwrap().message;
+    assert!(err.contains("`extensions.<<`"), "{err}");
+}
+
 /// Goose's `env_keys`: from the environment, else its `secrets.yaml` (its
 /// file store when the keyring is disabled); a key in neither fails only
 /// that extension. Anchors and aliases in `config.yaml` are resolved.
