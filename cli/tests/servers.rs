@@ -445,3 +445,29 @@ fn goose_extension_from_a_yaml_merge_key() {
     assert_eq!(merged["scope"], "user");
     assert_eq!(merged["tools"], 1, "{merged}");
 }
+
+/// A workspace's `.vscode/mcp.json` whose command is `${config:NAME}`,
+/// set only in VS Code Insiders' user settings (the workspace is opened in
+/// Insiders): found there, the server runs once approved.
+#[test]
+fn vscode_workspace_config_variable_from_insiders_user_settings() {
+    let sb = Sandbox::new("insidersconfig");
+    sb.write(
+        &sb.root.join("config/Code - Insiders/User/settings.json"),
+        &json!({"workbench.colorTheme": "Default Dark Modern", "mcpwire.testServer": test_server()}),
+    );
+    sb.write(
+        &sb.project().join(".vscode/mcp.json"),
+        &json!({"servers": {"from-settings": {
+            "type": "stdio",
+            "command": "${config:mcpwire.testServer}",
+            "args": ["--max-lifetime", "60"]
+        }}}),
+    );
+    let o = sb.run(&["servers", "--json", "--approve"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let s = server(&listing, "from-settings");
+    assert_eq!(s["status"], "connected", "{s}");
+    assert_eq!(s["scope"], "project");
+}

@@ -564,12 +564,25 @@ struct FileCtx<'a> {
 fn parse(ctx: &FileCtx<'_>, bytes: &[u8]) -> Result<FileServers, String> {
     let (key, dialect) = match ctx.source.format {
         Format::VsCode => {
-            // `${config:NAME}`: the settings next to this `mcp.json` (the
-            // workspace's or the profile's), then, for a project's file,
-            // VS Code's user profile.
+            // `${config:NAME}`: VS Code reads the merged configuration of
+            // the workspace folder (`configurationService.getValue(name,
+            // {resource: folder})` in its configuration resolver): the
+            // workspace's `.vscode/settings.json` over the user's. So: the
+            // settings next to this `mcp.json` (the workspace's, or a
+            // profile's own), then, for a workspace's file, the user
+            // settings of each build that may open it — VS Code, Insiders,
+            // VSCodium, in the order their profiles are read — the first
+            // that has the setting wins.
             let mut settings = vec![ctx.source.path.with_file_name("settings.json")];
             if ctx.source.scope == Scope::Project {
-                if let Some(user) = paths::vscode_user_mcp(ctx.env) {
+                for user in [
+                    paths::vscode_user_mcp(ctx.env),
+                    paths::vscode_insiders_user_mcp(ctx.env),
+                    paths::vscodium_user_mcp(ctx.env),
+                ]
+                .into_iter()
+                .flatten()
+                {
                     settings.push(user.with_file_name("settings.json"));
                 }
             }

@@ -1177,6 +1177,92 @@ fn vscode_pick_command_config_and_unknown_variables() {
     assert!(d.get("codium_ok").unwrap().config.is_ok());
 }
 
+/// `${config:NAME}` as VS Code resolves it (the merged configuration of
+/// the workspace folder: its `.vscode/settings.json` over the user's):
+/// in a workspace's `.vscode/mcp.json`, the workspace's settings, then the
+/// user settings of VS Code, VS Code Insiders and VSCodium in that order
+/// (the workspace may be opened in any of them); in a build's user-profile
+/// `mcp.json`, that build's own `settings.json` only.
+#[test]
+fn vscode_config_variables_in_every_build() {
+    let w = World::new("vscodebuilds");
+    let settings = |mcp: Option<PathBuf>| mcp.unwrap().with_file_name("settings.json");
+    let code = settings(paths::vscode_user_mcp(&w.env));
+    let insiders = settings(paths::vscode_insiders_user_mcp(&w.env));
+    let codium = settings(paths::vscodium_user_mcp(&w.env));
+    // As each editor writes its user settings.
+    w.write(
+        &code,
+        "{\n    \"workbench.colorTheme\": \"Default Dark Modern\",\n    \"mcp.registry\": \"https://code.example/mcp\",\n    \"mcp.region\": \"eu\"\n}",
+    );
+    w.write(
+        &insiders,
+        "{\n    \"mcp.registry\": \"https://insiders.example/mcp\",\n    \"mcp.token.file\": \"/home/ada/.insiders-token\"\n}",
+    );
+    w.write(
+        &codium,
+        "{\n    \"mcp\": {\"port\": 7007},\n    \"mcp.token.file\": \"/home/ada/.codium-token\",\n}",
+    );
+    w.write(
+        &w.project.join(".vscode/settings.json"),
+        "{\n\t\"mcp.region\": \"us\"\n}",
+    );
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	"servers": {
+		"ws": {
+			"type": "stdio",
+			"command": "srv",
+			"args": ["--registry=${config:mcp.registry}", "--region=${config:mcp.region}", "--token-file=${config:mcp.token.file}", "--port=${config:mcp.port}"]
+		},
+		"ws-missing": {"type": "stdio", "command": "srv", "args": ["${config:mcp.nowhere}"]}
+	}
+}"#,
+    );
+    // Each build's own profile reads its own settings.
+    w.write(
+        &paths::vscode_insiders_user_mcp(&w.env).unwrap(),
+        r#"{"servers": {"ins": {"type": "stdio", "command": "srv", "args": ["${config:mcp.registry}"]}, "ins-region": {"type": "stdio", "command": "srv", "args": ["${config:mcp.region}"]}}}"#,
+    );
+    w.write(
+        &paths::vscodium_user_mcp(&w.env).unwrap(),
+        r#"{"servers": {"cod": {"type": "stdio", "command": "srv", "args": ["${config:mcp.port}", "${config:mcp.token.file}"]}}}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    assert_eq!(
+        config_of(&d, "ws").args,
+        [
+            "--registry=https://code.example/mcp",
+            "--region=us",
+            "--token-file=/home/ada/.insiders-token",
+            "--port=7007",
+        ],
+        "the workspace's, then VS Code's, Insiders' and VSCodium's user settings"
+    );
+    let e = d.get("ws-missing").unwrap().config.clone().unwrap_err();
+    for file in [&code, &insiders, &codium] {
+        assert!(e.contains(&file.display().to_string()), "{e}");
+    }
+
+    assert_eq!(
+        config_of(&d, "ins").args,
+        ["https://insiders.example/mcp"],
+        "Insiders' profile reads Insiders' settings"
+    );
+    let e = d.get("ins-region").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`mcp.region` is not set in") && e.contains(&insiders.display().to_string()),
+        "not VS Code's nor the workspace's: {e}"
+    );
+    assert_eq!(
+        config_of(&d, "cod").args,
+        ["7007", "/home/ada/.codium-token"]
+    );
+}
+
 /// Zed's project settings, `.zed/settings.json`: its `context_servers`
 /// are the project's, so they need the user's approval, and the project
 /// switch leaves them out.
