@@ -346,3 +346,128 @@ fn vscode_pick_and_command_inputs_without_a_terminal() {
         "{cmd}"
     );
 }
+
+/// GitHub Copilot CLI's project files are read from each directory above
+/// the current one up to the Git root: run in a subdirectory of a
+/// repository, the root's `.mcp.json` and `.github/mcp.json` are listed,
+/// need approval like any project server, and run once approved.
+#[test]
+fn copilot_project_files_up_to_the_git_root() {
+    let sb = Sandbox::new("copilotwalk");
+    let ts = test_server();
+    let repo = sb.project();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let sub = repo.join("packages/web");
+    std::fs::create_dir_all(&sub).unwrap();
+    let root_file = sb.write(
+        &repo.join(".mcp.json"),
+        &json!({"mcpServers": {"repo-ts": {"type": "local", "command": ts, "args": [], "tools": ["echo"]}}}),
+    );
+    sb.write(
+        &repo.join(".github/mcp.json"),
+        &json!({"mcpServers": {"gh-ts": {"type": "stdio", "command": ts, "args": [], "tools": ["*"]}}}),
+    );
+    // Above the repository: not read.
+    sb.write(
+        &sb.root.join(".mcp.json"),
+        &json!({"mcpServers": {"outside": {"command": ts}}}),
+    );
+
+    let o = sb.run_in(&sub, &["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let repo_ts = server(&listing, "repo-ts");
+    assert_eq!(repo_ts["status"], "needs approval", "{repo_ts}");
+    assert_eq!(repo_ts["scope"], "project");
+    assert_eq!(
+        repo_ts["source"],
+        root_file.canonicalize().unwrap().display().to_string()
+    );
+    assert_eq!(server(&listing, "gh-ts")["status"], "needs approval");
+    let names: Vec<&str> = listing["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"outside"), "{listing}");
+
+    let o = sb.run_in(&sub, &["servers", "--sources", "--json"], &[]);
+    let v = json_out(&o);
+    let root_source = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == root_file.canonicalize().unwrap().display().to_string())
+        .unwrap_or_else(|| panic!("the root's .mcp.json is not listed: {v}"));
+    assert_eq!(root_source["format"], "copilot-cli");
+    assert_eq!(root_source["scope"], "project");
+
+    let o = sb.run_in(&sub, &["approve", "repo-ts"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = sb.run_in(&sub, &["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let repo_ts = server(&listing, "repo-ts");
+    assert_eq!(repo_ts["status"], "connected", "{repo_ts}");
+    assert_eq!(repo_ts["tools"], 1, "Copilot's `tools` list applies");
+    assert_eq!(server(&listing, "gh-ts")["status"], "needs approval");
+
+    let o = sb.run_in(&sub, &["servers", "--json", "--no-project-config"], &[]);
+    let listing = json_out(&o);
+    assert!(
+        listing["servers"].as_array().unwrap().is_empty(),
+        "{listing}"
+    );
+}
+
+/// A hand-edited Goose `config.yaml` whose extension takes its `type`,
+/// `cmd` and `enabled` from an anchor through a YAML merge key: the
+/// server is found and runs, with the entry's own `available_tools`.
+#[test]
+fn goose_extension_from_a_yaml_merge_key() {
+    let sb = Sandbox::new("goosemerge");
+    let config = sb.root.join("config/goose/config.yaml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "GOOSE_PROVIDER: openai\nx-test-server: &ts\n  type: stdio\n  cmd: {:?}\n  enabled: true\n  timeout: 60\nextensions:\n  merged:\n    <<: *ts\n    args: []\n    available_tools: [echo]\n    name: merged\n",
+            test_server()
+        ),
+    )
+    .unwrap();
+    let o = sb.run(&["servers", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let merged = server(&listing, "merged");
+    assert_eq!(merged["status"], "connected", "{merged}");
+    assert_eq!(merged["scope"], "user");
+    assert_eq!(merged["tools"], 1, "{merged}");
+}
+
+/// A workspace's `.vscode/mcp.json` whose command is `${config:NAME}`,
+/// set only in VS Code Insiders' user settings (the workspace is opened in
+/// Insiders): found there, the server runs once approved.
+#[test]
+fn vscode_workspace_config_variable_from_insiders_user_settings() {
+    let sb = Sandbox::new("insidersconfig");
+    sb.write(
+        &sb.root.join("config/Code - Insiders/User/settings.json"),
+        &json!({"workbench.colorTheme": "Default Dark Modern", "mcpwire.testServer": test_server()}),
+    );
+    sb.write(
+        &sb.project().join(".vscode/mcp.json"),
+        &json!({"servers": {"from-settings": {
+            "type": "stdio",
+            "command": "${config:mcpwire.testServer}",
+            "args": ["--max-lifetime", "60"]
+        }}}),
+    );
+    let o = sb.run(&["servers", "--json", "--approve"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listing = json_out(&o);
+    let s = server(&listing, "from-settings");
+    assert_eq!(s["status"], "connected", "{s}");
+    assert_eq!(s["scope"], "project");
+}

@@ -14,24 +14,30 @@
 //! | 7  | project  | `<project>/.codex/config.toml` (Codex)           | `[mcp_servers.NAME]` |
 //! | 8  | project  | `<project>/.github/mcp.json` (Copilot CLI)       | `mcpServers`, Copilot's fields |
 //! | 9  | project  | `<project>/.zed/settings.json` (Zed)             | `context_servers` |
-//! | 10 | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
-//! | 11 | user     | Claude Desktop's `claude_desktop_config.json` (see [`paths::claude_desktop_config`]) | `mcpServers` |
-//! | 12 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
-//! | 13 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
-//! | 14 | user     | GitHub Copilot CLI: `$COPILOT_HOME/mcp-config.json` (default `~/.copilot/mcp-config.json`) | `mcpServers`, Copilot's fields |
-//! | 15 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
-//! | 16 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
-//! | 17 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
-//! | 18 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
-//! | 19 | user     | VS Code Insiders' (see [`paths::vscode_insiders_user_mcp`]) | as VS Code |
-//! | 20 | user     | VSCodium's (see [`paths::vscodium_user_mcp`])     | as VS Code |
-//! | 21 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
+//! | 10 | project  | Copilot CLI, each directory above `<project>` up to the Git root, nearest first: `.mcp.json`, then `.github/mcp.json` | `mcpServers`, Copilot's fields |
+//! | 11 | user     | `~/.cursor/mcp.json` (Cursor)                    | `mcpServers`  |
+//! | 12 | user     | Claude Desktop's `claude_desktop_config.json` (see [`paths::claude_desktop_config`]) | `mcpServers` |
+//! | 13 | user     | `~/.claude.json`: first `projects["<project>"].mcpServers` (Claude Code's local scope), then the top-level `mcpServers` | |
+//! | 14 | user     | Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`) | `[mcp_servers.NAME]` |
+//! | 15 | user     | GitHub Copilot CLI: `$COPILOT_HOME/mcp-config.json` (default `~/.copilot/mcp-config.json`) | `mcpServers`, Copilot's fields |
+//! | 16 | user     | Windsurf: `~/.codeium/windsurf/mcp_config.json`   | `mcpServers`, Windsurf's fields |
+//! | 17 | user     | Gemini CLI: `~/.gemini/settings.json`             | `mcpServers`, Gemini's fields |
+//! | 18 | user     | Zed: `settings.json` (see [`paths::zed_settings`]) | `context_servers` |
+//! | 19 | user     | VS Code's user-profile `mcp.json` (see [`paths::vscode_user_mcp`]) | `servers`, VS Code's variables and `inputs` |
+//! | 20 | user     | VS Code Insiders' (see [`paths::vscode_insiders_user_mcp`]) | as VS Code |
+//! | 21 | user     | VSCodium's (see [`paths::vscodium_user_mcp`])     | as VS Code |
+//! | 22 | user     | Goose: `config.yaml` (see [`paths::goose_config`]) | `extensions`  |
 //!
-//! `<project>` is the project directory (default: the current directory;
-//! parents are not searched). [`Discovery::project_files`]`(false)` skips
-//! rows 2–9 — the switch for a checkout you do not trust to start
-//! programs; when read, their servers are [`Scope::Project`] and need the
-//! user's approval ([`crate::consent`]). Every JSON file may have
+//! `<project>` is the project directory (default: the current directory).
+//! Its parents are searched for GitHub Copilot CLI's files only (row 10),
+//! as Copilot does: up to the root of the Git repository (the nearest
+//! directory with a `.git` directory or file), nothing above it, and no
+//! parent at all outside a repository; a file nearer the project wins.
+//! [`Discovery::project_files`]`(false)` skips rows 2–10 — the switch for
+//! a checkout you do not trust to start programs; when read, their servers
+//! are [`Scope::Project`] and need the user's approval
+//! ([`crate::consent`]), kept for the project directory (a parent's server
+//! approved in one subdirectory is asked for again in another). Every JSON file may have
 //! comments and trailing commas (JSONC, as VS Code, Zed and Cursor
 //! write). A plain JSON file may hold its servers under `mcpServers` or
 //! `servers` (the first present is used). Missing discovered files are
@@ -47,11 +53,11 @@
 //! | Claude, Cursor, VS Code | `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `timeout` (ms), `enabled`; `"disabled": true` (Cline, Roo, Windsurf) counts as `"enabled": false` |
 //! | VS Code (and Insiders, VSCodium) | as above, plus `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, `${config:NAME}`, `${input:ID}` (`inputs` of type `promptString` and `pickString`) and `envFile`; other variables are errors naming the field: see [`vscode`] |
 //! | Windsurf | as above; `serverUrl` → `url`; `disabledTools` → [`ToolFilter::exclude`] |
-//! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all). Its project files are `.mcp.json` (row 2, read as the shared format; Copilot also walks up to the Git root, mcpwire does not) and `.github/mcp.json` (row 8); there is no environment variable naming another file (`--additional-mcp-config` is a flag of its own command line) |
+//! | Copilot CLI | as above; `type: "local"` → `stdio`; `tools` → [`ToolFilter::include`] (`["*"]`: all). Its project files are `.mcp.json` and `.github/mcp.json`, in the project directory (rows 2 and 8; row 2 is read as the shared format) and in each directory above it up to the Git root (row 10); a project's `.copilot/mcp-config.json` is not one of them (Copilot reads none); there is no environment variable naming another file (`--additional-mcp-config` is a flag of its own command line) |
 //! | Gemini CLI | as above; `httpUrl` → `url` with type `http`; `url` alone → type `sse` (unless `type` says); `includeTools` / `excludeTools` → [`ToolFilter`]; `$NAME` → `${NAME}`. The file's server-name lists `mcp.allowed` / `mcp.excluded` (or v1's `allowMCPServers` / `excludeMCPServers`) apply to its own servers: one not allowed, or excluded, is disabled with a note. `trust` (skip Gemini's confirmation of tool calls) is ignored: mcpwire asks no such confirmation, a host does |
 //! | Zed (user and project `.zed/settings.json`) | `command` a string with `args`, `env` (Zed ≥ 0.193) or `{path, args, env}` (older); or `url`, `headers`; `enabled`. `"source": "extension"` entries (and entries with neither `command` nor `url`) run an extension's command: skipped with a note |
 //! | Codex | `command`, `args`, `env`, `cwd`, `url`, `enabled` as is; `http_headers` → `headers`; `env_http_headers` `{H = "VAR"}` → header `H: ${VAR}`; `bearer_token_env_var = "VAR"` → `Authorization: Bearer ${VAR}`; `tool_timeout_sec` → `timeout` (ms); `startup_timeout_sec` (or `_ms`) → [`ServerEntry::startup_timeout`]; `enabled_tools` / `disabled_tools` → [`ToolFilter`]; `env_vars` is checked and needs no mapping (a server inherits the manager's environment) |
-//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` from the environment, else Goose's `secrets.yaml` (its keyring is not read; a key in neither fails the server); YAML anchors and aliases; `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note. See [`goose`] |
+//! | Goose | `cmd` → `command`, `args`, `envs` → `env`, `uri` → `url` (`type` `sse`, or `streamable_http` → `http`), `headers`, `enabled`, `timeout` (s → ms), non-empty `available_tools` → [`ToolFilter::include`]; `env_keys` from the environment, else Goose's `secrets.yaml` (its keyring is not read; a key in neither fails the server); YAML anchors and aliases, and merge keys (`<<: *anchor`, `<<: [*a, *b]`: YAML 1.1, which Goose itself does not apply); `builtin`, `platform`, `frontend` and `inline_python` extensions run inside Goose: skipped with a note. See [`goose`] |
 //!
 //! The variables are expanded when the manager starts the server.
 
@@ -401,6 +407,18 @@ impl Discovery {
             ] {
                 out.push(found(p.join(rel), Scope::Project, format));
             }
+            // GitHub Copilot CLI reads `.mcp.json` and `.github/mcp.json`
+            // "from the working directory upward to the Git root" (Copilot
+            // CLI command reference, "MCP server loading priority"; files
+            // nearer the working directory win: "Adding per-repository MCP
+            // servers" in its how-to). The project's own are the rows
+            // above; each parent's follow, nearest first. Other hosts read
+            // the project directory only.
+            for dir in parents_to_git_root(&p) {
+                for rel in [".mcp.json", ".github/mcp.json"] {
+                    out.push(found(dir.join(rel), Scope::Project, Format::Copilot));
+                }
+            }
         }
         if self.user_files {
             let home = paths::home_dir(&self.env);
@@ -516,6 +534,24 @@ impl Discovery {
     }
 }
 
+/// The directories above `dir` up to the root of its Git repository (the
+/// first directory, `dir` included, holding a `.git` directory or file: a
+/// worktree's or a submodule's root counts), nearest first. Empty when
+/// `dir` is the root itself or is in no repository: outside a repository
+/// nothing above the project directory is read.
+fn parents_to_git_root(dir: &Path) -> Vec<PathBuf> {
+    let mut parents = Vec::new();
+    let mut here = dir;
+    while !here.join(".git").exists() {
+        let Some(up) = here.parent() else {
+            return Vec::new();
+        };
+        parents.push(up.to_path_buf());
+        here = up;
+    }
+    parents
+}
+
 /// What reading one file needs besides its bytes.
 struct FileCtx<'a> {
     source: &'a Source,
@@ -528,12 +564,25 @@ struct FileCtx<'a> {
 fn parse(ctx: &FileCtx<'_>, bytes: &[u8]) -> Result<FileServers, String> {
     let (key, dialect) = match ctx.source.format {
         Format::VsCode => {
-            // `${config:NAME}`: the settings next to this `mcp.json` (the
-            // workspace's or the profile's), then, for a project's file,
-            // VS Code's user profile.
+            // `${config:NAME}`: VS Code reads the merged configuration of
+            // the workspace folder (`configurationService.getValue(name,
+            // {resource: folder})` in its configuration resolver): the
+            // workspace's `.vscode/settings.json` over the user's. So: the
+            // settings next to this `mcp.json` (the workspace's, or a
+            // profile's own), then, for a workspace's file, the user
+            // settings of each build that may open it — VS Code, Insiders,
+            // VSCodium, in the order their profiles are read — the first
+            // that has the setting wins.
             let mut settings = vec![ctx.source.path.with_file_name("settings.json")];
             if ctx.source.scope == Scope::Project {
-                if let Some(user) = paths::vscode_user_mcp(ctx.env) {
+                for user in [
+                    paths::vscode_user_mcp(ctx.env),
+                    paths::vscode_insiders_user_mcp(ctx.env),
+                    paths::vscodium_user_mcp(ctx.env),
+                ]
+                .into_iter()
+                .flatten()
+                {
                     settings.push(user.with_file_name("settings.json"));
                 }
             }

@@ -1177,6 +1177,92 @@ fn vscode_pick_command_config_and_unknown_variables() {
     assert!(d.get("codium_ok").unwrap().config.is_ok());
 }
 
+/// `${config:NAME}` as VS Code resolves it (the merged configuration of
+/// the workspace folder: its `.vscode/settings.json` over the user's):
+/// in a workspace's `.vscode/mcp.json`, the workspace's settings, then the
+/// user settings of VS Code, VS Code Insiders and VSCodium in that order
+/// (the workspace may be opened in any of them); in a build's user-profile
+/// `mcp.json`, that build's own `settings.json` only.
+#[test]
+fn vscode_config_variables_in_every_build() {
+    let w = World::new("vscodebuilds");
+    let settings = |mcp: Option<PathBuf>| mcp.unwrap().with_file_name("settings.json");
+    let code = settings(paths::vscode_user_mcp(&w.env));
+    let insiders = settings(paths::vscode_insiders_user_mcp(&w.env));
+    let codium = settings(paths::vscodium_user_mcp(&w.env));
+    // As each editor writes its user settings.
+    w.write(
+        &code,
+        "{\n    \"workbench.colorTheme\": \"Default Dark Modern\",\n    \"mcp.registry\": \"https://code.example/mcp\",\n    \"mcp.region\": \"eu\"\n}",
+    );
+    w.write(
+        &insiders,
+        "{\n    \"mcp.registry\": \"https://insiders.example/mcp\",\n    \"mcp.token.file\": \"/home/ada/.insiders-token\"\n}",
+    );
+    w.write(
+        &codium,
+        "{\n    \"mcp\": {\"port\": 7007},\n    \"mcp.token.file\": \"/home/ada/.codium-token\",\n}",
+    );
+    w.write(
+        &w.project.join(".vscode/settings.json"),
+        "{\n\t\"mcp.region\": \"us\"\n}",
+    );
+    w.write(
+        &w.project.join(".vscode/mcp.json"),
+        r#"{
+	"servers": {
+		"ws": {
+			"type": "stdio",
+			"command": "srv",
+			"args": ["--registry=${config:mcp.registry}", "--region=${config:mcp.region}", "--token-file=${config:mcp.token.file}", "--port=${config:mcp.port}"]
+		},
+		"ws-missing": {"type": "stdio", "command": "srv", "args": ["${config:mcp.nowhere}"]}
+	}
+}"#,
+    );
+    // Each build's own profile reads its own settings.
+    w.write(
+        &paths::vscode_insiders_user_mcp(&w.env).unwrap(),
+        r#"{"servers": {"ins": {"type": "stdio", "command": "srv", "args": ["${config:mcp.registry}"]}, "ins-region": {"type": "stdio", "command": "srv", "args": ["${config:mcp.region}"]}}}"#,
+    );
+    w.write(
+        &paths::vscodium_user_mcp(&w.env).unwrap(),
+        r#"{"servers": {"cod": {"type": "stdio", "command": "srv", "args": ["${config:mcp.port}", "${config:mcp.token.file}"]}}}"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    assert_eq!(
+        config_of(&d, "ws").args,
+        [
+            "--registry=https://code.example/mcp",
+            "--region=us",
+            "--token-file=/home/ada/.insiders-token",
+            "--port=7007",
+        ],
+        "the workspace's, then VS Code's, Insiders' and VSCodium's user settings"
+    );
+    let e = d.get("ws-missing").unwrap().config.clone().unwrap_err();
+    for file in [&code, &insiders, &codium] {
+        assert!(e.contains(&file.display().to_string()), "{e}");
+    }
+
+    assert_eq!(
+        config_of(&d, "ins").args,
+        ["https://insiders.example/mcp"],
+        "Insiders' profile reads Insiders' settings"
+    );
+    let e = d.get("ins-region").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`mcp.region` is not set in") && e.contains(&insiders.display().to_string()),
+        "not VS Code's nor the workspace's: {e}"
+    );
+    assert_eq!(
+        config_of(&d, "cod").args,
+        ["7007", "/home/ada/.codium-token"]
+    );
+}
+
 /// Zed's project settings, `.zed/settings.json`: its `context_servers`
 /// are the project's, so they need the user's approval, and the project
 /// switch leaves them out.
@@ -1276,6 +1362,169 @@ fn copilot_project_file_and_copilot_home() {
     assert!(d.get("default-dir").is_some() && d.get("relocated").is_none());
 }
 
+/// GitHub Copilot CLI walks from the working directory up to the Git
+/// root (the first directory holding a `.git` directory or file), reading
+/// `.mcp.json` and `.github/mcp.json` at each level; a nearer file wins,
+/// and at one level `.mcp.json` comes first. Parents' files are Copilot's
+/// only (read as Copilot's format), project scope, and left out with the
+/// project switch. Nothing above the Git root is read, and outside a
+/// repository no parent is.
+#[test]
+fn copilot_walks_up_to_the_git_root() {
+    let w = World::new("copilotwalk");
+    // <root>/outer/repo (the Git root) / services / api (the project).
+    let outer = w.project.join("outer");
+    let repo = outer.join("repo");
+    let services = repo.join("services");
+    let project = services.join("api");
+    std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    // As Copilot's `/mcp add` and the docs write them.
+    let root_dot = w.write(
+        &repo.join(".mcp.json"),
+        r#"{
+  "mcpServers": {
+    "playwright": {
+      "type": "local",
+      "command": "npx",
+      "args": ["@playwright/mcp@latest"],
+      "tools": ["*"]
+    },
+    "shared": {"type": "local", "command": "from-root-dot", "args": [], "tools": ["*"]},
+    "level": {"type": "local", "command": "root-dot", "args": [], "tools": ["*"]}
+  }
+}"#,
+    );
+    let root_github = w.write(
+        &repo.join(".github/mcp.json"),
+        r#"{
+  "mcpServers": {
+    "repo-lint": {"type": "stdio", "command": "node", "args": ["tools/lint-mcp.js"], "tools": ["lint"]},
+    "level": {"type": "local", "command": "root-github", "args": [], "tools": ["*"]}
+  }
+}"#,
+    );
+    let services_dot = w.write(
+        &services.join(".mcp.json"),
+        r#"{"mcpServers": {"shared": {"type": "local", "command": "from-services", "args": [], "tools": ["*"]}}}"#,
+    );
+    // Above the Git root: never read.
+    w.write(
+        &outer.join(".mcp.json"),
+        r#"{"mcpServers": {"above-root": {"command": "nope"}}}"#,
+    );
+
+    let discovery = || Discovery::new().project_dir(&project).env(w.env.clone());
+    let canon = |p: &Path| p.canonicalize().unwrap();
+    let d = discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let from = |n: &str| d.get(n).unwrap_or_else(|| panic!("no {n}")).clone();
+
+    let pw = from("playwright");
+    assert_eq!(pw.source, Some(canon(&root_dot)));
+    assert_eq!(pw.scope, Scope::Project);
+    assert_eq!(
+        pw.project.as_deref(),
+        Some(canon(&project).as_path()),
+        "approvals are kept for the directory mcpwire runs in"
+    );
+    assert!(mcpwire_manager::consent::needs_consent(&pw));
+    assert_eq!(
+        pw.config.as_ref().unwrap().kind.as_deref(),
+        Some("stdio"),
+        "read as Copilot's format"
+    );
+    let lint = from("repo-lint");
+    assert_eq!(lint.source, Some(canon(&root_github)));
+    assert!(lint.tools.allows("lint") && !lint.tools.allows("fix"));
+    assert_eq!(
+        from("shared").source,
+        Some(canon(&services_dot)),
+        "the nearer file wins"
+    );
+    assert_eq!(
+        command_of(&d, "level"),
+        "root-dot",
+        "at one level `.mcp.json` comes before `.github/mcp.json`"
+    );
+    assert!(d.get("above-root").is_none(), "nothing above the Git root");
+
+    // The files looked at: the project's own, then each parent, nearest
+    // first, before the user's.
+    let sources = discovery().sources();
+    let pos = |p: &Path| {
+        sources
+            .iter()
+            .position(|s| s.path == p)
+            .unwrap_or_else(|| panic!("{} not searched", p.display()))
+    };
+    let zed = pos(&canon(&project).join(".zed/settings.json"));
+    let services_github = canon(&services).join(".github/mcp.json");
+    assert_eq!(pos(&canon(&services).join(".mcp.json")), zed + 1);
+    assert_eq!(pos(&services_github), zed + 2);
+    assert_eq!(pos(&canon(&repo).join(".mcp.json")), zed + 3);
+    assert_eq!(pos(&canon(&repo).join(".github/mcp.json")), zed + 4);
+    let parent = &sources[zed + 1];
+    assert_eq!(
+        (parent.scope, parent.format),
+        (Scope::Project, Format::Copilot)
+    );
+    assert_eq!(sources[zed + 5].scope, Scope::User);
+    assert!(!sources
+        .iter()
+        .any(|s| s.path.starts_with(canon(&outer)) && !s.path.starts_with(canon(&repo))));
+
+    // The project switch leaves the parents out too.
+    let d = discovery().project_files(false).discover();
+    assert!(d.get("playwright").is_none() && d.get("shared").is_none());
+
+    // A `.git` file (a worktree or a submodule) marks a Git root as well.
+    std::fs::write(
+        services.join(".git"),
+        "gitdir: ../.git/worktrees/services\n",
+    )
+    .unwrap();
+    let d = discovery().discover();
+    assert_eq!(command_of(&d, "shared"), "from-services");
+    assert!(
+        d.get("playwright").is_none(),
+        "the repository above the worktree's root is not read"
+    );
+    std::fs::remove_file(services.join(".git")).unwrap();
+
+    // Outside a repository no parent is read.
+    std::fs::remove_dir_all(repo.join(".git")).unwrap();
+    let d = discovery().discover();
+    assert!(d.get("playwright").is_none() && d.get("shared").is_none());
+    assert!(
+        !discovery()
+            .sources()
+            .iter()
+            .any(|s| s.path == canon(&repo).join(".mcp.json")),
+        "no parent is searched outside a repository"
+    );
+
+    // At the Git root itself, its own files are the project's rows.
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let d = Discovery::new()
+        .project_dir(&repo)
+        .env(w.env.clone())
+        .discover();
+    assert_eq!(
+        d.get("playwright").unwrap().source,
+        Some(canon(&repo).join(".mcp.json"))
+    );
+    assert_eq!(
+        d.files
+            .iter()
+            .filter(|f| f.source.path == canon(&repo).join(".mcp.json"))
+            .count(),
+        1,
+        "read once"
+    );
+}
+
 /// Gemini CLI's server-name lists: `mcp.allowed` / `mcp.excluded` (v2)
 /// and `allowMCPServers` / `excludeMCPServers` (v1) disable the servers
 /// they leave out, with a note; `trust` is read and ignored.
@@ -1335,6 +1584,129 @@ fn gemini_allowed_and_excluded_servers() {
     assert!(d.errors[0]
         .message
         .contains("`mcp.allowed` must be an array of strings"));
+}
+
+/// YAML merge keys (YAML 1.1, <https://yaml.org/type/merge.html>) in a
+/// hand-edited Goose `config.yaml`: `<<: *anchor` and `<<: [*a, *b]` add
+/// the keys an entry does not have, its own keys win wherever they stand,
+/// an earlier mapping of a list wins over a later one, nested mappings
+/// and anchors that merge in turn are merged too, and a merge key that is
+/// not a mapping (or a list of them) fails only its extension, naming it.
+#[test]
+fn goose_merge_keys() {
+    let w = World::new("goosemerge");
+    let path = paths::goose_config(&w.env).unwrap();
+    w.write(
+        &path,
+        r#"GOOSE_PROVIDER: openai
+GOOSE_MODEL: gpt-4o
+x-stdio: &stdio
+  type: stdio
+  enabled: true
+  timeout: 300
+  envs: &log
+    LOG_LEVEL: info
+    LOG_FORMAT: text
+x-slow: &slow
+  timeout: 900
+  available_tools: [search]
+x-node: &node
+  <<: *stdio
+  cmd: node
+extensions:
+  github:
+    <<: *stdio
+    cmd: npx
+    args:
+    - -y
+    - '@modelcontextprotocol/server-github'
+    name: github
+  search:
+    timeout: 60
+    <<: [*slow, *stdio]
+    cmd: uvx
+    args: [mcp-server-search]
+  scripts:
+    <<: *node
+    args: [scripts/mcp.js]
+    envs:
+      <<: *log
+      LOG_LEVEL: debug
+  remote:
+    <<:
+      type: streamable_http
+      uri: https://mcp.example.com/mcp
+    enabled: false
+  broken:
+    <<: not-a-mapping
+    cmd: x
+"#,
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    let gh = config_of(&d, "github");
+    assert_eq!(gh.command.as_deref(), Some("npx"));
+    assert_eq!(
+        gh.transport(),
+        Ok(mcpwire::config::TransportKind::Stdio),
+        "`type` comes from the anchor"
+    );
+    assert_eq!(gh.enabled, Some(true));
+    assert_eq!(gh.timeout, Some(300_000));
+    assert_eq!(gh.env["LOG_LEVEL"], "info");
+
+    let search = d.get("search").unwrap();
+    let c = search.config.as_ref().unwrap();
+    assert_eq!(c.timeout, Some(60_000), "the entry's own key wins");
+    assert_eq!(
+        c.env["LOG_FORMAT"], "text",
+        "from the list's second mapping"
+    );
+    assert!(
+        search.tools.allows("search") && !search.tools.allows("other"),
+        "from the list's first mapping"
+    );
+
+    let scripts = config_of(&d, "scripts");
+    assert_eq!(
+        scripts.command.as_deref(),
+        Some("node"),
+        "an anchor that merges in turn"
+    );
+    assert_eq!(scripts.timeout, Some(300_000));
+    assert_eq!(scripts.args, ["scripts/mcp.js"]);
+    assert_eq!(scripts.env["LOG_LEVEL"], "debug", "a nested merge");
+    assert_eq!(scripts.env["LOG_FORMAT"], "text");
+    assert!(!scripts.env.contains_key("<<"));
+
+    let remote = config_of(&d, "remote");
+    assert_eq!(
+        remote.transport(),
+        Ok(mcpwire::config::TransportKind::StreamableHttp)
+    );
+    assert_eq!(remote.url.as_deref(), Some("https://mcp.example.com/mcp"));
+    assert_eq!(remote.enabled, Some(false));
+
+    let e = d.get("broken").unwrap().config.clone().unwrap_err();
+    assert!(
+        e.contains("`<<`") && e.contains("merge key") && e.contains("mapping"),
+        "{e}"
+    );
+
+    // A merge key above the extensions is applied too; a bad one there
+    // is the file's error.
+    w.write(
+        &path,
+        "x-base: &base\n  extensions:\n    inherited:\n      type: stdio\n      cmd: from-base\n<<: *base\n",
+    );
+    let d = w.discovery().discover();
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    assert_eq!(command_of(&d, "inherited"), "from-base");
+    w.write(&path, "extensions:\n  <<: [1]\n");
+    let d = w.discovery().discover();
+    let err = &d.errors.iter().find(|e| e.path == path).unwrap().message;
+    assert!(err.contains("`extensions.<<`"), "{err}");
 }
 
 /// Goose's `env_keys`: from the environment, else its `secrets.yaml` (its

@@ -8,7 +8,7 @@
 //! | `${userHome}`             | the home directory                              |
 //! | `${pathSeparator}`, `${/}` | the platform's path separator                  |
 //! | `${env:NAME}`             | `${NAME:-}`: the variable when the server starts, empty when unset (as VS Code) |
-//! | `${config:NAME}`          | the setting `NAME` of the first VS Code `settings.json` that has it: the project's `.vscode/settings.json`, then the profile's (next to its `mcp.json`; for a project's file, VS Code's user profile); an error naming the field when none has it |
+//! | `${config:NAME}`          | the setting `NAME` (a dotted key, or the same path through nested objects) of the first `settings.json` that has it, as VS Code reads a workspace folder's configuration (its settings over the user's): in a project's `.vscode/mcp.json`, the project's `.vscode/settings.json`, then the user settings of VS Code, VS Code Insiders and VSCodium, in that order; in a build's user-profile `mcp.json`, that build's `settings.json` next to it; an error naming the field when none has it |
 //! | `${input:ID}`             | kept; the entry lists the input in [`ServerEntry::inputs`](super::ServerEntry::inputs) and the host supplies its value ([`crate::ManagerOptions::inputs`]) |
 //! | `$${`                     | kept: a literal `${` for mcpwire's expansion     |
 //! | `${command:ID}`, editor state (`${file}`, `${lineNumber}`, …) | an error naming the field: they need a running VS Code |
