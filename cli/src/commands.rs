@@ -5,12 +5,38 @@ use std::time::{Duration, Instant};
 
 use mcpwire_manager::ToolFilter;
 use mcpwire_tokio::types::{CallToolResult, Task, TaskStarted};
-use mcpwire_tokio::{CallOptions, CancelToken, Client};
+use mcpwire_tokio::{CallOptions, CancelToken, Client, TraceContext};
 use serde_json::json;
 
 use crate::args::*;
 use crate::render::*;
 use crate::target::*;
+
+/// The caller's trace, from `TRACEPARENT`, `TRACESTATE` and `BAGGAGE` (the
+/// environment variables OpenTelemetry uses to pass a context to a child
+/// process): the requests carry it in `_meta` (SEP-414). A malformed one is
+/// left out with a warning (it is the caller's environment, not an
+/// argument).
+fn trace_from_env() -> Option<TraceContext> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let parent = var("TRACEPARENT")?;
+    let context = TraceContext::new(parent.trim()).and_then(|mut t| {
+        if let Some(state) = var("TRACESTATE") {
+            t = t.with_state(state.trim())?;
+        }
+        if let Some(baggage) = var("BAGGAGE") {
+            t = t.with_baggage(baggage.trim())?;
+        }
+        Ok(t)
+    });
+    match context {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::warn!("TRACEPARENT ignored: {e}");
+            None
+        }
+    }
+}
 
 /// Runs the command on `client`; `tools` is the entry's tool list
 /// (`--server NAME`): hidden tools are not listed (calls to them were
@@ -24,6 +50,9 @@ pub(crate) async fn command(
     let mut call_opts = CallOptions::new().cancel_token(cancel);
     if let Some(ms) = cli.timeout {
         call_opts = call_opts.timeout(Duration::from_millis(ms));
+    }
+    if let Some(trace) = trace_from_env() {
+        call_opts = call_opts.trace(trace);
     }
     match cli.cmd() {
         Cmd::Tools => {

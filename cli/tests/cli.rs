@@ -628,3 +628,44 @@ fn redirects_are_followed_or_refused_clearly() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `TRACEPARENT` (and `TRACESTATE`) from the environment, as OpenTelemetry
+/// passes a trace to a child process, reach the server in the call's
+/// `_meta`; a malformed one is left out with a warning, and the call goes
+/// on.
+#[test]
+fn traceparent_from_the_environment_reaches_the_server() {
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let ts = test_server();
+    let log = temp_log("traceparent");
+    let _ = std::fs::remove_file(&log);
+    let run_with = |tp: &str, message: &str| {
+        Command::new(BIN)
+            .env("XDG_CACHE_HOME", fresh_cache_home())
+            .env("TRACEPARENT", tp)
+            .env("TRACESTATE", "rojo=00f067aa0ba902b7")
+            .args(["call", "echo", &format!("message={message}"), "--", &ts])
+            .arg("--log-file")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run_with(TP, "traced");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_with("not-a-traceparent", "untraced");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TRACEPARENT ignored"), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["message"]["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{text}");
+    let meta = &calls[0]["message"]["params"]["_meta"];
+    assert_eq!(meta["traceparent"], TP, "{meta}");
+    assert_eq!(meta["tracestate"], "rojo=00f067aa0ba902b7");
+    assert!(calls[1]["message"]["params"]["_meta"]["traceparent"].is_null());
+    let _ = std::fs::remove_file(&log);
+}

@@ -68,6 +68,7 @@ macro_rules! adapter_suite {
         );
         $crate::adapter_suite!(@era both_eras, Both, $adapter, $block_on;
             stdio_connect_list_call_close,
+            stdio_mcp_apps_and_trace_context,
             stdio_structured_output_is_checked_against_the_output_schema,
             stdio_repeated_cursor_is_refused,
             stdio_progress_is_reported,

@@ -55,6 +55,7 @@ impl Client {
     /// Connects with `options` (handlers, timeouts, limits).
     pub fn connect_with(server: ServerConfig, mut options: ConnectOptions) -> Result<Self, Error> {
         options.default_client_info("mcpwire-blocking", env!("CARGO_PKG_VERSION"));
+        options.check()?;
         let spec = TransportSpec::from_server(&server)?;
         let child =
             match spec {
@@ -108,6 +109,7 @@ impl Client {
         params: Option<Box<RawValue>>,
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
+        let params = options.stamp(params)?;
         let (rpc, progress, cancel) = options.into_parts();
         let shared = self.shared();
         // Only a call that nothing else can end early runs its own

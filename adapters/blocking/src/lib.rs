@@ -61,6 +61,7 @@ pub use client::Client;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::Error;
+pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, types, BlockingHandler as RequestHandler, CallError, CallOptions, CancelToken,
     ErrorObject, NotificationFn, Notifications, Progress, ProgressFn, RequestError, ServerConfig,

@@ -69,6 +69,7 @@ impl<R: Runtime> Client<R> {
         mut options: crate::ConnectOptions,
     ) -> Result<Self, Error> {
         options.default_client_info(R::NAME, R::VERSION);
+        options.check()?;
         let spec = TransportSpec::from_server(&server)?;
         let child = match spec {
             TransportSpec::Stdio => {
@@ -115,6 +116,7 @@ impl<R: Runtime> Client<R> {
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let shared = self.shared();
+        let params = options.stamp(params)?;
         let (rpc, progress, cancel) = options.into_parts();
         let id = shared
             .with(|s| s.request(Instant::now(), method, params.as_deref(), rpc, progress))

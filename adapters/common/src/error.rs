@@ -42,6 +42,15 @@ pub enum Error {
     /// A paginated list could not be followed to its end.
     #[error(transparent)]
     Pagination(#[from] PaginationError),
+    /// An option given to the client or the call is not valid (a
+    /// malformed `traceparent`, an extension identifier without a prefix).
+    #[error("invalid {option}: {problem}")]
+    InvalidOption {
+        /// Which option.
+        option: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The client's driver task is gone (the client was closed).
     #[error("client closed")]
     ClientClosed,

@@ -72,7 +72,10 @@ pub type ConnectOptions = options::ConnectOptions<Async>;
 pub use runtime::Runtime;
 
 pub use mcpwire::config::ServerConfig;
+pub use mcpwire::connection::EraFinding;
+pub use mcpwire::mcp::ext::{self, ToolUi};
 pub use mcpwire::mcp::methods;
+pub use mcpwire::mcp::trace::{TraceContext, TraceError};
 pub use mcpwire::mcp::types;
 pub use mcpwire::mcp::ServerNotification;
 pub use mcpwire::rpc::{ErrorObject, Progress, RequestError, Stats};

@@ -13,11 +13,13 @@ use std::time::Duration;
 use event_listener::Event;
 use mcpwire::connection::ConnectionConfig;
 use mcpwire::mcp::methods::ListRootsResult;
+use mcpwire::mcp::trace::{TraceContext, TraceError};
 use mcpwire::mcp::types::{
     CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Root,
 };
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
 use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
@@ -55,6 +57,8 @@ pub struct ConnectOptions<F> {
     pub(crate) forget_era: bool,
     /// The file of eras shared with other processes, if any.
     pub(crate) era_cache: Option<crate::era::EraCache>,
+    /// An option found invalid when set (connect fails with it).
+    pub(crate) invalid: Option<(&'static str, String)>,
     /// Don't check `structuredContent` against `outputSchema`.
     pub(crate) skip_output_validation: bool,
     flavor: PhantomData<fn() -> F>,
@@ -72,6 +76,7 @@ impl<F> Clone for ConnectOptions<F> {
             auth: self.auth.clone(),
             forget_era: self.forget_era,
             era_cache: self.era_cache.clone(),
+            invalid: self.invalid.clone(),
             skip_output_validation: self.skip_output_validation,
             flavor: PhantomData,
         }
@@ -90,6 +95,7 @@ impl<F> Default for ConnectOptions<F> {
             auth: None,
             forget_era: false,
             era_cache: None,
+            invalid: None,
             skip_output_validation: false,
             flavor: PhantomData,
         }
@@ -182,6 +188,52 @@ impl<F> ConnectOptions<F> {
     pub fn era_cache(mut self, cache: crate::era::EraCache) -> Self {
         self.era_cache = Some(cache);
         self
+    }
+
+    /// Declares extension `id` (`capabilities.extensions`, in both eras)
+    /// with `settings` (a JSON object; `{}` for none): servers that gate
+    /// tools or resources on it offer them. `id` must have a prefix
+    /// (`com.example/name`); an invalid one, or settings that are not an
+    /// object, make `connect` fail with
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption).
+    pub fn extension(mut self, id: &str, settings: Value) -> Self {
+        let declared = match settings {
+            Value::Object(map) => {
+                mcpwire::mcp::ext::declare(&mut self.config.client.capabilities, id, map)
+                    .map_err(|e| e.to_string())
+            }
+            other => Err(format!(
+                "the settings of {id} must be a JSON object, not {other}"
+            )),
+        };
+        if let Err(problem) = declared {
+            self.invalid.get_or_insert(("extension", problem));
+        }
+        self
+    }
+
+    /// Declares MCP Apps (`io.modelcontextprotocol/ui`, with the HTML app
+    /// MIME type `text/html;profile=mcp-app`): the host renders the apps
+    /// tools link to (`Tool::ui`), and capability-gated servers list them
+    /// and their `ui://` resources, read with `read_resource` like any
+    /// other.
+    pub fn mcp_apps(self) -> Self {
+        self.extension(
+            mcpwire::mcp::ext::MCP_APPS,
+            Value::Object(mcpwire::mcp::ext::mcp_apps_settings()),
+        )
+    }
+
+    /// The first option found invalid, if any (for executors).
+    #[doc(hidden)]
+    pub fn check(&self) -> Result<(), crate::Error> {
+        match &self.invalid {
+            Some((option, problem)) => Err(crate::Error::InvalidOption {
+                option,
+                problem: problem.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The file of eras set with [`ConnectOptions::era_cache`], if any.
@@ -465,6 +517,9 @@ pub struct CallOptions {
     pub(crate) rpc: RequestOptions,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) cancel: Option<CancelToken>,
+    /// W3C trace context for the request's `_meta` (an invalid one fails
+    /// the call before anything is sent).
+    pub(crate) trace: Option<Result<TraceContext, TraceError>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -473,6 +528,7 @@ impl std::fmt::Debug for CallOptions {
             .field("rpc", &self.rpc)
             .field("progress", &self.progress.is_some())
             .field("cancel", &self.cancel)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -536,6 +592,50 @@ impl CallOptions {
     pub fn cancel_token(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
         self
+    }
+
+    /// Continues the caller's trace: `traceparent` (and `tracestate`,
+    /// `baggage` if set on the context) go into the request's `_meta`
+    /// (SEP-414), so that a server that traces joins the caller's trace.
+    pub fn trace(mut self, context: TraceContext) -> Self {
+        self.trace = Some(Ok(context));
+        self
+    }
+
+    /// [`CallOptions::trace`] from a `traceparent` value (W3C Trace
+    /// Context) and an optional `tracestate`: a malformed one fails the
+    /// call with [`Error::InvalidOption`](crate::Error::InvalidOption)
+    /// before anything is sent.
+    pub fn traceparent(mut self, traceparent: &str, tracestate: Option<&str>) -> Self {
+        let context = TraceContext::new(traceparent).and_then(|t| match tracestate {
+            Some(s) => t.with_state(s),
+            None => Ok(t),
+        });
+        self.trace = Some(context);
+        self
+    }
+
+    /// `params` as this call sends them: with the trace context in
+    /// `_meta` when one is set (for executors).
+    #[doc(hidden)]
+    pub fn stamp(
+        &self,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Option<Box<RawValue>>, crate::Error> {
+        match &self.trace {
+            None => Ok(params),
+            Some(Err(e)) => Err(crate::Error::InvalidOption {
+                option: "traceparent",
+                problem: e.to_string(),
+            }),
+            Some(Ok(t)) => match t.stamp(params.as_deref()) {
+                Ok(p) => Ok(Some(p)),
+                Err(e) => Err(crate::Error::InvalidOption {
+                    option: "traceparent",
+                    problem: e.to_string(),
+                }),
+            },
+        }
     }
 
     /// The request options, the progress observer and the token (for

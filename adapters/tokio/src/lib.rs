@@ -55,6 +55,7 @@ use mcpwire_adapter::runtime::Child;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::types;
+pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
     Handler, Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime,

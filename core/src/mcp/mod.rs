@@ -9,8 +9,10 @@
 //! The handshake lives in [`handshake`] so that the stateless 2026-07-28 era
 //! can be added beside it without touching `rpc` or `codec`.
 
+pub mod ext;
 pub mod handshake;
 pub mod methods;
+pub mod trace;
 pub mod types;
 
 use serde::de::DeserializeOwned;

@@ -153,6 +153,88 @@ pub async fn stdio_the_era_file_spares_the_probe_across_processes<A: Adapter>(er
     let _ = std::fs::remove_dir_all(&cache_dir);
 }
 
+/// Extensions and trace context, in both eras: a client that declares MCP
+/// Apps (`io.modelcontextprotocol/ui`, in `initialize` or on every
+/// 2026-07-28 request) gets the server's gated tool, typed (`Tool::ui`),
+/// and reads its `ui://` resource like any other; one that does not, does
+/// not. A call's W3C trace context reaches the server in `_meta`; a
+/// malformed one fails the call before anything is sent, and a malformed
+/// extension identifier fails the connect.
+pub async fn stdio_mcp_apps_and_trace_context<A: Adapter>(era: Era) {
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let log = temp_log("apps");
+    let config = stdio_in(era, &["--log-file", log.to_str().unwrap()]);
+    // Not declared: nothing of the app.
+    let plain = A::connect(config.clone()).await.unwrap();
+    let tools = plain.list_tools().await.unwrap();
+    assert!(tools
+        .iter()
+        .all(|t| t.name != "dashboard" && t.ui().is_none()));
+    plain.close().await.unwrap();
+
+    let options = ConnectOptions::<A::Flavor>::new().mcp_apps();
+    let client = A::connect_with(config.clone(), options).await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    let dashboard = tools.iter().find(|t| t.name == "dashboard").unwrap();
+    let ui = dashboard.ui().unwrap();
+    assert_eq!(ui.resource_uri.as_deref(), Some("ui://test/dashboard"));
+    assert!(ui.for_model());
+    let app = client.read_resource("ui://test/dashboard").await.unwrap();
+    assert_eq!(
+        app.contents[0].mime_type.as_deref(),
+        Some(mcpwire_adapter::ext::MCP_APP_MIME_TYPE)
+    );
+    assert!(app.contents[0].text.as_deref().unwrap().contains("<html>"));
+    let declared = log_lines(&log).into_iter().any(|v| {
+        let m = &v["message"];
+        let caps = if era.is_modern() {
+            &m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        } else {
+            &m["params"]["capabilities"]
+        };
+        caps["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"][0]
+            == "text/html;profile=mcp-app"
+    });
+    assert!(declared, "the declaration reached the server");
+
+    // Trace context.
+    let r = client
+        .call_tool_with(
+            "echo",
+            json!({"message": "traced"}),
+            CallOptions::new().traceparent(TP, Some("rojo=00f067aa0ba902b7")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: traced");
+    let call = wait_log::<A>(&log, |v| {
+        v["message"]["params"]["arguments"]["message"] == "traced"
+    })
+    .await;
+    let meta = &call["message"]["params"]["_meta"];
+    assert_eq!(meta["traceparent"], TP);
+    assert_eq!(meta["tracestate"], "rojo=00f067aa0ba902b7");
+    let e = client
+        .call_tool_with(
+            "echo",
+            json!({"message": "never sent"}),
+            CallOptions::new().traceparent("00-nope", None),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidOption { .. }), "{e}");
+    // A round trip after it: had it been sent, the server saw it first.
+    client.list_tools().await.unwrap();
+    assert!(log_lines(&log)
+        .iter()
+        .all(|v| v["message"]["params"]["arguments"]["message"] != "never sent"));
+    client.close().await.unwrap();
+
+    let options = ConnectOptions::<A::Flavor>::new().extension("no-prefix", json!({}));
+    let e = A::connect_with(config, options).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidOption { .. }), "{e}");
+}
+
 /// Modern only: a dual-era server (the test server's default, as real
 /// servers are) is spoken to in 2026-07-28 by a probing client, with no
 /// `initialize` at all; a client pinned to the legacy era gets the

@@ -202,6 +202,14 @@ pub struct Tool {
     pub extra: Extra,
 }
 
+impl Tool {
+    /// Its MCP App link (`_meta.ui`: the `ui://` resource to render, and
+    /// who may see it), if it has one (see [`crate::mcp::ext`]).
+    pub fn ui(&self) -> Option<crate::mcp::ext::ToolUi> {
+        crate::mcp::ext::tool_ui(self)
+    }
+}
+
 fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object"})
 }

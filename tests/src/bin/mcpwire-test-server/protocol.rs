@@ -37,6 +37,12 @@ const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 /// `-32022`: unsupported protocol version (2026-07-28).
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// MCP Apps: a client that declares it gets the `dashboard` tool and its
+/// `ui://` resource.
+const MCP_APPS: &str = "io.modelcontextprotocol/ui";
+const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
+const DASHBOARD_URI: &str = "ui://test/dashboard";
+const CLIENT_CAPS_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `-32021`: a client capability the request needs was not declared.
 pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
@@ -207,6 +213,8 @@ pub struct Peer {
     /// Where this client's unsolicited notifications go (legacy tasks'
     /// `notifications/tasks/status`), if anywhere.
     notifier: Mutex<Option<Notifier>>,
+    /// The client declared MCP Apps in `initialize` (2025-11-25).
+    apps: AtomicBool,
 }
 
 impl Peer {
@@ -506,13 +514,24 @@ pub fn handle_request(
     if method.starts_with("tasks/") {
         return crate::tasks::handle(ctx, peer, era, id, method, params, cancel, out);
     }
+    // MCP Apps, declared in `initialize` (kept for the session) or on
+    // this 2026-07-28 request.
+    let declares_apps = |caps: &Value| caps["extensions"].get(MCP_APPS).is_some();
+    if method == "initialize" {
+        peer.apps
+            .store(declares_apps(&params["capabilities"]), Ordering::SeqCst);
+    }
+    let apps = match era {
+        Era::Modern => declares_apps(&params["_meta"][CLIENT_CAPS_KEY]),
+        Era::Legacy => peer.apps.load(Ordering::SeqCst),
+    };
     let result = match method {
         "initialize" if !ctx.opts.era.legacy() => unreachable!("refused by request_era"),
         "initialize" => Ok(initialize(ctx, params)),
         "ping" => Ok(json!({})),
-        "tools/list" => tools_list(ctx, era, params),
+        "tools/list" => tools_list(ctx, era, params, apps),
         "tools/call" => return call_tool(ctx, peer, era, id, params, cancel, out),
-        "resources/list" => Ok(resources_list()),
+        "resources/list" => Ok(resources_list(apps)),
         "resources/read" => resources_read(params),
         "resources/templates/list" => Ok(json!({"resourceTemplates": [{
             "uriTemplate": "test://items/{id}",
@@ -703,13 +722,23 @@ fn set_level(ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
     }
 }
 
-fn resources_list() -> Value {
-    json!({"resources": [
+fn resources_list(apps: bool) -> Value {
+    let mut list = json!({"resources": [
         {"uri": "test://hello", "name": "hello", "mimeType": "text/plain",
          "description": "The text \"Hello, world!\""},
         {"uri": "test://blob", "name": "blob", "mimeType": "application/octet-stream",
          "description": "The 16 bytes 0x00..0x0f"},
-    ]})
+    ]});
+    if apps {
+        list["resources"]
+            .as_array_mut()
+            .expect("an array")
+            .push(json!({
+                "uri": DASHBOARD_URI, "name": "dashboard", "mimeType": MCP_APP_MIME,
+                "description": "The MCP App of the dashboard tool",
+            }));
+    }
+    list
 }
 
 fn resources_read(params: &Value) -> Result<Value, RpcError> {
@@ -721,6 +750,10 @@ fn resources_read(params: &Value) -> Result<Value, RpcError> {
     } else if uri == "test://blob" {
         let bytes: Vec<u8> = (0u8..16).collect();
         json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&bytes)})
+    } else if uri == DASHBOARD_URI {
+        json!({"uri": uri, "mimeType": MCP_APP_MIME,
+               "text": "<!doctype html><html><body><h1>Dashboard</h1></body></html>",
+               "_meta": {"ui": {"prefersBorder": true}}})
     } else if let Some(item) = uri.strip_prefix("test://items/") {
         json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {item}")})
     } else {
@@ -916,11 +949,19 @@ fn tool_definitions() -> Vec<Value> {
     ]
 }
 
-fn tools_list(ctx: &Ctx, era: Era, params: &Value) -> Result<Value, RpcError> {
+fn tools_list(ctx: &Ctx, era: Era, params: &Value, apps: bool) -> Result<Value, RpcError> {
     let mut tools = tool_definitions();
     // The task tools, in either era (without a task they run inline or
     // say they need one).
     tools.extend(crate::tasks::tool_definitions(era));
+    if apps {
+        tools.push(json!({
+            "name": "dashboard",
+            "description": "Shows the dashboard (an MCP App)",
+            "inputSchema": {"type": "object"},
+            "_meta": {"ui": {"resourceUri": DASHBOARD_URI, "visibility": ["model", "app"]}},
+        }));
+    }
     let mut page = match params.get("cursor") {
         None | Some(Value::Null) => json!({
             "tools": tools[..PAGE_SIZE],
@@ -978,6 +1019,9 @@ fn call_tool(
         .cloned();
 
     match name {
+        "dashboard" => reply(Ok(
+            json!({"content": [{"type": "text", "text": "dashboard shown"}]}),
+        )),
         "echo" => reply(match args["message"].as_str() {
             Some(m) => Ok(json!({
                 "content": [{"type": "text", "text": format!("Echo: {m}")}],
