@@ -24,8 +24,13 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 /// Where the server is, as the client process set it up.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// Spawn `command` (the echo server, stdio mode).
-    Stdio { command: String },
+    /// Spawn `command args…` (the echo server, stdio mode); `fresh`: a
+    /// client that remembers eras forgets the one found before.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        fresh: bool,
+    },
     /// The Streamable HTTP endpoint of an already running echo server.
     Http { url: String },
 }
@@ -77,7 +82,7 @@ pub async fn run_async<C: AsyncClient>(job: &Job, target: &Target) -> Result<Mea
             client.close().await?;
             Ok(m)
         }
-        Workload::Connect { cycles } => {
+        Workload::Connect { cycles, .. } => {
             let mut rec = Recorder::new(cycles * v.runs);
             for _ in 0..v.warmup {
                 C::connect(target).await?.close().await?;
@@ -165,7 +170,7 @@ pub fn run_blocking<C: BlockingClient>(job: &Job, target: &Target) -> Result<Mea
             client.close()?;
             Ok(m)
         }
-        Workload::Connect { cycles } => {
+        Workload::Connect { cycles, .. } => {
             let mut rec = Recorder::new(cycles * v.runs);
             for _ in 0..v.warmup {
                 C::connect(target)?.close()?;

@@ -26,7 +26,7 @@ mod report;
 mod scenario;
 
 use drive::Target;
-use scenario::{Job, Measured, Transport, SCENARIOS};
+use scenario::{Job, Measured, Transport, Workload, SCENARIOS};
 
 /// Pinned (client and server on CPU 0) or free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,12 +315,23 @@ fn client_process(args: &[String]) -> i32 {
             .find(|c| c.name == name)
             .ok_or_else(|| format!("unknown client `{name}`"))?;
         match job.variant.transport {
-            Transport::Stdio => (def.run)(
-                &job,
-                &Target::Stdio {
-                    command: job.server.clone(),
-                },
-            ),
+            Transport::Stdio => {
+                let (args, fresh) = match job.variant.workload {
+                    Workload::Connect { probe, fresh, .. } => (
+                        probe.server_args().iter().map(|s| s.to_string()).collect(),
+                        fresh,
+                    ),
+                    Workload::Calls { .. } => (Vec::new(), false),
+                };
+                (def.run)(
+                    &job,
+                    &Target::Stdio {
+                        command: job.server.clone(),
+                        args,
+                        fresh,
+                    },
+                )
+            }
             Transport::Http { sse } => {
                 let mut server = Command::new(&job.server)
                     .args(["--http", if sse { "sse" } else { "json" }])

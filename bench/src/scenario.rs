@@ -42,8 +42,40 @@ pub enum Workload {
         calls: usize,
         inflight: usize,
     },
-    /// `cycles` times: connect (spawn + initialize), then close.
-    Connect { cycles: usize },
+    /// `cycles` times: connect (spawn + initialize), then close, to a
+    /// server that treats the era probe as `probe` says; `fresh`: each
+    /// connect forgets the era found before (a first connect every time).
+    Connect {
+        cycles: usize,
+        #[serde(default)]
+        probe: ProbeReply,
+        #[serde(default)]
+        fresh: bool,
+    },
+}
+
+/// What the stdio echo server does with a request before `initialize`
+/// (the era probe of a client that probes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ProbeReply {
+    /// An error (-32601).
+    #[default]
+    Error,
+    /// Its process exits (`--pre-init exit`).
+    Exits,
+    /// No answer (`--pre-init silent`).
+    Silent,
+}
+
+impl ProbeReply {
+    /// The echo server's arguments for it.
+    pub fn server_args(self) -> &'static [&'static str] {
+        match self {
+            ProbeReply::Error => &[],
+            ProbeReply::Exits => &["--pre-init", "exit"],
+            ProbeReply::Silent => &["--pre-init", "silent"],
+        }
+    }
 }
 
 /// One row group of the table: what every client does, the same way.
@@ -164,14 +196,53 @@ pub fn variants(n: u8, smoke: bool) -> Vec<Variant> {
         }
         5 => {
             let c = scale(40, 3);
-            vec![Variant {
+            let connect = |label: String, cycles, probe, fresh| Variant {
                 scenario: 5,
-                label: format!("stdio connect + initialize + close, {c} per run"),
+                label,
                 transport: Transport::Stdio,
-                workload: Workload::Connect { cycles: c },
+                workload: Workload::Connect {
+                    cycles,
+                    probe,
+                    fresh,
+                },
                 warmup: if smoke { 1 } else { 5 },
                 runs,
-            }]
+            };
+            // A silent server costs mcpwire's first connect its probe's
+            // second: fewer cycles.
+            let s = scale(5, 1);
+            vec![
+                connect(
+                    format!("stdio connect + initialize + close, {c} per run"),
+                    c,
+                    ProbeReply::Error,
+                    false,
+                ),
+                connect(
+                    format!("stdio connect + close, a server that exits when probed, first connect, {c} per run"),
+                    c,
+                    ProbeReply::Exits,
+                    true,
+                ),
+                connect(
+                    format!("stdio connect + close, a server that exits when probed, era remembered, {c} per run"),
+                    c,
+                    ProbeReply::Exits,
+                    false,
+                ),
+                connect(
+                    format!("stdio connect + close, a server silent when probed, first connect, {s} per run"),
+                    s,
+                    ProbeReply::Silent,
+                    true,
+                ),
+                connect(
+                    format!("stdio connect + close, a server silent when probed, era remembered, {c} per run"),
+                    c,
+                    ProbeReply::Silent,
+                    false,
+                ),
+            ]
         }
         _ => Vec::new(),
     }

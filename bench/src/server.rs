@@ -40,16 +40,41 @@ pub enum Answer {
     Initialized,
 }
 
+/// What a request before `initialize` (other than `initialize` and
+/// `ping`) gets from the stdio server: as servers of the handshake era
+/// treat the era probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreInit {
+    /// An error (-32601), as the TypeScript SDK answers.
+    #[default]
+    Error,
+    /// The process exits (status 1), as the official Rust SDK before 3.x
+    /// does.
+    Exit,
+    /// No answer at all.
+    Silent,
+}
+
 /// Builds the canned responses; caches the `big` texts by size.
 #[derive(Default)]
 pub struct Responder {
     big: HashMap<usize, Vec<u8>>,
+    pre_init: PreInit,
+    initialized: bool,
 }
 
 impl Responder {
     /// A responder with an empty cache.
     pub fn new() -> Responder {
         Responder::default()
+    }
+
+    /// A responder that treats early requests as `pre_init` says.
+    pub fn with_pre_init(pre_init: PreInit) -> Responder {
+        Responder {
+            pre_init,
+            ..Responder::default()
+        }
     }
 
     /// Appends the response to one JSON-RPC message (no newline) to `out`.
@@ -60,6 +85,15 @@ impl Responder {
         let Some(id) = raw_value(message, b"\"id\":") else {
             return Answer::None; // a notification
         };
+        if method == b"initialize" {
+            self.initialized = true;
+        } else if !self.initialized && method != b"ping" {
+            match self.pre_init {
+                PreInit::Error => {}
+                PreInit::Exit => std::process::exit(1),
+                PreInit::Silent => return Answer::None,
+            }
+        }
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         out.extend_from_slice(id);
         match method {
@@ -124,10 +158,10 @@ fn big_text(n: usize) -> Vec<u8> {
 
 /// Serves JSONL on stdin/stdout until stdin closes. Every complete line of
 /// a read is answered, and the answers of one read go out in one write.
-pub fn serve_stdio() -> io::Result<()> {
+pub fn serve_stdio(pre_init: PreInit) -> io::Result<()> {
     let mut input = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
     let mut output = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
-    let mut responder = Responder::new();
+    let mut responder = Responder::with_pre_init(pre_init);
     let mut buf = vec![0u8; 64 * 1024];
     let (mut start, mut end) = (0, 0);
     let mut out = Vec::with_capacity(64 * 1024);

@@ -229,7 +229,11 @@ impl Shared {
                             }
                             state.session.input(now, Input::Spawned);
                             // Nobody may be leading (the old pipes had
-                            // ended): the background leads the new ones.
+                            // ended): a waiting caller leads the new ones
+                            // (else the background does, after its linger).
+                            if let Some(waker) = state.session.any_waiter() {
+                                waker.wake();
+                            }
                             self.wake_background();
                         }
                         Err(e) => {

@@ -442,6 +442,19 @@ impl Session {
         self.calls.values().filter(|s| s.outcome.is_none()).count()
     }
 
+    /// Someone waiting that could lead the child's pipes: a call's waiter,
+    /// or a caller waiting for the connection to be ready (after the
+    /// server was started again, whoever waits must read its new pipes).
+    pub fn any_waiter(&self) -> Option<Waker> {
+        if let Some((_, waker)) = self.other_waiter(None) {
+            return Some(waker);
+        }
+        match &self.ready {
+            Handshake::Connecting(waiters) => waiters.first().cloned(),
+            _ => None,
+        }
+    }
+
     /// The waker of some call still waiting other than `except` (to hand
     /// a role over to it).
     pub fn other_waiter(&self, except: Option<u64>) -> Option<(u64, Waker)> {

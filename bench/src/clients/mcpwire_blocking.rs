@@ -3,7 +3,7 @@
 
 use mcpwire_bench::proto::Call;
 use mcpwire_blocking::types::Content;
-use mcpwire_blocking::{Client, ServerConfig};
+use mcpwire_blocking::{Client, ConnectOptions, ServerConfig};
 
 use crate::drive::{self, BlockingClient, Error, Target};
 use crate::scenario::{Job, Measured};
@@ -17,10 +17,12 @@ struct McpwireBlocking(Client);
 impl BlockingClient for McpwireBlocking {
     fn connect(target: &Target) -> Result<Self, Error> {
         let server = match target {
-            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Stdio { command, args, .. } => ServerConfig::stdio(command).args(args),
             Target::Http { url } => ServerConfig::http(url),
         };
-        Ok(McpwireBlocking(Client::connect(server)?))
+        let fresh = matches!(target, Target::Stdio { fresh: true, .. });
+        let options = ConnectOptions::new().remember_era(!fresh);
+        Ok(McpwireBlocking(Client::connect_with(server, options)?))
     }
 
     fn call(&self, call: &Call) -> Result<usize, Error> {

@@ -3,7 +3,7 @@
 
 use mcpwire_bench::proto::Call;
 use mcpwire_smol::types::Content;
-use mcpwire_smol::{Client, ServerConfig};
+use mcpwire_smol::{Client, ConnectOptions, ServerConfig};
 
 use crate::drive::{self, AsyncClient, Error, Target};
 use crate::scenario::{Job, Measured};
@@ -17,10 +17,12 @@ struct McpwireSmol(Client);
 impl AsyncClient for McpwireSmol {
     async fn connect(target: &Target) -> Result<Self, Error> {
         let server = match target {
-            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Stdio { command, args, .. } => ServerConfig::stdio(command).args(args),
             Target::Http { url } => ServerConfig::http(url),
         };
-        Ok(McpwireSmol(Client::connect(server).await?))
+        let fresh = matches!(target, Target::Stdio { fresh: true, .. });
+        let options = ConnectOptions::new().remember_era(!fresh);
+        Ok(McpwireSmol(Client::connect_with(server, options).await?))
     }
 
     async fn call(&self, call: &Call) -> Result<usize, Error> {

@@ -2,7 +2,7 @@
 
 use mcpwire_bench::proto::Call;
 use mcpwire_tokio::types::Content;
-use mcpwire_tokio::{Client, ServerConfig};
+use mcpwire_tokio::{Client, ConnectOptions, ServerConfig};
 
 use crate::drive::{self, AsyncClient, Error, Target};
 use crate::scenario::{Job, Measured};
@@ -16,10 +16,12 @@ struct McpwireTokio(Client);
 impl AsyncClient for McpwireTokio {
     async fn connect(target: &Target) -> Result<Self, Error> {
         let server = match target {
-            Target::Stdio { command } => ServerConfig::stdio(command),
+            Target::Stdio { command, args, .. } => ServerConfig::stdio(command).args(args),
             Target::Http { url } => ServerConfig::http(url),
         };
-        Ok(McpwireTokio(Client::connect(server).await?))
+        let fresh = matches!(target, Target::Stdio { fresh: true, .. });
+        let options = ConnectOptions::new().remember_era(!fresh);
+        Ok(McpwireTokio(Client::connect_with(server, options).await?))
     }
 
     async fn call(&self, call: &Call) -> Result<usize, Error> {

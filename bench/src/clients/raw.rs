@@ -61,10 +61,11 @@ fn text_len(reply: &[u8]) -> Result<usize, Error> {
 
 impl BlockingClient for RawStdio {
     fn connect(target: &Target) -> Result<Self, Error> {
-        let Target::Stdio { command } = target else {
+        let Target::Stdio { command, args, .. } = target else {
             return Err("stdio only".into());
         };
         let mut child = Command::new(command)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;

@@ -25,8 +25,10 @@ struct Rmcp<const POOLED: bool>(RunningService<RoleClient, ()>);
 impl<const POOLED: bool> AsyncClient for Rmcp<POOLED> {
     async fn connect(target: &Target) -> Result<Self, Error> {
         let service = match target {
-            Target::Stdio { command } => {
-                let transport = TokioChildProcess::new(tokio::process::Command::new(command))?;
+            Target::Stdio { command, args, .. } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args);
+                let transport = TokioChildProcess::new(cmd)?;
                 ().serve(transport).await?
             }
             Target::Http { url } => {
