@@ -9,12 +9,12 @@
 //! the server's group) no process with it, none of the server's pids seen
 //! while connected and nothing in their process groups may be alive.
 //!
-//! Each case also knows the era the server must speak. The exception the
-//! client documents (`STDIO_PROBE_TIMEOUT`): a dual-era server over stdio
-//! still starting when the probe's 1 s is up (a Python interpreter loading
-//! its libraries) is taken for one of the handshake era, started again and
-//! spoken to in 2025-11-25; that is noted in the result, not failed, as it
-//! depends on the machine's speed.
+//! Each case also knows the era the server must speak, and so how the
+//! probe must end: a dual-era server answers `server/discover`, a server of
+//! the handshake era refuses it, except rmcp 0.8.5, which ends its process
+//! and is started again. A Python server still importing its libraries when
+//! the probe's 1 s is up must not be taken for a silent one (the probe
+//! waits while its stdin is unread).
 //!
 //! | server | versions | built or installed by `scripts/test` into |
 //! |---|---|---|
@@ -130,13 +130,28 @@ impl Launch {
     }
 }
 
-/// The era a server speaks when it is connected to with default settings.
+/// The era a server speaks when it is connected to with default settings,
+/// and how the probe finds it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Era {
-    /// The `initialize` handshake (2025-11-25 and before).
+    /// The `initialize` handshake (2025-11-25 and before), after an error
+    /// answer to `server/discover` on the same process or session.
     Legacy,
-    /// 2026-07-28, found by `server/discover`.
+    /// The handshake, on a process started again: the server ended its
+    /// first one on the probe (or said nothing).
+    LegacyRestarted,
+    /// 2026-07-28: `server/discover` answered.
     Modern,
+}
+
+impl Era {
+    fn describe(self) -> &'static str {
+        match self {
+            Era::Legacy => "the handshake era after server/discover refused",
+            Era::LegacyRestarted => "the handshake era on a process started again",
+            Era::Modern => "2026-07-28 (server/discover answered)",
+        }
+    }
 }
 
 /// What a case must find.
@@ -146,7 +161,6 @@ struct Expect {
     /// What `serverInfo.version` must say, where the server reports its
     /// library's version.
     reports_version: Option<&'static str>,
-    transport: Transport,
 }
 
 struct Case {
@@ -306,12 +320,11 @@ fn cases() -> Vec<Case> {
                 expect: Expect {
                     era,
                     reports_version,
-                    transport,
                 },
             });
         }
     };
-    use Era::{Legacy, Modern};
+    use Era::{Legacy, LegacyRestarted, Modern};
     use Transport::{Http, Stdio};
 
     // Exits on the probe: started again for `initialize`.
@@ -320,7 +333,7 @@ fn cases() -> Vec<Case> {
         "0.8.5".into(),
         rmcp("rmcp08-server"),
         Some("0.8.5"),
-        &[(Stdio, Legacy)],
+        &[(Stdio, LegacyRestarted)],
     );
     add(
         "rmcp",
@@ -600,24 +613,20 @@ async fn exercise(
     found.lock().unwrap().processes = processes;
     let mut notes = Vec::new();
 
-    // The era. A stdio server still starting when the probe's 1 s is up
-    // (an interpreter loading its libraries) is taken for one of the
-    // handshake era and started again: a dual-era one is then spoken to in
-    // 2025-11-25, as the client documents (`STDIO_PROBE_TIMEOUT`). Noted,
-    // not failed: it depends on how fast the machine starts it.
+    // The era, and how the probe found it.
     let modern = client.protocol_version() == "2026-07-28";
-    let restarted = matches!(client.era_finding(), Some(EraFinding::Restarted(_)));
-    match (expect.era, modern) {
-        (Era::Modern, true) | (Era::Legacy, false) => {}
-        (Era::Modern, false) if expect.transport == Transport::Stdio && restarted => {
-            notes.push("dual-era, but slower to start than the probe waits".to_owned());
-        }
-        (era, _) => {
-            return Err(format!(
-                "expected the {era:?} era, negotiated {}",
-                era_of(&client)
-            ))
-        }
+    let finding = client.era_finding();
+    let as_expected = match expect.era {
+        Era::Modern => modern && finding == Some(&EraFinding::Discovered),
+        Era::Legacy => !modern && finding == Some(&EraFinding::Refused),
+        Era::LegacyRestarted => !modern && matches!(finding, Some(EraFinding::Restarted(_))),
+    };
+    if !as_expected {
+        return Err(format!(
+            "expected {}, negotiated {}",
+            expect.era.describe(),
+            era_of(&client)
+        ));
     }
 
     if let Some(expected) = expect.reports_version {
