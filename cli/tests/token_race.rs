@@ -26,6 +26,10 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 /// Processes in the race.
 const RACERS: usize = 16;
+/// The server holds each refresh this long (ms), so that the racers surely
+/// overlap: every one of them has met its 401 before the first refresh is
+/// answered, however the machine schedules their starts.
+const REFRESH_DELAY: &str = "300";
 
 fn text(o: &Output) -> String {
     format!(
@@ -261,7 +265,7 @@ fn race_then_refresh_again(world: &World) {
 
 #[test]
 fn sixteen_processes_refresh_once_with_the_file_store() {
-    let world = World::file("file", &[]);
+    let world = World::file("file", &["--oauth-refresh-delay", REFRESH_DELAY]);
     race_then_refresh_again(&world);
     let Store::File(path) = &world.store else {
         unreachable!()
@@ -293,7 +297,11 @@ fn sixteen_processes_refresh_once_with_the_keychain() {
             return;
         }
     };
-    let world = World::new("keychain", move |_| Store::Keychain(ss), &[]);
+    let world = World::new(
+        "keychain",
+        move |_| Store::Keychain(ss),
+        &["--oauth-refresh-delay", REFRESH_DELAY],
+    );
     race_then_refresh_again(&world);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -303,7 +311,7 @@ fn sixteen_processes_refresh_once_with_the_keychain() {
 #[test]
 #[ignore = "a measurement: prints the refreshes and revocations without the lock"]
 fn token_race_without_the_lock() {
-    let world = World::file("unlocked", &[]);
+    let world = World::file("unlocked", &["--oauth-refresh-delay", REFRESH_DELAY]);
     let out = race(&world, true);
     eprintln!(
         "token race WITHOUT the lock: {} of {RACERS} succeeded, {} refresh requests ({} carried \
