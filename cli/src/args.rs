@@ -77,8 +77,11 @@ pub(crate) struct Cli {
     /// browser (the redirect still comes back to 127.0.0.1).
     #[arg(long, global = true)]
     pub(crate) no_browser: bool,
-    /// Where OAuth tokens are kept (default ~/.config/mcpwire/tokens.json).
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Where OAuth tokens are kept: a file (default
+    /// ~/.config/mcpwire/tokens.json), or `keychain` for the OS credential
+    /// store (Secret Service, macOS Keychain, Windows Credential Manager).
+    /// Processes sharing a store refresh one at a time.
+    #[arg(long, global = true, value_name = "FILE|keychain")]
     pub(crate) token_store: Option<PathBuf>,
     /// A pre-registered OAuth client id (else the client registers itself).
     #[arg(long, global = true, value_name = "ID")]

@@ -27,9 +27,10 @@
 //!
 //! OAuth (HTTP servers): `--login` runs the authorization in the browser
 //! (`--no-browser`: print the URL) when the server asks for it, and keeps
-//! the tokens in `~/.config/mcpwire/tokens.json` (0600; `--token-store F`);
-//! later runs use them, refreshing when needed, and fail with a hint to log
-//! in when a user is needed.
+//! the tokens in `~/.config/mcpwire/tokens.json` (0600; `--token-store F`,
+//! or `--token-store keychain` for the OS credential store); later runs use
+//! them, refreshing when needed (one process at a time: the others use its
+//! tokens), and fail with a hint to log in when a user is needed.
 //!
 //! Exit codes: 0 ok; 1 the tool returned `isError: true`; 2 usage error;
 //! 3 connection, protocol or server error; 4 timeout; 130 interrupted.

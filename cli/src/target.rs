@@ -13,7 +13,7 @@ use mcpwire_manager::{
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
     AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, EraCache, FileStore,
-    LoopbackRedirect, MemoryStore, ServerConfig, TokenSource,
+    LoopbackRedirect, MemoryStore, ServerConfig, TokenSource, TokenStore,
 };
 use serde_json::{Map, Value};
 
@@ -430,6 +430,50 @@ pub(crate) fn parse_args(json_args: Option<&str>, pairs: &[String]) -> Result<Va
     Ok(Value::Object(map))
 }
 
+/// `--token-store`: `keychain` (the OS credential store), a file, or by
+/// default `~/.config/mcpwire/tokens.json`.
+fn token_store(cli: &Cli, auth: AuthOptions) -> Result<AuthOptions, Fail> {
+    let keychain = cli
+        .token_store
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "keychain");
+    if keychain {
+        #[cfg(feature = "keychain")]
+        return Ok(with_store(auth, mcpwire_tokio::KeychainStore::new()));
+        #[cfg(not(feature = "keychain"))]
+        return Err(Fail::usage(
+            "--token-store keychain: this mcpwire was built without the `keychain` feature",
+        ));
+    }
+    Ok(
+        match cli.token_store.clone().or_else(FileStore::default_path) {
+            Some(path) => with_store(auth, FileStore::new(path)),
+            None => auth.store(MemoryStore::default()),
+        },
+    )
+}
+
+/// `auth` with `store`. For measurements only, `MCPWIRE_TEST_UNLOCKED_TOKEN_STORE=1`
+/// leaves out the store's lock around a refresh (what every refresh did
+/// before: cli/tests/token_race.rs counts the refreshes both ways).
+fn with_store(auth: AuthOptions, store: impl TokenStore) -> AuthOptions {
+    /// The store without its lock: `TokenStore::lock`'s default.
+    struct Unlocked<S>(S);
+    impl<S: TokenStore> TokenStore for Unlocked<S> {
+        fn load(&self, endpoint: &str) -> Option<mcpwire_tokio::auth::AuthState> {
+            self.0.load(endpoint)
+        }
+        fn save(&self, state: &mcpwire_tokio::auth::AuthState) -> Result<(), String> {
+            self.0.save(state)
+        }
+    }
+    if std::env::var_os("MCPWIRE_TEST_UNLOCKED_TOKEN_STORE").is_some_and(|v| v == "1") {
+        auth.store(Unlocked(store))
+    } else {
+        auth.store(store)
+    }
+}
+
 /// OAuth for an HTTP server: stored tokens always; the browser only with
 /// `--login`.
 pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
@@ -445,10 +489,7 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
         }))
         .interactive(false)
     };
-    auth = match cli.token_store.clone().or_else(FileStore::default_path) {
-        Some(path) => auth.store(FileStore::new(path)),
-        None => auth.store(MemoryStore::default()),
-    };
+    auth = token_store(cli, auth)?;
     match (&cli.client_id, &cli.client_secret) {
         (Some(id), secret) => {
             let mut c = ClientCredentials::public(id.clone());

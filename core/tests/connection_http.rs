@@ -1345,10 +1345,66 @@ fn stored_state(scope: &str) -> AuthState {
             refresh_token: None,
             scope: None,
             expires_in: None,
+            expires_at: None,
         },
         scope: Some(scope.into()),
         dpop_key: None,
     }
+}
+
+/// A 401 with a refresh token: the store is locked and read first; a
+/// newer state there (another process refreshed) is used as it is, with
+/// no token request and nothing to save, and the lock is released.
+#[test]
+fn auth_refresh_reads_the_store_under_its_lock_first() {
+    let mut config = auth_config();
+    let mut state = stored_state("read");
+    state.tokens.refresh_token = Some("rt-0".into());
+    config.auth.as_mut().unwrap().state = Some(state.clone());
+    let (mut sim, _listen) = Sim::ready(config);
+    let id = sim
+        .conn
+        .send(sim.now, &CallTool::new("t", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    let post = sim.next_request();
+    sim.refuse(post.exchange, 401, r#"Bearer error="invalid_token""#);
+    sim.drop_diagnostics();
+    let events = sim.take_events();
+    assert!(
+        matches!(events.as_slice(), [Output::LockTokens { endpoint }] if endpoint == URL),
+        "{events:?}"
+    );
+    assert!(
+        sim.take_requests().is_empty(),
+        "nothing sent before the store is read"
+    );
+    let mut newer = state.clone();
+    newer.tokens.access_token = "tok-theirs".into();
+    newer.tokens.refresh_token = Some("rt-theirs".into());
+    sim.conn.stored_state(sim.now, Some(newer));
+    sim.drain();
+    sim.drop_diagnostics();
+    assert!(
+        matches!(sim.take_events().as_slice(), [Output::UnlockTokens]),
+        "released, and no Authorized: nothing to save"
+    );
+    let again = sim.take_requests();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(body(&again[0])["id"], id);
+    assert_eq!(again[0].header("authorization"), Some("Bearer tok-theirs"));
+    assert_eq!(
+        sim.conn.auth_state().unwrap().tokens.access_token,
+        "tok-theirs"
+    );
+    // A late answer from the store (no flow waits): released at once.
+    sim.conn.stored_state(sim.now, None);
+    sim.drain();
+    sim.drop_diagnostics();
+    assert!(matches!(
+        sim.take_events().as_slice(),
+        [Output::UnlockTokens]
+    ));
 }
 
 #[test]

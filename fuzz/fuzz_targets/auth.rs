@@ -116,7 +116,7 @@ fuzz_target!(|input: Input<'_>| {
                     assert!(url.contains("code_challenge_method=S256"), "{url}");
                     flow.handle_redirect(now, input.redirect);
                 }
-                AuthAction::Done(_) | AuthAction::Failed(_) => ends += 1,
+                AuthAction::Done(_) | AuthAction::Adopted(_) | AuthAction::Failed(_) => ends += 1,
                 _ => {}
             }
         }

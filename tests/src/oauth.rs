@@ -56,3 +56,22 @@ pub fn fetch_redirect(url: &str) -> Result<String, String> {
         (status, None) => Err(format!("{url} answered {status:?} without a Location")),
     }
 }
+
+/// POSTs an empty body to `url` (a test control endpoint such as the test
+/// server's `/oauth/expire`); returns the status line.
+pub fn post_empty(url: &str) -> Result<String, String> {
+    let (authority, target) = split_url(url)?;
+    let mut s = TcpStream::connect(authority).map_err(|e| format!("{url}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "POST {target} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)
+        .map_err(|e| format!("{url}: {e}"))?;
+    let text = String::from_utf8_lossy(&answer);
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}

@@ -286,6 +286,19 @@ impl Shared {
                         state.session.authorization(now, Err(e));
                     }
                 }
+                Effect::LockTokens { store, endpoint } => {
+                    let weak = Arc::downgrade(self);
+                    let spawned =
+                        mcpwire_adapter::auth::lock_on_thread(store, endpoint, move |locked| {
+                            if let Some(shared) = weak.upgrade() {
+                                shared.with(|s| s.store_locked(Instant::now(), locked));
+                            }
+                        });
+                    if let Err(e) = spawned {
+                        tracing::warn!("{e}: refreshing without the token store's lock");
+                        state.session.store_locked(now, (None, None));
+                    }
+                }
                 _ => {}
             }
         }

@@ -61,6 +61,8 @@ pub use client::Client;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::Error;
+#[cfg(feature = "keychain")]
+pub use mcpwire_adapter::KeychainStore;
 pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, types, BlockingHandler as RequestHandler, CallError, CallOptions, CancelToken,
@@ -69,7 +71,7 @@ pub use mcpwire_adapter::{
 };
 pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    TokenSource, TokenStore,
+    StoreLock, TokenSource, TokenStore,
 };
 
 /// How to connect: who we are, which server requests we answer (with

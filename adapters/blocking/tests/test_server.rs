@@ -192,3 +192,70 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     stream.read_exact(&mut body).ok()?;
     Some((method, body))
 }
+
+/// Two blocking clients sharing a token file meet the expired token
+/// together: one refresh (the server holds it, so they overlap), the other
+/// uses its tokens; the server revoking a grant on a reused refresh token
+/// sees no reuse. (The lock is taken on a thread of the blocking executor.)
+#[test]
+fn clients_sharing_a_token_file_refresh_once() {
+    let log = temp_log("blocking-token-race");
+    let server = http_server(&[
+        "--oauth",
+        "--oauth-reuse-revokes",
+        "--oauth-refresh-delay",
+        "300",
+        "--log-file",
+        log.to_str().unwrap(),
+    ]);
+    let dir = std::env::temp_dir().join(format!("mcpwire-blocking-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("tokens.json");
+    let connect = |url: String, path: std::path::PathBuf| {
+        let auth = mcpwire_blocking::AuthOptions::new(mcpwire_blocking::auth::FnRedirect::new(
+            "http://127.0.0.1:9/callback",
+            |url: &str| mcpwire_tests::oauth::fetch_redirect(url),
+        ))
+        .store(mcpwire_blocking::FileStore::new(path));
+        Client::connect_with(
+            ServerConfig::http(&url),
+            mcpwire_blocking::ConnectOptions::new()
+                .timeout(Duration::from_secs(30))
+                .auth(auth),
+        )
+    };
+    connect(server.url.clone(), path.clone())
+        .expect("login")
+        .close()
+        .unwrap();
+    let origin = server.url.trim_end_matches("/mcp");
+    let status = mcpwire_tests::oauth::post_empty(&format!("{origin}/oauth/expire")).unwrap();
+    assert!(status.contains("200"), "{status}");
+    let racers: Vec<_> = (0..2)
+        .map(|i| {
+            let (url, path) = (server.url.clone(), path.clone());
+            thread::spawn(move || {
+                let c = connect(url, path).expect("connect");
+                let m = format!("racer-{i}");
+                let r = c.call_tool("echo", json!({ "message": m })).unwrap();
+                assert_eq!(r.text(), format!("Echo: {m}"));
+                c.close().unwrap();
+            })
+        })
+        .collect();
+    for r in racers {
+        r.join().unwrap();
+    }
+    let lines = mcpwire_tests::suite::support::log_lines(&log);
+    let token = |status: u64| {
+        lines
+            .iter()
+            .filter(|l| l["event"] == "oauth" && l["path"] == "/token" && l["status"] == status)
+            .count()
+    };
+    assert_eq!(token(200), 2, "the login's and one refresh");
+    assert_eq!(token(400), 0);
+    assert!(!lines.iter().any(|l| l["event"] == "grant_revoked"));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

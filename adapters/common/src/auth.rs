@@ -1,10 +1,24 @@
 //! The application's side of OAuth: where the user agent goes
 //! ([`RedirectHandler`]: a browser and a loopback listener by default, or a
 //! printed URL), and where tokens live between runs ([`TokenStore`]: in
-//! memory, or a `0600` JSON file). The flow itself is the core's
-//! ([`mcpwire::auth`]); the driver runs a handler on a thread of its own
-//! (it blocks while the user logs in), so the same handlers serve every
-//! runtime.
+//! memory, a `0600` JSON file, or the OS keychain with the `keychain`
+//! feature). The flow itself is the core's ([`mcpwire::auth`]); the driver
+//! runs a handler on a thread of its own (it blocks while the user logs
+//! in), so the same handlers serve every runtime.
+//!
+//! A store is shared: by the connections of a process, and by processes
+//! (several `mcpwire` commands, a manager beside them). A refresh runs
+//! under the store's lock, from reading the stored state to saving the new
+//! one ([`TokenStore::lock`], driven by
+//! [`Output::LockTokens`](mcpwire::Output::LockTokens)), so that one
+//! refresh runs at a time and the others use its tokens: a server that
+//! rotates refresh tokens revokes the whole grant when a spent one comes
+//! back (RFC 9700 §4.14.2).
+//!
+//! ```text
+//!  401 ─► LockTokens ─► lock_on_thread: store.lock() (waits) + load ─► Session::store_locked
+//!           └► core: newer and good? use it (UnlockTokens) : refresh ─► Authorized ─► save, unlock
+//! ```
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -12,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::files::{remove_stale_temporaries, write_atomic, LockFile};
 use mcpwire::auth::resource_covers;
 pub use mcpwire::auth::{
     AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials,
@@ -48,11 +63,77 @@ pub fn authorize_on_thread(
 }
 
 /// Keeps authorization state between connections (and runs).
-pub trait TokenStore: Send + Sync {
+pub trait TokenStore: Send + Sync + 'static {
     /// The state saved for the MCP endpoint `endpoint`, if any.
     fn load(&self, endpoint: &str) -> Option<AuthState>;
     /// Saves `state` (replacing the one for the same issuer and resource).
     fn save(&self, state: &AuthState) -> Result<(), String>;
+    /// Takes the store's lock for a refresh: the state is read and the
+    /// refreshed one saved through the [`StoreLock`], and nobody else (no
+    /// other connection, no other process sharing the store) takes the
+    /// lock until it is dropped. Blocks while another holds it; a holder
+    /// that died must not block it. The default has no lock (a store only
+    /// this connection uses).
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+        Ok(Box::new(Unlocked(self)))
+    }
+}
+
+/// A [`TokenStore`] held by [`TokenStore::lock`]; dropping it releases
+/// the lock.
+pub trait StoreLock: Send {
+    /// The state saved for the MCP endpoint `endpoint`, read now.
+    fn load(&self, endpoint: &str) -> Option<AuthState>;
+    /// Saves `state` under the lock.
+    fn save(&self, state: &AuthState) -> Result<(), String>;
+}
+
+/// The default "lock" of a store: none.
+struct Unlocked<S: ?Sized>(Arc<S>);
+
+impl<S: TokenStore + ?Sized> StoreLock for Unlocked<S> {
+    fn load(&self, endpoint: &str) -> Option<AuthState> {
+        self.0.load(endpoint)
+    }
+
+    fn save(&self, state: &AuthState) -> Result<(), String> {
+        self.0.save(state)
+    }
+}
+
+/// What [`lock_on_thread`] hands over: the lock (`None` when it could not
+/// be taken: the state was read without it) and the state read under it.
+pub type Locked = (Option<Box<dyn StoreLock>>, Option<AuthState>);
+
+/// Takes `store`'s lock on a thread of its own (it may wait for another
+/// process's refresh) and reads the state for `endpoint` under it, then
+/// hands both to `deliver`: how a driver, async or not, performs
+/// [`Output::LockTokens`](mcpwire::Output::LockTokens). A lock that cannot
+/// be taken (a read-only folder) is logged and the state read without it.
+pub fn lock_on_thread(
+    store: Arc<dyn TokenStore>,
+    endpoint: String,
+    deliver: impl FnOnce(Locked) + Send + 'static,
+) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("mcpwire-token-lock".into())
+        .spawn(move || {
+            let locked = match store.clone().lock() {
+                Ok(lock) => {
+                    let state = lock.load(&endpoint);
+                    (Some(lock), state)
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "the token store cannot be locked ({e}): refreshing without its lock"
+                    );
+                    (None, store.load(&endpoint))
+                }
+            };
+            deliver(locked)
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start a thread: {e}"))
 }
 
 /// How a connection authorizes itself: the core's [`AuthConfig`], where
@@ -299,10 +380,14 @@ fn bytes_to_text(bytes: Vec<u8>, what: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("{what}: not UTF-8"))
 }
 
-/// Tokens in memory, for the life of the process.
+/// Tokens in memory, for the life of the process. Its lock is the
+/// process's: connections sharing one store refresh one at a time.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     states: Mutex<Vec<AuthState>>,
+    /// Whether a [`StoreLock`] is out.
+    held: Mutex<bool>,
+    released: std::sync::Condvar,
 }
 
 impl TokenStore for MemoryStore {
@@ -320,10 +405,45 @@ impl TokenStore for MemoryStore {
         );
         Ok(())
     }
+
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        while *held {
+            held = self.released.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        *held = true;
+        drop(held);
+        Ok(Box::new(MemoryLock(self)))
+    }
+}
+
+struct MemoryLock(Arc<MemoryStore>);
+
+impl StoreLock for MemoryLock {
+    fn load(&self, endpoint: &str) -> Option<AuthState> {
+        self.0.load(endpoint)
+    }
+
+    fn save(&self, state: &AuthState) -> Result<(), String> {
+        self.0.save(state)
+    }
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        *self.0.held.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.0.released.notify_one();
+    }
 }
 
 /// Tokens in a JSON file readable by its owner only (`0600`), keyed by
-/// authorization server and resource; written atomically.
+/// authorization server and resource (DPoP keys and registered clients
+/// with them). Safe to share between processes: every read-modify-write,
+/// and a refresh from read to write ([`TokenStore::lock`]), holds an
+/// advisory lock on the sibling `NAME.lock` ([`LockFile`]: it dies with its
+/// process), and the file is replaced atomically ([`write_atomic`]: a
+/// temporary file in the same folder, synced, renamed; the temporary files
+/// of writers that died are removed by the next write).
 #[derive(Debug, Clone)]
 pub struct FileStore {
     path: PathBuf,
@@ -347,6 +467,38 @@ impl FileStore {
     /// Where the tokens are kept.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The lock file beside the store (`tokens.json.lock`).
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = self
+            .path
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| "tokens".into());
+        name.push(".lock");
+        self.path.with_file_name(name)
+    }
+
+    fn take_lock(&self) -> Result<LockFile, String> {
+        let path = self.lock_path();
+        LockFile::acquire(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Saves `state` into the file; the caller holds the lock.
+    fn write(&self, state: &AuthState) -> Result<(), String> {
+        let mut states = self.read();
+        upsert(&mut states, state);
+        let text = serde_json::to_string_pretty(&StoreFile { states })
+            .map_err(|e| format!("encoding tokens: {e}"))?;
+        if let Some(dir) = self.path.parent() {
+            // Before 0.1 the store's temporary files were `tokens.tmp<pid>-<n>`.
+            if let Some(stem) = self.path.file_stem().and_then(|s| s.to_str()) {
+                remove_stale_temporaries(dir, &format!("{stem}.tmp"));
+            }
+        }
+        write_atomic(&self.path, text.as_bytes(), true)
+            .map_err(|e| format!("{}: {e}", self.path.display()))
     }
 
     fn read(&self) -> Vec<AuthState> {
@@ -374,47 +526,35 @@ impl TokenStore for FileStore {
     }
 
     fn save(&self, state: &AuthState) -> Result<(), String> {
-        // One read-modify-write at a time in this process (two connections
-        // refreshing at once must not lose an update).
-        static SAVING: Mutex<()> = Mutex::new(());
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let _guard = SAVING.lock().unwrap_or_else(|e| e.into_inner());
-        let mut states = self.read();
-        upsert(&mut states, state);
-        let text = serde_json::to_string_pretty(&StoreFile { states })
-            .map_err(|e| format!("encoding tokens: {e}"))?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}-{seq}", std::process::id()));
-        write_private(&tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("{}: {e}", self.path.display())
-        })
+        // One read-modify-write at a time, in this process and across
+        // processes: none loses another's update.
+        let _lock = self.take_lock()?;
+        self.write(state)
+    }
+
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+        let lock = self.take_lock()?;
+        Ok(Box::new(FileLock {
+            store: FileStore::clone(&self),
+            _lock: lock,
+        }))
     }
 }
 
-/// Creates `path` with mode 0600 (owner only) and writes `bytes`.
-fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
+/// A [`FileStore`] under its lock.
+struct FileLock {
+    store: FileStore,
+    _lock: LockFile,
+}
+
+impl StoreLock for FileLock {
+    fn load(&self, endpoint: &str) -> Option<AuthState> {
+        self.store.load(endpoint)
     }
-    let mut f = o.open(path)?;
-    #[cfg(unix)]
-    {
-        // An existing file keeps its mode on open: set it.
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+
+    fn save(&self, state: &AuthState) -> Result<(), String> {
+        self.store.write(state)
     }
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 /// The state whose resource covers `endpoint` (the most specific one).
@@ -687,6 +827,7 @@ mod tests {
                 refresh_token: Some("r".into()),
                 scope: None,
                 expires_in: None,
+                expires_at: None,
             },
             scope: None,
             dpop_key: None,
@@ -742,6 +883,72 @@ mod tests {
                 .access_token,
             "t4"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 34: a store writer killed between its fsync and its rename
+    /// left `tokens.tmp<pid>-<n>` (live tokens) beside the store for ever.
+    #[cfg(unix)]
+    #[test]
+    fn file_store_removes_what_dead_writers_left() {
+        let dir = std::env::temp_dir().join(format!("mcpwire-store-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let left = [
+            dir.join(format!("tokens.tmp{dead}-0")),
+            dir.join(format!(".tokens.json.tmp{dead}-7")),
+        ];
+        for f in &left {
+            std::fs::write(f, "{\"states\":[]}").unwrap();
+        }
+        let store = FileStore::new(dir.join("tokens.json"));
+        store.save(&state("https://h.example/mcp", "t1")).unwrap();
+        for f in &left {
+            assert!(!f.exists(), "{} stays", f.display());
+        }
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["tokens.json", "tokens.json.lock"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// One refresh at a time: a second lock waits for the first, and
+    /// reads what the first saved.
+    #[test]
+    fn store_locks_exclude_each_other_and_see_the_saved_state() {
+        let dir = std::env::temp_dir().join(format!("mcpwire-store-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let stores: [Arc<dyn TokenStore>; 2] = [
+            Arc::new(FileStore::new(dir.join("tokens.json"))),
+            Arc::new(MemoryStore::default()),
+        ];
+        for store in stores {
+            store.save(&state("https://h.example/mcp", "t1")).unwrap();
+            let first = store.clone().lock().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let s2 = store.clone();
+            let second = std::thread::spawn(move || {
+                let lock = s2.lock().unwrap();
+                tx.send(
+                    lock.load("https://h.example/mcp")
+                        .unwrap()
+                        .tokens
+                        .access_token,
+                )
+                .unwrap();
+            });
+            assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+            first.save(&state("https://h.example/mcp", "t2")).unwrap();
+            drop(first);
+            assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "t2");
+            second.join().unwrap();
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

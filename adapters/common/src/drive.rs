@@ -618,6 +618,18 @@ impl<R: Runtime> State<R> {
                         self.session.authorization(Instant::now(), Err(e));
                     }
                 }
+                Effect::LockTokens { store, endpoint } => {
+                    let weak = Arc::downgrade(shared);
+                    let spawned = crate::auth::lock_on_thread(store, endpoint, move |locked| {
+                        if let Some(shared) = weak.upgrade() {
+                            shared.with(|s| s.store_locked(Instant::now(), locked));
+                        }
+                    });
+                    if let Err(e) = spawned {
+                        tracing::warn!("{e}: refreshing without the token store's lock");
+                        self.session.store_locked(Instant::now(), (None, None));
+                    }
+                }
             }
         }
     }

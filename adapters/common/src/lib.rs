@@ -40,6 +40,8 @@ mod error;
 pub mod files;
 pub mod handlers;
 pub mod http;
+#[cfg(feature = "keychain")]
+pub mod keychain;
 mod notifications;
 pub mod options;
 pub mod output;
@@ -56,13 +58,15 @@ pub mod wait;
 
 pub use auth::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    TokenSource, TokenStore,
+    StoreLock, TokenSource, TokenStore,
 };
 pub use client::Client;
 pub use error::Error;
 pub use handlers::{
     BlockingHandler, BoxFuture, DiagnosticFn, Handler, NotificationFn, RequestHandler,
 };
+#[cfg(feature = "keychain")]
+pub use keychain::KeychainStore;
 pub use mcpwire::connection::{CallError, Diagnostic};
 pub use notifications::Notifications;
 pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};

@@ -12,7 +12,8 @@
 //!                                           │   │  server requests → the handler for their kind
 //!                                           │   ▼
 //!  executor ◄──next_effect()───────────────┘ Effect: Write, CloseStdin, Signal, Http,
-//!                                             AbortHttp, Handle, Withdraw, Authorize
+//!                                             AbortHttp, Handle, Withdraw, Authorize,
+//!                                             LockTokens
 //! ```
 //!
 //! A `Session` is a plain value: an executor keeps it behind its own lock
@@ -38,7 +39,7 @@ use mcpwire::transport::stdio::Signal;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::auth::{RedirectHandler, TokenStore};
+use crate::auth::{Locked, RedirectHandler, StoreLock, TokenStore};
 use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
 use crate::options::ProgressFn;
 use crate::sync::Broadcast;
@@ -97,6 +98,17 @@ pub enum Effect {
         /// The authorization URL.
         url: String,
     },
+    /// A refresh is due: take `store`'s lock and read the state for
+    /// `endpoint` under it (it may wait for another process: do it on a
+    /// thread of its own, see [`crate::auth::lock_on_thread`]), then give
+    /// both to [`Session::store_locked`]. The session keeps the lock until
+    /// the refreshed state is saved or the refresh is over.
+    LockTokens {
+        /// The application's token store.
+        store: Arc<dyn TokenStore>,
+        /// The MCP endpoint whose state to read.
+        endpoint: String,
+    },
 }
 
 impl std::fmt::Debug for Effect {
@@ -113,6 +125,7 @@ impl std::fmt::Debug for Effect {
             Effect::Handle { id, .. } => write!(f, "Handle({id})"),
             Effect::Withdraw(id) => write!(f, "Withdraw({id})"),
             Effect::Authorize { .. } => f.write_str("Authorize"),
+            Effect::LockTokens { endpoint, .. } => write!(f, "LockTokens({endpoint})"),
         }
     }
 }
@@ -238,6 +251,9 @@ pub struct Session {
     wake: Vec<Waker>,
     /// When the session started (for [`Info::connected_in`]).
     started: Instant,
+    /// The token store's lock, held from `LockTokens` until the refreshed
+    /// state is saved or the refresh is over.
+    store_lock: Option<Box<dyn StoreLock>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -271,6 +287,7 @@ impl Session {
             completed: 0,
             wake: Vec::new(),
             started: Instant::now(),
+            store_lock: None,
         };
         session.pump(Instant::now());
         session
@@ -488,6 +505,14 @@ impl Session {
         self.pump(now);
     }
 
+    /// The token store's lock and the state read under it, after
+    /// [`Effect::LockTokens`].
+    pub fn store_locked(&mut self, now: Instant, (lock, state): Locked) {
+        self.store_lock = lock;
+        self.conn.stored_state(now, state);
+        self.pump(now);
+    }
+
     // ----- executor -------------------------------------------------------
 
     /// Something happened on the wire.
@@ -601,12 +626,25 @@ impl Session {
                 },
                 Output::Authorized(state) => {
                     tracing::debug!(issuer = ?state.issuer, "authorized");
-                    if let Some((_, store)) = &self.setup.auth {
-                        if let Err(e) = store.save(&state) {
-                            tracing::warn!("could not save the tokens: {e}");
-                        }
+                    // Under the lock of the refresh if it is held (then
+                    // released), else the store locks for the write.
+                    let saved = match (self.store_lock.take(), &self.setup.auth) {
+                        (Some(lock), _) => lock.save(&state),
+                        (None, Some((_, store))) => store.save(&state),
+                        (None, None) => Ok(()),
+                    };
+                    if let Err(e) = saved {
+                        tracing::warn!("could not save the tokens: {e}");
                     }
                 }
+                Output::LockTokens { endpoint } => match &self.setup.auth {
+                    Some((_, store)) => self.effects.push_back(Effect::LockTokens {
+                        store: store.clone(),
+                        endpoint,
+                    }),
+                    None => self.conn.stored_state(now, None),
+                },
+                Output::UnlockTokens => self.store_lock = None,
                 Output::Closed(reason) => self.on_closed(reason),
                 other => tracing::warn!("unhandled output {other:?}"),
             }
@@ -633,6 +671,7 @@ impl Session {
 
     fn on_closed(&mut self, reason: CloseReason) {
         tracing::debug!(%reason, "connection closed");
+        self.store_lock = None;
         let text = reason.to_string();
         let _ = self.info.closed.set(text.clone());
         self.notifications.close();

@@ -54,6 +54,8 @@ use mcpwire_adapter::runtime::Child;
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
 pub use mcpwire_adapter::types;
+#[cfg(feature = "keychain")]
+pub use mcpwire_adapter::KeychainStore;
 pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
@@ -62,7 +64,7 @@ pub use mcpwire_adapter::{
 };
 pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    TokenSource, TokenStore,
+    StoreLock, TokenSource, TokenStore,
 };
 pub use net::Stream;
 

@@ -37,12 +37,18 @@ impl Drop for Server {
 
 impl Server {
     fn start() -> Server {
-        let dir = std::env::temp_dir().join(format!("mcpwire-smol-oauth-{}", std::process::id()));
+        Server::start_with("login", &[])
+    }
+
+    fn start_with(tag: &str, args: &[&str]) -> Server {
+        let dir =
+            std::env::temp_dir().join(format!("mcpwire-smol-oauth-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create a temporary directory");
         let mut child = Command::new(mcpwire_tests::test_server_binary())
             .args(["--http", "--oauth", "--log-file"])
             .arg(dir.join("server.log"))
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -65,6 +71,16 @@ impl Server {
             child,
             dir,
         }
+    }
+
+    /// How many log lines have this `event`.
+    fn events(&self, event: &str) -> usize {
+        std::fs::read_to_string(self.dir.join("server.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["event"] == event)
+            .count()
     }
 
     /// How many logged `oauth` events have this path and status.
@@ -154,5 +170,86 @@ fn login_then_the_stored_token_is_used() {
         assert_eq!(refused.load(Ordering::SeqCst), 0);
         assert_eq!(server.count("/authorize", 302), 1);
         assert_eq!(server.count("/mcp", 401), 1, "only the first connection's");
+    });
+}
+
+/// Two connections of one process sharing a store (a file, or memory)
+/// meet the expired token together: one refresh (the server holds it, so
+/// they overlap), and the other connection uses its tokens; a server that
+/// revokes the grant on a reused refresh token sees no reuse.
+#[test]
+fn connections_sharing_a_store_refresh_once() {
+    smol::block_on(async {
+        for memory in [false, true] {
+            let server = Server::start_with(
+                if memory {
+                    "shared-memory"
+                } else {
+                    "shared-file"
+                },
+                &["--oauth-reuse-revokes", "--oauth-refresh-delay", "300"],
+            );
+            let store: Arc<dyn mcpwire_smol::TokenStore> = if memory {
+                Arc::new(mcpwire_smol::MemoryStore::default())
+            } else {
+                Arc::new(FileStore::new(server.dir.join("tokens.json")))
+            };
+            struct Shared(Arc<dyn mcpwire_smol::TokenStore>);
+            impl mcpwire_smol::TokenStore for Shared {
+                fn load(&self, e: &str) -> Option<mcpwire_smol::auth::AuthState> {
+                    self.0.load(e)
+                }
+                fn save(&self, s: &mcpwire_smol::auth::AuthState) -> Result<(), String> {
+                    self.0.save(s)
+                }
+                fn lock(self: Arc<Self>) -> Result<Box<dyn mcpwire_smol::StoreLock>, String> {
+                    self.0.clone().lock()
+                }
+            }
+            let connect = |store: Arc<dyn mcpwire_smol::TokenStore>| {
+                let url = server.url.clone();
+                async move {
+                    let auth = AuthOptions::new(FnRedirect::new(
+                        "http://127.0.0.1:9/callback",
+                        |url: &str| fetch_redirect(url),
+                    ))
+                    .store(Shared(store));
+                    Client::connect_with(
+                        ServerConfig::http(&url),
+                        ConnectOptions::new()
+                            .timeout(Duration::from_secs(30))
+                            .auth(auth),
+                    )
+                    .await
+                }
+            };
+            // Log in once.
+            connect(store.clone())
+                .await
+                .expect("login")
+                .close()
+                .await
+                .expect("close");
+            let origin = server.url.trim_end_matches("/mcp");
+            let status =
+                mcpwire_tests::oauth::post_empty(&format!("{origin}/oauth/expire")).unwrap();
+            assert!(status.contains("200"), "{status}");
+            let (a, b) = smol::future::zip(connect(store.clone()), connect(store.clone())).await;
+            for c in [a.expect("first"), b.expect("second")] {
+                let r = c
+                    .call_tool("echo", json!({"message": "shared"}))
+                    .await
+                    .expect("echo");
+                assert_eq!(r.text(), "Echo: shared");
+                c.close().await.expect("close");
+            }
+            assert_eq!(
+                server.count("/token", 200),
+                2,
+                "the login's and one refresh"
+            );
+            assert_eq!(server.events("grant_revoked"), 0);
+            assert_eq!(server.count("/token", 400), 0);
+        }
     });
 }

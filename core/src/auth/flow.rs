@@ -19,6 +19,7 @@ use super::{
     DpopKey, Grant, ProofRequest, TokenAuthMethod, Tokens,
 };
 use crate::exchange::challenge::{bearer, Challenge};
+use crate::exchange::redirect::{is_redirect, RedirectError, Redirects};
 use crate::exchange::{
     ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl, ResponseHead,
 };
@@ -67,7 +68,25 @@ pub enum AuthAction {
         /// The authorization URL.
         url: String,
     },
-    /// Authorized (the last action).
+    /// A refresh is due: take the token store's lock (other processes
+    /// and connections that share the store wait for it), read the state
+    /// stored for `endpoint` under it and report it with
+    /// [`AuthFlow::handle_stored`]. Hold the lock until this flow's
+    /// `Done` (save its state, then release the lock) or
+    /// [`UnlockStore`](Self::UnlockStore): from read to refresh to write,
+    /// so that one refresh runs at a time and the others use its tokens.
+    LockStore {
+        /// The MCP endpoint whose state to read.
+        endpoint: String,
+    },
+    /// Release the token store's lock of `LockStore`: nothing to save.
+    UnlockStore,
+    /// The store holds a newer state than the one that was refused
+    /// (another process or connection refreshed meanwhile): use it; it is
+    /// stored already (the last action, after `UnlockStore`).
+    Adopted(AuthState),
+    /// Authorized (the last action): save this state (under the lock of
+    /// `LockStore` when it is held, then release it).
     Done(AuthState),
     /// Not authorized (the last action).
     Failed(AuthError),
@@ -75,6 +94,10 @@ pub enum AuthAction {
 
 #[derive(Debug)]
 enum Step {
+    /// Waiting for the stored state, read under the store's lock.
+    Reload {
+        deadline: Instant,
+    },
     Refresh,
     ResourceMetadata {
         urls: Vec<String>,
@@ -103,6 +126,10 @@ struct Current {
     deadline: Instant,
     /// The answer's `DPoP-Nonce`, if any.
     dpop_nonce: Option<String>,
+    /// The request's method.
+    method: HttpMethod,
+    /// The request as sent, to follow a redirect with.
+    follow: Redirects,
 }
 
 /// How an exchange ended.
@@ -175,6 +202,9 @@ pub struct AuthFlow {
     answer_nonce: Option<String>,
     /// A token request was already sent again for a nonce.
     nonce_retried: bool,
+    /// The driver was asked to lock the token store and has not been
+    /// told to release it yet.
+    locked: bool,
 }
 
 impl std::fmt::Debug for AuthFlow {
@@ -224,12 +254,13 @@ impl AuthFlow {
             token_request: None,
             answer_nonce: None,
             nonce_retried: false,
+            locked: false,
         };
         let refreshable = flow.previous.as_ref().is_some_and(|p| {
             p.tokens.refresh_token.is_some() && resource_covers(&p.resource, &flow.endpoint)
         });
         if !flow.trigger.is_step_up() && refreshable {
-            flow.refresh(now);
+            flow.reload(now);
         } else if flow.config.grant.needs_user() && !flow.config.interactive {
             // Nobody to approve: don't touch the network (no registration
             // for an authorization that cannot happen).
@@ -253,6 +284,12 @@ impl AuthFlow {
         matches!(self.step, Step::Finished)
     }
 
+    /// Whether the flow waits for the stored state
+    /// ([`AuthAction::LockStore`], [`handle_stored`](Self::handle_stored)).
+    pub fn awaits_store(&self) -> bool {
+        matches!(self.step, Step::Reload { .. })
+    }
+
     /// Whether `exchange` is this flow's open exchange.
     pub fn owns(&self, exchange: ExchangeId) -> bool {
         self.current.as_ref().is_some_and(|c| c.id == exchange)
@@ -266,7 +303,7 @@ impl AuthFlow {
     /// The deadline of the open exchange or of the user's authorization.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let redirect = match self.step {
-            Step::Redirect { deadline } => Some(deadline),
+            Step::Redirect { deadline } | Step::Reload { deadline } => Some(deadline),
             _ => None,
         };
         self.current
@@ -292,22 +329,103 @@ impl AuthFlow {
                 return;
             }
         }
-        if let Step::Redirect { deadline } = self.step {
-            if deadline <= now {
+        match self.step {
+            Step::Redirect { deadline } if deadline <= now => {
                 let secs = self.config.authorize_timeout.as_secs();
                 self.fail(AuthError::Abandoned(format!("no redirect within {secs} s")));
             }
+            Step::Reload { deadline } if deadline <= now => {
+                // Refreshing without the lock could spend a refresh token
+                // another process is using (and get the grant revoked).
+                let secs = self.config.store_lock_timeout.as_secs();
+                self.fail(AuthError::Abandoned(format!(
+                    "the token store stayed locked for {secs} s (another process refreshing?)"
+                )));
+            }
+            _ => {}
         }
     }
 
-    /// The response head of the flow's exchange.
-    pub fn handle_head(&mut self, _now: Instant, exchange: ExchangeId, head: &ResponseHead) {
+    /// The response head of the flow's exchange. A redirect is followed
+    /// as the MCP requests' are (the rule of [`Redirects`]: 307/308 keep a
+    /// POST, at most five hops), within the origin; a metadata GET may
+    /// also go to another secure origin (it carries no credentials), a
+    /// token or registration request never.
+    pub fn handle_head(&mut self, now: Instant, exchange: ExchangeId, head: &ResponseHead) {
+        if is_redirect(head.status) && self.owns(exchange) {
+            return self.redirected(now, head);
+        }
         if let Some(c) = self.current.as_mut().filter(|c| c.id == exchange) {
             c.status = Some(head.status);
             c.dpop_nonce = head
                 .header("dpop-nonce")
                 .and_then(|v| std::str::from_utf8(v).ok())
                 .map(|v| v.trim().to_owned());
+        }
+    }
+
+    fn redirected(&mut self, now: Instant, head: &ResponseHead) {
+        let next = ExchangeId(self.next_exchange);
+        let c = self.current.as_mut().expect("owned");
+        // Only a metadata GET may leave the origin (to a secure one).
+        let is_get = c.method == HttpMethod::Get;
+        let followed = match c.follow.follow(head, is_get, next) {
+            Some(Ok(r)) if !super::wire::is_secure(&r.url) => Err(format!(
+                "HTTP {} redirects to {}: refused (HTTPS is required except on loopback)",
+                head.status, r.url
+            )),
+            Some(Ok(r)) => Ok(r),
+            Some(Err(e @ RedirectError::CrossOrigin { .. })) => Err(format!(
+                "{e}; an authorization server's token or registration request is not sent \
+                 to another origin"
+            )),
+            Some(Err(e)) => Err(e.to_string()),
+            None => return,
+        };
+        let old = c.id;
+        self.actions.push_back(AuthAction::Abort(old));
+        match followed {
+            Ok(mut request) => {
+                self.next_exchange += 1;
+                // A DPoP proof names its URL (`htu`): a new one for the
+                // new URL.
+                if let Some(key) = self.dpop.as_ref().filter(|_| {
+                    request
+                        .headers
+                        .iter()
+                        .any(|(n, _)| n.eq_ignore_ascii_case("dpop"))
+                }) {
+                    let iat = self
+                        .config
+                        .wall_clock
+                        .map(|c| c.unix_secs(now))
+                        .unwrap_or_default();
+                    let proof = key.proof(
+                        ProofRequest {
+                            method: request.method.as_str(),
+                            url: &request.url,
+                            access_token: None,
+                        },
+                        iat,
+                    );
+                    request
+                        .headers
+                        .retain(|(n, _)| !n.eq_ignore_ascii_case("dpop"));
+                    if let Ok(p) = proof {
+                        request.headers.push(("DPoP".to_owned(), p));
+                    }
+                }
+                let c = self.current.as_mut().expect("owned");
+                c.id = request.exchange;
+                c.status = None;
+                c.body.clear();
+                c.dpop_nonce = None;
+                self.actions.push_back(AuthAction::Http(request));
+            }
+            Err(message) => {
+                let c = self.current.take().expect("owned");
+                self.answer(now, &c.url, Answer::Failed(message));
+            }
         }
     }
 
@@ -432,7 +550,54 @@ impl AuthFlow {
         }
     }
 
+    /// The state stored for the endpoint, read under the store's lock
+    /// after [`AuthAction::LockStore`] (`None`: nothing stored, or no
+    /// store). A newer state than the one refused, still good, is adopted
+    /// ([`AuthAction::Adopted`]: another process refreshed); else the
+    /// newest refresh token is used (a rotating server takes only that).
+    pub fn handle_stored(&mut self, now: Instant, stored: Option<AuthState>) {
+        if !self.awaits_store() {
+            return;
+        }
+        let prev = self.previous.clone().expect("refreshable");
+        let unix = self.config.wall_clock.map(|c| c.unix_secs(now));
+        let skew = self.config.expiry_skew.as_secs();
+        if let Some(s) = stored.filter(|s| resource_covers(&s.resource, &self.endpoint)) {
+            let newer = s.tokens.access_token != prev.tokens.access_token;
+            let good = unix.is_none_or(|u| !s.tokens.expired(u, skew));
+            if newer && good {
+                self.unlock();
+                self.step = Step::Finished;
+                self.actions.push_back(AuthAction::Adopted(s));
+                return;
+            }
+            if s.tokens.refresh_token.is_some() {
+                self.previous = Some(s);
+            }
+        }
+        self.refresh(now);
+    }
+
     // ---- steps ------------------------------------------------------------
+
+    /// Asks for the stored state under the store's lock before refreshing.
+    fn reload(&mut self, now: Instant) {
+        let deadline = now
+            .checked_add(self.config.store_lock_timeout)
+            .unwrap_or(now);
+        self.step = Step::Reload { deadline };
+        self.locked = true;
+        self.actions.push_back(AuthAction::LockStore {
+            endpoint: self.endpoint.to_string(),
+        });
+    }
+
+    /// Releases the store's lock, if the driver holds it for this flow.
+    fn unlock(&mut self) {
+        if std::mem::take(&mut self.locked) {
+            self.actions.push_back(AuthAction::UnlockStore);
+        }
+    }
 
     fn refresh(&mut self, now: Instant) {
         let prev = self.previous.clone().expect("refreshable");
@@ -1111,6 +1276,14 @@ impl AuthFlow {
                         serde_json::Value::String(s) => s.parse().ok(),
                         _ => None,
                     }),
+                    expires_at: None,
+                };
+                let tokens = Tokens {
+                    expires_at: tokens
+                        .expires_in
+                        .zip(self.config.wall_clock)
+                        .map(|(secs, clock)| clock.unix_secs(now).saturating_add(secs)),
+                    ..tokens
                 };
                 let state = AuthState {
                     resource: self.resource.clone(),
@@ -1122,13 +1295,31 @@ impl AuthFlow {
                     dpop_key: self.dpop.clone().filter(|_| bound),
                 };
                 self.step = Step::Finished;
+                // The driver saves it under the lock, then releases it.
+                self.locked = false;
                 self.actions.push_back(AuthAction::Done(state));
             }
-            Err(_) if refreshing && !self.config.interactive => {
-                // The refresh token is spent and nobody can log in.
-                self.fail(AuthError::InteractionRequired)
+            Err(e) if refreshing && !self.config.interactive => {
+                // The refresh token is refused and nobody can log in: say
+                // so, and why.
+                let (status, error, description) = match e {
+                    AuthError::Token {
+                        status,
+                        error,
+                        description,
+                    } => (status, error, description),
+                    other => (0, other.to_string(), None),
+                };
+                self.fail(AuthError::RefreshRefused {
+                    status,
+                    error,
+                    description,
+                })
             }
             Err(e) if refreshing => {
+                // Nothing to save: others may go on (and fail) meanwhile,
+                // rather than wait for a user.
+                self.unlock();
                 // The refresh token is spent or refused: authorize afresh
                 // (its client is reused unless the server forgot it).
                 self.client_forgotten =
@@ -1205,15 +1396,7 @@ impl AuthFlow {
         };
         let id = ExchangeId(self.next_exchange);
         self.next_exchange += 1;
-        self.current = Some(Current {
-            id,
-            url: url.to_owned(),
-            status: None,
-            body: Vec::new(),
-            deadline: now.checked_add(self.config.exchange_timeout).unwrap_or(now),
-            dpop_nonce: None,
-        });
-        self.actions.push_back(AuthAction::Http(HttpRequest {
+        let request = HttpRequest {
             exchange: id,
             method,
             url: parsed,
@@ -1221,7 +1404,18 @@ impl AuthFlow {
             body,
             purpose: ExchangePurpose::Auth,
             carries: None,
-        }));
+        };
+        self.current = Some(Current {
+            id,
+            url: url.to_owned(),
+            status: None,
+            body: Vec::new(),
+            deadline: now.checked_add(self.config.exchange_timeout).unwrap_or(now),
+            dpop_nonce: None,
+            method,
+            follow: Redirects::new(request.clone()),
+        });
+        self.actions.push_back(AuthAction::Http(request));
     }
 
     fn answer(&mut self, now: Instant, url: &str, answer: Answer) {
@@ -1232,7 +1426,7 @@ impl AuthFlow {
             Step::Register => self.register_answer(now, url, answer),
             Step::IdpExchange => self.idp_exchange_answer(now, url, answer),
             Step::Token => self.token_answer(now, url, answer, false),
-            Step::Redirect { .. } | Step::Finished => {}
+            Step::Reload { .. } | Step::Redirect { .. } | Step::Finished => {}
         }
     }
 
@@ -1240,6 +1434,7 @@ impl AuthFlow {
         if let Some(c) = self.current.take() {
             self.actions.push_back(AuthAction::Abort(c.id));
         }
+        self.unlock();
         self.step = Step::Finished;
         self.actions.push_back(AuthAction::Failed(error));
     }

@@ -142,6 +142,23 @@ pub struct Tokens {
     /// Lifetime in seconds from issue, if the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in: Option<u64>,
+    /// When the access token expires, in seconds since the Unix epoch:
+    /// `expires_in` from the moment the answer came (set by the flow when
+    /// it has a [`WallClock`]; `None`: not known). Absolute, so that a
+    /// state read back from a store later (by another process) still says
+    /// whether its token is good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+impl Tokens {
+    /// Whether the access token is expired at `unix_secs`, or will be
+    /// within `skew` seconds (clocks differ, requests take time); `false`
+    /// when the expiry is not known.
+    pub fn expired(&self, unix_secs: u64, skew: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= unix_secs.saturating_add(skew))
+    }
 }
 
 impl fmt::Debug for Tokens {
@@ -154,6 +171,7 @@ impl fmt::Debug for Tokens {
             )
             .field("scope", &self.scope)
             .field("expires_in", &self.expires_in)
+            .field("expires_at", &self.expires_at)
             .finish()
     }
 }
@@ -327,6 +345,14 @@ pub struct AuthConfig {
     pub workload_identity: Option<CredentialSource>,
     /// The enterprise IdP for [`Grant::EnterpriseManaged`].
     pub enterprise: Option<EnterpriseIdp>,
+    /// How long before its stored expiry an access token counts as
+    /// expired (default 60 s: clocks differ, a request takes time). See
+    /// [`Tokens::expired`].
+    pub expiry_skew: Duration,
+    /// How long the token store may stay locked by another process or
+    /// connection before a due refresh gives up waiting (default 60 s;
+    /// see [`AuthAction::LockStore`]).
+    pub store_lock_timeout: Duration,
     /// How long the user has to complete the authorization (default 5 min).
     pub authorize_timeout: Duration,
     /// How long each discovery, registration or token exchange may take
@@ -355,6 +381,8 @@ impl Default for AuthConfig {
             wall_clock: None,
             workload_identity: None,
             enterprise: None,
+            expiry_skew: Duration::from_secs(60),
+            store_lock_timeout: Duration::from_secs(60),
             authorize_timeout: Duration::from_secs(300),
             exchange_timeout: Duration::from_secs(30),
             max_document: 256 * 1024,
@@ -383,6 +411,18 @@ impl fmt::Debug for AuthConfig {
             .field("enterprise", &self.enterprise)
             .finish_non_exhaustive()
     }
+}
+
+/// `HTTP 400 invalid_grant ("…")` for a refused refresh.
+fn refusal(status: u16, error: &str, description: Option<&str>) -> String {
+    let mut s = match status {
+        0 => error.to_owned(),
+        _ => format!("HTTP {status} {error}"),
+    };
+    if let Some(d) = description {
+        s.push_str(&format!(" ({d:?})"));
+    }
+    s
 }
 
 /// Why authorization failed.
@@ -440,6 +480,19 @@ pub enum AuthError {
     /// A user must approve in a browser, and the flow is not interactive.
     #[error("authorization requires a user: log in first (e.g. `mcpwire --url <url> --login`)")]
     InteractionRequired,
+    /// The token endpoint refused the stored refresh token (it was
+    /// revoked, rotated away or expired), and the flow is not interactive:
+    /// a user must log in again.
+    #[error("the authorization server refused the refresh: {}; log in again (e.g. `mcpwire --url <url> --login`)", refusal(*status, error, description.as_deref()))]
+    RefreshRefused {
+        /// The HTTP status (0: the exchange itself failed).
+        status: u16,
+        /// The endpoint's `error` code (`invalid_grant` for a revoked or
+        /// spent refresh token), or what went wrong.
+        error: String,
+        /// The endpoint's `error_description`.
+        description: Option<String>,
+    },
     /// The authorization server or the user refused.
     #[error("authorization refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Denied {

@@ -22,12 +22,29 @@ struct Web {
     /// A token endpoint that wants this DPoP nonce in proofs (400
     /// `use_dpop_nonce` with `DPoP-Nonce` otherwise).
     dpop_nonce: Option<(String, String)>,
+    /// What the token store holds when the flow reads it under its lock.
+    stored: Option<AuthState>,
+    /// URL → (status, Location): redirects.
+    moved: HashMap<String, (u16, String)>,
+    /// The store's lock is never granted (another process holds it).
+    store_stuck: bool,
 }
 
 impl Web {
     fn route(mut self, url: &str, status: u16, body: serde_json::Value) -> Self {
         self.routes
             .insert(url.to_owned(), (status, body.to_string()));
+        self
+    }
+
+    fn stored(mut self, state: AuthState) -> Self {
+        self.stored = Some(state);
+        self
+    }
+
+    fn moved(mut self, url: &str, status: u16, location: &str) -> Self {
+        self.moved
+            .insert(url.to_owned(), (status, location.to_owned()));
         self
     }
 
@@ -123,6 +140,10 @@ struct Run {
     web: Web,
     authorize: Vec<String>,
     result: Option<Result<AuthState, AuthError>>,
+    /// `LockStore` and `UnlockStore` seen, in order (`true`: lock).
+    locks: Vec<bool>,
+    /// The result was `Adopted` (the store's), not `Done`.
+    adopted: bool,
 }
 
 /// Drives a flow: performs its exchanges against `web`, answers each
@@ -150,6 +171,8 @@ fn run_with(
         web,
         authorize: Vec::new(),
         result: None,
+        locks: Vec::new(),
+        adopted: false,
     };
     for _ in 0..100 {
         let mut progressed = false;
@@ -171,6 +194,12 @@ fn run_with(
                         .cloned()
                         .unwrap_or((404, "Not Found".into()));
                     let mut h = head(status);
+                    if let Some((st, location)) = run.web.moved.get(&key) {
+                        h = head(*st);
+                        h.headers
+                            .push(("location".into(), location.as_bytes().to_vec()));
+                        body = String::new();
+                    }
                     if let Some((url, nonce)) = &run.web.dpop_nonce {
                         let req = run.web.requests.last().unwrap();
                         let sent =
@@ -197,6 +226,18 @@ fn run_with(
                     let cb = redirect(&url);
                     run.authorize.push(url);
                     flow.handle_redirect(now, &cb);
+                }
+                AuthAction::LockStore { endpoint } => {
+                    assert_eq!(endpoint, MCP);
+                    run.locks.push(true);
+                    if !run.web.store_stuck {
+                        flow.handle_stored(now, run.web.stored.clone());
+                    }
+                }
+                AuthAction::UnlockStore => run.locks.push(false),
+                AuthAction::Adopted(s) => {
+                    run.adopted = true;
+                    run.result = Some(Ok(s));
                 }
                 AuthAction::Done(s) => run.result = Some(Ok(s)),
                 AuthAction::Failed(e) => run.result = Some(Err(e)),
@@ -600,6 +641,7 @@ fn state_with(scope: &str, refresh: Option<&str>) -> AuthState {
             refresh_token: refresh.map(Into::into),
             scope: None,
             expires_in: None,
+            expires_at: None,
         },
         scope: Some(scope.into()),
         dpop_key: None,
@@ -845,11 +887,12 @@ fn non_interactive_needs_a_user() {
         |_| panic!("no user"),
     );
     ok(&r);
-    // …and when it is refused, the answer is "log in".
+    // …and when it is refused, the answer says so, and why (issue 34:
+    // it used to say only that a user was needed).
     let web = Web::default().route(
         &format!("{AS}/token"),
         400,
-        serde_json::json!({"error": "invalid_grant"}),
+        serde_json::json!({"error": "invalid_grant", "error_description": "grant revoked"}),
     );
     let r = run_with(
         web,
@@ -858,8 +901,25 @@ fn non_interactive_needs_a_user() {
         Some(state_with("s", Some("rt"))),
         |_| panic!("no user"),
     );
-    assert_eq!(err(&r), &AuthError::InteractionRequired);
+    assert_eq!(
+        err(&r),
+        &AuthError::RefreshRefused {
+            status: 400,
+            error: "invalid_grant".into(),
+            description: Some("grant revoked".into()),
+        }
+    );
+    let text = err(&r).to_string();
+    assert!(
+        text.contains("refused the refresh")
+            && text.contains("invalid_grant")
+            && text.contains("grant revoked")
+            && text.contains("--login"),
+        "{text}"
+    );
     assert_eq!(r.web.requests.len(), 1);
+    // The store's lock was taken for the refresh and released.
+    assert_eq!(r.locks, [true, false]);
 }
 
 #[test]
@@ -1527,4 +1587,228 @@ fn enterprise_managed_failures_are_typed() {
         |_| panic!("no user"),
     );
     assert!(matches!(err(&r), AuthError::InsecureUrl { .. }));
+}
+
+// ---- a refresh shared with other processes (issue 29) ----------------------
+
+fn with_token(mut s: AuthState, access: &str, refresh: &str, expires_at: Option<u64>) -> AuthState {
+    s.tokens.access_token = access.into();
+    s.tokens.refresh_token = Some(refresh.into());
+    s.tokens.expires_at = expires_at;
+    s
+}
+
+/// A config with a wall clock: the Unix time at the flow's `now` is
+/// `unix` (about; the flow's `now` is taken a moment later).
+fn clocked(unix: u64) -> AuthConfig {
+    AuthConfig {
+        interactive: false,
+        wall_clock: Some(WallClock::anchor(
+            Instant::now(),
+            std::time::UNIX_EPOCH + Duration::from_secs(unix),
+        )),
+        ..config()
+    }
+}
+
+const NOW: u64 = 1_900_000_000;
+
+#[test]
+fn a_newer_stored_state_is_adopted_without_a_refresh() {
+    let mine = state_with("s", Some("rt-old"));
+    // Another process refreshed: its token is good for an hour.
+    let theirs = with_token(mine.clone(), "at-theirs", "rt-theirs", Some(NOW + 3600));
+    let web = Web::default()
+        .route(&format!("{AS}/token"), 200, token_ok())
+        .stored(theirs.clone());
+    let r = run_with(web, clocked(NOW), trigger("Bearer"), Some(mine), |_| {
+        panic!("no user")
+    });
+    assert!(r.adopted);
+    assert_eq!(ok(&r), &theirs);
+    assert!(r.web.requests.is_empty(), "{:?}", r.web.urls());
+    assert_eq!(r.locks, [true, false]);
+}
+
+#[test]
+fn a_stored_state_about_to_expire_is_refreshed_with_its_refresh_token() {
+    let mine = state_with("s", Some("rt-old"));
+    // Newer, but it expires within the skew (60 s): refresh, with the
+    // newest refresh token (a rotating server takes only that one).
+    let theirs = with_token(mine.clone(), "at-theirs", "rt-theirs", Some(NOW + 30));
+    let web = Web::default()
+        .route(&format!("{AS}/token"), 200, token_ok())
+        .stored(theirs);
+    let r = run_with(web, clocked(NOW), trigger("Bearer"), Some(mine), |_| {
+        panic!("no user")
+    });
+    assert!(!r.adopted);
+    let s = ok(&r);
+    assert_eq!(s.tokens.access_token, "at-1");
+    assert_eq!(
+        r.web.form(&format!("{AS}/token"))["refresh_token"],
+        "rt-theirs"
+    );
+    // The absolute expiry: expires_in (3600) from the answer's time.
+    let at = s.tokens.expires_at.expect("expires_at");
+    assert!((NOW + 3600..NOW + 3610).contains(&at), "{at}");
+    // Done keeps the lock: the driver saves under it, then releases.
+    assert_eq!(r.locks, [true]);
+}
+
+#[test]
+fn the_same_stored_state_is_refreshed_and_an_empty_store_too() {
+    let mine = state_with("s", Some("rt-old"));
+    for stored in [Some(mine.clone()), None] {
+        let mut web = Web::default().route(&format!("{AS}/token"), 200, token_ok());
+        web.stored = stored;
+        let r = run_with(
+            web,
+            clocked(NOW),
+            trigger("Bearer"),
+            Some(mine.clone()),
+            |_| panic!("no user"),
+        );
+        assert_eq!(ok(&r).tokens.access_token, "at-1");
+        assert_eq!(
+            r.web.form(&format!("{AS}/token"))["refresh_token"],
+            "rt-old"
+        );
+        assert_eq!(r.locks, [true]);
+    }
+    // A state stored for another resource is not ours.
+    let mut other = with_token(mine.clone(), "at-x", "rt-x", Some(NOW + 3600));
+    other.resource = "https://other.example/mcp".into();
+    let web = Web::default()
+        .route(&format!("{AS}/token"), 200, token_ok())
+        .stored(other);
+    let r = run_with(web, clocked(NOW), trigger("Bearer"), Some(mine), |_| {
+        panic!("no user")
+    });
+    assert!(!r.adopted);
+    assert_eq!(
+        r.web.form(&format!("{AS}/token"))["refresh_token"],
+        "rt-old"
+    );
+}
+
+#[test]
+fn a_store_locked_too_long_fails_the_refresh_without_sending_it() {
+    let mut web = Web::default().route(&format!("{AS}/token"), 200, token_ok());
+    web.store_stuck = true;
+    let r = run_with(
+        web,
+        clocked(NOW),
+        trigger("Bearer"),
+        Some(state_with("s", Some("rt"))),
+        |_| panic!("no user"),
+    );
+    assert!(
+        matches!(err(&r), AuthError::Abandoned(m) if m.contains("token store stayed locked")),
+        "{}",
+        err(&r)
+    );
+    assert!(r.web.requests.is_empty());
+    assert_eq!(r.locks, [true, false]);
+}
+
+#[test]
+fn a_step_up_does_not_lock_the_store() {
+    let trig = Trigger {
+        status: 403,
+        challenges: parse_challenges([r#"Bearer error="insufficient_scope", scope="mcp:write""#]),
+    };
+    let r = run_with(
+        happy(),
+        config(),
+        trig,
+        Some(state_with("s", Some("rt"))),
+        consent,
+    );
+    ok(&r);
+    assert!(r.locks.is_empty());
+}
+
+// ---- redirects of the flow's own exchanges ---------------------------------
+
+#[test]
+fn same_origin_redirects_are_followed_by_every_exchange() {
+    let web = happy()
+        .moved(&format!("{AS}/token"), 307, "/v2/token")
+        .route(&format!("{AS}/v2/token"), 200, token_ok())
+        .moved(
+            &format!("{AS}/register"),
+            308,
+            "https://auth.example/v2/register",
+        )
+        .route(
+            &format!("{AS}/v2/register"),
+            201,
+            serde_json::json!({"client_id": "dyn-2"}),
+        );
+    let r = run(web, config(), "Bearer");
+    let s = ok(&r);
+    assert_eq!(s.client.client_id, "dyn-2");
+    assert_eq!(s.tokens.access_token, "at-1");
+    // The token request went again, whole, to the new URL; the state
+    // keeps the endpoint the metadata named.
+    let f = r.web.form(&format!("{AS}/v2/token"));
+    assert_eq!(f["grant_type"], "authorization_code");
+    assert_eq!(s.token_endpoint, format!("{AS}/token"));
+}
+
+#[test]
+fn a_token_or_registration_request_never_leaves_the_origin() {
+    for (url, ok_route) in [
+        (format!("{AS}/token"), "https://evil.example/token"),
+        (format!("{AS}/register"), "https://evil.example/register"),
+    ] {
+        let web = happy()
+            .moved(&url, 307, ok_route)
+            .route(ok_route, 200, token_ok());
+        let r = run(web, config(), "Bearer");
+        let e = err(&r).to_string();
+        assert!(e.contains("another origin"), "{e}");
+        assert!(
+            !r.web
+                .urls()
+                .iter()
+                .any(|u| u.starts_with("https://evil.example")),
+            "{:?}",
+            r.web.urls()
+        );
+    }
+    // A POST redirected with 302 would become a GET: refused.
+    let web = happy().moved(&format!("{AS}/token"), 302, "/v2/token");
+    let r = run(web, config(), "Bearer");
+    assert!(err(&r).to_string().contains("307 and 308"), "{}", err(&r));
+}
+
+#[test]
+fn a_metadata_document_may_move_to_another_secure_origin() {
+    let web = happy()
+        .moved(
+            &format!("{AS}/.well-known/oauth-authorization-server"),
+            301,
+            "https://docs.example/as.json",
+        )
+        .route("https://docs.example/as.json", 200, asm(AS));
+    ok(&run(web, config(), "Bearer"));
+    // Not to plain HTTP off loopback.
+    let web = happy()
+        .moved(
+            &format!("{AS}/.well-known/oauth-authorization-server"),
+            301,
+            "http://docs.example/as.json",
+        )
+        .route("http://docs.example/as.json", 200, asm(AS));
+    let r = run(web, config(), "Bearer");
+    assert!(
+        !r.web
+            .urls()
+            .iter()
+            .any(|u| u.starts_with("http://docs.example")),
+        "{:?}",
+        r.web.urls()
+    );
 }

@@ -5,7 +5,10 @@
 //! ```text
 //!  transport: AuthRequired ─► required() ─ Ok: a flow runs (new or already) ─► poll_output …
 //!                                        └ Err(message): the transport fails what it holds
-//!  poll_output: Output (Http, AbortHttp, Authorize) │ Authorized(state) │ Failed(message)
+//!  poll_output: Output (Http, AbortHttp, Authorize, LockTokens, UnlockTokens)
+//!               │ Authorized(state) │ Adopted(state) │ Failed(message)
+//!  a refresh:   LockTokens ─► stored_state(read under the lock) ─► newer and good: Adopted
+//!                                                                └ else refresh ─► Authorized (saved, unlocked)
 //! ```
 //!
 //! Authorization traffic has exchange ids of its own ([`AUTH_EXCHANGES`]
@@ -38,6 +41,9 @@ pub(super) enum AuthStep {
     /// what it holds again with the new bearer, the application stores the
     /// state, the waiting requests' clocks restart.
     Authorized(AuthState),
+    /// The store had a newer state (another process refreshed): used as
+    /// [`AuthStep::Authorized`], but there is nothing to save.
+    Adopted(AuthState),
     /// The flow failed: the transport fails what it holds with this
     /// message, the waiting requests' clocks restart.
     Failed(String),
@@ -162,6 +168,19 @@ impl Auth {
         true
     }
 
+    /// The state read from the token store under its lock, after
+    /// `LockTokens`. False when no flow waits for it (the driver must
+    /// release the lock).
+    pub(super) fn handle_stored(&mut self, now: Instant, stored: Option<AuthState>) -> bool {
+        match self.flow.as_mut().filter(|f| f.awaits_store()) {
+            Some(flow) => {
+                flow.handle_stored(now, stored);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The user agent came back to `callback` after `Authorize`.
     pub(super) fn handle_redirect(&mut self, now: Instant, callback: &str) {
         if let Some(flow) = self.flow.as_mut() {
@@ -200,6 +219,13 @@ impl Auth {
             AuthAction::Http(r) => AuthStep::Output(Output::Http(r)),
             AuthAction::Abort(x) => AuthStep::Output(Output::AbortHttp(x)),
             AuthAction::Authorize { url } => AuthStep::Output(Output::Authorize { url }),
+            AuthAction::LockStore { endpoint } => AuthStep::Output(Output::LockTokens { endpoint }),
+            AuthAction::UnlockStore => AuthStep::Output(Output::UnlockTokens),
+            AuthAction::Adopted(state) => {
+                self.end_flow();
+                self.state = Some(state.clone());
+                AuthStep::Adopted(state)
+            }
             AuthAction::Done(state) => {
                 self.end_flow();
                 self.state = Some(state.clone());

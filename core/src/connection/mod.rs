@@ -359,6 +359,22 @@ impl Connection {
         self.pump(now);
     }
 
+    /// The state stored for the endpoint, read under the token store's
+    /// lock after [`Output::LockTokens`] (`None`: nothing stored, no store,
+    /// or the store could not be read). If no authorization waits for it
+    /// any more, [`Output::UnlockTokens`] follows.
+    pub fn stored_state(&mut self, now: Instant, stored: Option<AuthState>) {
+        let taken = self.phase != Phase::Closed
+            && self
+                .auth
+                .as_mut()
+                .is_some_and(|a| a.handle_stored(now, stored));
+        if !taken {
+            self.out.push_back(Output::UnlockTokens);
+        }
+        self.pump(now);
+    }
+
     /// The authorization state in use, if any.
     pub fn auth_state(&self) -> Option<&AuthState> {
         self.auth.as_ref().and_then(Auth::state)
@@ -792,6 +808,12 @@ impl Connection {
                 self.wire.set_dpop(dpop);
                 self.wire.authorized(now, state.authorization());
                 self.out.push_back(Output::Authorized(state));
+                self.resume_suspended(now);
+            }
+            AuthStep::Adopted(state) => {
+                let dpop = self.auth.as_ref().and_then(|a| a.dpop_of(&state));
+                self.wire.set_dpop(dpop);
+                self.wire.authorized(now, state.authorization());
                 self.resume_suspended(now);
             }
             AuthStep::Failed(message) => {

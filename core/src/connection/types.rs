@@ -237,8 +237,27 @@ pub enum Output {
         url: String,
     },
     /// An authorization succeeded: persist this state (a token store) to
-    /// reuse it next time ([`AuthConfig::state`]).
+    /// reuse it next time ([`AuthConfig::state`]). If the store's lock is
+    /// held for this connection ([`Output::LockTokens`]), save under it,
+    /// then release it.
     Authorized(AuthState),
+    /// A refresh is due. Take the token store's lock (other processes
+    /// and connections that share the store wait for it; one that died
+    /// must not block it), read the state stored for `endpoint` under it
+    /// and report it with
+    /// [`Connection::stored_state`](super::Connection::stored_state)
+    /// (`None` at once without a store). Hold the lock until the next
+    /// [`Output::Authorized`] (save, then release) or
+    /// [`Output::UnlockTokens`]. Taking the lock may block: do it off the
+    /// thread that drives the connection.
+    LockTokens {
+        /// The MCP endpoint whose state to read.
+        endpoint: String,
+    },
+    /// Release the token store's lock taken for [`Output::LockTokens`]:
+    /// nothing to save (the stored state was newer and is used, or the
+    /// refresh failed). Harmless when the lock is not held.
+    UnlockTokens,
     /// A request from the server that the application declared it handles
     /// (roots, sampling, elicitation). Answer it exactly once with
     /// [`Connection::respond`](super::Connection::respond).

@@ -398,6 +398,22 @@ fn reason(status: u16) -> &'static str {
 }
 
 impl Wire {
+    /// Whether the client closed its end (or vanished): a read would see
+    /// the end of the stream or an error at once.
+    fn peer_gone(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let mut b = [0u8; 1];
+        let gone = match self.stream.peek(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        };
+        let _ = self.stream.set_nonblocking(false);
+        gone
+    }
+
     fn write(&mut self, data: &[u8]) {
         if self.broken {
             return;
@@ -754,6 +770,14 @@ impl Server {
         };
 
         if let Some(oauth) = &self.oauth {
+            if let Some(delay) = oauth.hold(&req.method, &req.path, &req.body) {
+                ctx.log.event("refresh_held", serde_json::json!({}));
+                std::thread::sleep(delay);
+                if wire.peer_gone() {
+                    ctx.log.event("refresh_abandoned", serde_json::json!({}));
+                    return false;
+                }
+            }
             if let Some(reply) = oauth.serve(&req.method, &req.path, &req.body, &ctx.log) {
                 wire.respond(reply.status, &reply.headers, None, &reply.body, close);
                 return true;

@@ -8,7 +8,9 @@
 //!  POST /register   RFC 7591 → 201 {client_id}  (public clients, auth method `none`)
 //!  GET  /authorize  checks everything, answers 302 redirect_uri?code=…&state=… at once
 //!  POST /token      authorization_code (code, PKCE S256, redirect_uri, resource)
-//!                   refresh_token (rotated: the old one stops working)
+//!                   refresh_token (rotated: the old one stops working; with
+//!                   --oauth-reuse-revokes a spent one revokes its whole grant)
+//!  POST /oauth/expire  test control: every access token issued so far expires
 //! ```
 //!
 //! Every OAuth request is logged as `{"event":"oauth","method":..,"path":..,
@@ -17,8 +19,18 @@
 //! With `--oauth-expire-after N` an access token is refused once it has been
 //! accepted N times. With `--oauth-resource-root` the protected resource
 //! (metadata `resource`, the `resource` parameter required) is the origin,
-//! a parent of the endpoint. Every table is bounded: past [`MAX_ENTRIES`] the oldest
-//! half is forgotten.
+//! a parent of the endpoint. `POST /oauth/expire` expires every access token
+//! issued so far (logged as `{"event":"tokens_expired","count":N}`), so a
+//! test can make its clients refresh at a moment of its choosing. With
+//! `--oauth-reuse-revokes`, a refresh token presented after it was spent
+//! revokes the grant it belongs to (every access and refresh token issued
+//! from one authorization code), logged as `{"event":"grant_revoked",
+//! "grant":N}`, as servers that rotate refresh tokens do (RFC 9700
+//! §4.14.2). With `--oauth-refresh-delay MS` a refresh is held MS ms first
+//! (`{"event":"refresh_held"}`) and dropped, not carried out, if its client
+//! went away meanwhile (`{"event":"refresh_abandoned"}`): the answer never
+//! reached anyone, so no token was rotated. Every table is bounded: past
+//! [`MAX_ENTRIES`] the oldest half is forgotten.
 
 use crate::http::random_token;
 use crate::log::Log;
@@ -92,11 +104,16 @@ struct Access {
     token: String,
     /// Requests it was accepted for.
     uses: u64,
+    /// The authorization it comes from.
+    grant: u64,
+    /// Expired by `POST /oauth/expire`.
+    expired: bool,
 }
 
 struct Refresh {
     token: String,
     client_id: String,
+    grant: u64,
 }
 
 /// Oldest first; bounded by [`MAX_ENTRIES`].
@@ -125,6 +142,9 @@ struct State {
     codes: Table<Code>,
     access: Table<Access>,
     refresh: Table<Refresh>,
+    /// Refresh tokens used once, with their grant (to detect reuse).
+    spent: Table<(String, u64)>,
+    next_grant: u64,
 }
 
 /// The authorization server and the guard of `/mcp`.
@@ -134,6 +154,10 @@ pub struct OAuth {
     expire_after: Option<u64>,
     /// `--oauth-resource-root`: the protected resource is the origin.
     resource_root: bool,
+    /// `--oauth-reuse-revokes`.
+    reuse_revokes: bool,
+    /// `--oauth-refresh-delay`.
+    refresh_delay: Option<std::time::Duration>,
     state: Mutex<State>,
 }
 
@@ -150,11 +174,17 @@ impl OAuth {
             scope: opts.oauth_scope.clone(),
             expire_after: opts.oauth_expire_after,
             resource_root: opts.oauth_resource_root,
+            reuse_revokes: opts.oauth_reuse_revokes,
+            refresh_delay: opts
+                .oauth_refresh_delay_ms
+                .map(std::time::Duration::from_millis),
             state: Mutex::new(State {
                 clients: Table(VecDeque::new()),
                 codes: Table(VecDeque::new()),
                 access: Table(VecDeque::new()),
                 refresh: Table(VecDeque::new()),
+                spent: Table(VecDeque::new()),
+                next_grant: 1,
             }),
         }
     }
@@ -196,7 +226,7 @@ impl OAuth {
                     None => "unknown",
                     Some(i) => {
                         let a = &mut st.access.0[i];
-                        if self.expire_after.is_some_and(|n| a.uses >= n) {
+                        if a.expired || self.expire_after.is_some_and(|n| a.uses >= n) {
                             st.access.0.remove(i);
                             "expired"
                         } else {
@@ -224,6 +254,16 @@ impl OAuth {
         let mut reply = Reply::error(401, "invalid_token", &format!("{error} bearer token"));
         reply.headers.push(("WWW-Authenticate", challenge));
         Guard::Deny(reply)
+    }
+
+    /// How long to hold this request before [`serve`](Self::serve) (a
+    /// refresh, with `--oauth-refresh-delay`).
+    pub fn hold(&self, method: &str, target: &str, body: &[u8]) -> Option<std::time::Duration> {
+        let delay = self.refresh_delay?;
+        let path = target.split('?').next().unwrap_or(target);
+        let form = parse_form(&String::from_utf8_lossy(body));
+        (method == "POST" && path == "/token" && get(&form, "grant_type") == Some("refresh_token"))
+            .then_some(delay)
     }
 
     /// Answers the metadata and authorization-server paths; `None` for any
@@ -266,13 +306,24 @@ impl OAuth {
                 Reply::error(413, "invalid_request", "body too large")
             }
             ("POST", "/register") => self.register(body),
+            ("POST", "/oauth/expire") => {
+                let mut st = lock(&self.state);
+                let mut count = 0;
+                for a in st.access.0.iter_mut().filter(|a| !a.expired) {
+                    a.expired = true;
+                    count += 1;
+                }
+                drop(st);
+                log.event("tokens_expired", json!({ "count": count }));
+                Reply::json(200, json!({ "expired": count }))
+            }
             ("GET", "/authorize") => self.authorize(query),
             ("POST", "/token") => {
                 let form = parse_form(&String::from_utf8_lossy(body));
                 if let Some(g) = get(&form, "grant_type") {
                     entry["grant_type"] = json!(g);
                 }
-                self.token(&form)
+                self.token(&form, log)
             }
             (
                 _,
@@ -413,7 +464,7 @@ impl OAuth {
         back(&[("code", &code)])
     }
 
-    fn token(&self, form: &[(String, String)]) -> Reply {
+    fn token(&self, form: &[(String, String)], log: &Log) -> Reply {
         let Some(client_id) = get(form, "client_id") else {
             return Reply::error(401, "invalid_client", "client_id needed");
         };
@@ -452,7 +503,9 @@ impl OAuth {
                 {
                     return Reply::error(400, "invalid_grant", "PKCE verification failed");
                 }
-                Self::issue(&mut st, client_id)
+                let grant = st.next_grant;
+                st.next_grant += 1;
+                Self::issue(&mut st, client_id, grant)
             }
             Some("refresh_token") => {
                 let Some(token) = get(form, "refresh_token") else {
@@ -460,9 +513,32 @@ impl OAuth {
                 };
                 // Rotated: the old refresh token is spent.
                 match st.refresh.take(|r| r.token == token) {
-                    Some(r) if r.client_id == client_id => Self::issue(&mut st, client_id),
+                    Some(r) if r.client_id == client_id => {
+                        st.spent.push((r.token, r.grant));
+                        Self::issue(&mut st, client_id, r.grant)
+                    }
                     Some(_) => Reply::error(400, "invalid_grant", "token issued to another client"),
-                    None => Reply::error(400, "invalid_grant", "unknown or spent refresh token"),
+                    None => {
+                        let reused = st.spent.0.iter().find(|(t, _)| t == token).map(|s| s.1);
+                        match reused {
+                            Some(grant) if self.reuse_revokes => {
+                                // RFC 9700 4.14.2: a refresh token used twice
+                                // may be stolen; the whole grant goes.
+                                st.access.0.retain(|a| a.grant != grant);
+                                st.refresh.0.retain(|r| r.grant != grant);
+                                drop(st);
+                                log.event("grant_revoked", json!({ "grant": grant }));
+                                Reply::error(
+                                    400,
+                                    "invalid_grant",
+                                    "refresh token reused: the grant is revoked",
+                                )
+                            }
+                            _ => {
+                                Reply::error(400, "invalid_grant", "unknown or spent refresh token")
+                            }
+                        }
+                    }
                 }
             }
             Some(_) => Reply::error(400, "unsupported_grant_type", "unsupported grant_type"),
@@ -470,16 +546,19 @@ impl OAuth {
         }
     }
 
-    fn issue(st: &mut State, client_id: &str) -> Reply {
+    fn issue(st: &mut State, client_id: &str, grant: u64) -> Reply {
         let access = format!("at-{}", random_token());
         let refresh = format!("rt-{}", random_token());
         st.access.push(Access {
             token: access.clone(),
             uses: 0,
+            grant,
+            expired: false,
         });
         st.refresh.push(Refresh {
             token: refresh.clone(),
             client_id: client_id.to_owned(),
+            grant,
         });
         Reply::json(
             200,

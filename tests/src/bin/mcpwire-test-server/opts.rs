@@ -49,6 +49,14 @@ flags:
                          accepted for N requests (refresh needed)
   --oauth-resource-root  with --oauth: the protected resource is
                          http://127.0.0.1:PORT (a parent of the endpoint)
+  --oauth-reuse-revokes  with --oauth: a spent refresh token presented again
+                         revokes its whole grant (every access and refresh
+                         token of it; RFC 9700 4.14.2), logged as
+                         `grant_revoked`
+  --oauth-refresh-delay MS
+                         with --oauth: a refresh request is held MS ms before
+                         it is answered (logged `refresh_held`); if its client
+                         is gone by then it is not carried out
   --redirect-hops N      HTTP: MCP is served at /mcp/, and every request to /mcp
                          is redirected there (Starlette style) in N hops:
                          /mcp -> /mcp/hop/1 -> ... -> /mcp/hop/N-1 -> /mcp/
@@ -86,6 +94,8 @@ pub struct Options {
     pub oauth_scope: Option<String>,
     pub oauth_expire_after: Option<u64>,
     pub oauth_resource_root: bool,
+    pub oauth_reuse_revokes: bool,
+    pub oauth_refresh_delay_ms: Option<u64>,
     pub redirect_hops: u32,
     pub redirect_status: u16,
     pub redirect_loop: bool,
@@ -145,6 +155,8 @@ impl Options {
             oauth_scope: None,
             oauth_expire_after: None,
             oauth_resource_root: false,
+            oauth_reuse_revokes: false,
+            oauth_refresh_delay_ms: None,
             redirect_hops: 0,
             redirect_status: 0,
             redirect_loop: false,
@@ -224,6 +236,14 @@ impl Options {
                 "--oauth" => o.oauth = true,
                 "--oauth-scope" => o.oauth_scope = Some(value("--oauth-scope")?),
                 "--oauth-resource-root" => o.oauth_resource_root = true,
+                "--oauth-reuse-revokes" => o.oauth_reuse_revokes = true,
+                "--oauth-refresh-delay" => {
+                    let v = value("--oauth-refresh-delay")?;
+                    let n: u64 = v
+                        .parse()
+                        .map_err(|_| ParseError::Bad(format!("bad --oauth-refresh-delay {v:?}")))?;
+                    o.oauth_refresh_delay_ms = Some(n);
+                }
                 "--oauth-expire-after" => {
                     let v = value("--oauth-expire-after")?;
                     let n: u64 = v
@@ -283,10 +303,16 @@ impl Options {
             ));
         }
         if !o.oauth
-            && (o.oauth_scope.is_some() || o.oauth_expire_after.is_some() || o.oauth_resource_root)
+            && (o.oauth_scope.is_some()
+                || o.oauth_expire_after.is_some()
+                || o.oauth_resource_root
+                || o.oauth_reuse_revokes
+                || o.oauth_refresh_delay_ms.is_some())
         {
             return Err(ParseError::Bad(
-                "--oauth-scope, --oauth-expire-after and --oauth-resource-root need --oauth".into(),
+                "--oauth-scope, --oauth-expire-after, --oauth-resource-root, \
+                 --oauth-reuse-revokes and --oauth-refresh-delay need --oauth"
+                    .into(),
             ));
         }
         Ok(o)
