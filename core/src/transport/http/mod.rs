@@ -1148,10 +1148,15 @@ impl StreamableHttp {
         self.listener.saw_event = false;
     }
 
-    /// Fails, with `SessionExpired`, every request whose stream (open,
-    /// awaiting resumption, or expected elsewhere) belongs to the session
-    /// being given up. Requests whose POST is still unanswered stay: their
-    /// own answer (a 404 makes them be sent again) decides.
+    /// Fails, with `SessionExpired`, every request whose answer can no
+    /// longer come: awaiting resumption, or expected on another stream of
+    /// the session being given up. Requests whose own exchange is still
+    /// open stay: an unanswered POST's own answer decides (a 404 makes it
+    /// be sent again), and a stream the server opened before it dropped
+    /// the session may still carry the answer (a server that ends the
+    /// session, then answers the request that ended it); if it ends
+    /// without, the request fails then (it cannot be resumed in another
+    /// session).
     fn fail_session_streams(&mut self) {
         let doomed: Vec<u64> = self
             .pending
@@ -1161,7 +1166,7 @@ impl StreamableHttp {
                     .and_then(|ex| self.exchanges.get(&ex))
                     .is_some_and(|x| {
                         matches!(x.owner, Owner::Request(_))
-                            && matches!(x.body, Body::Head | Body::Json(_))
+                            && matches!(x.body, Body::Head | Body::Json(_) | Body::Sse)
                     })
             })
             .map(|(id, _)| *id)

@@ -1252,15 +1252,13 @@ fn session_expiry_fails_the_streams_of_the_old_session() {
     h.request(5, "e");
     let r5 = h.one();
     h.head(r5.exchange, 404, &[]);
+    // 2 cannot be resumed in another session: it fails. 1's stream is
+    // still open: the server may still answer on it (one that ends the
+    // session, then answers the call that ended it).
     assert_eq!(
         h.events(),
         [
             HttpEvent::Abort(r5.exchange),
-            HttpEvent::Abort(r1.exchange),
-            HttpEvent::Fail {
-                id: 1,
-                failure: RequestFailure::SessionExpired
-            },
             HttpEvent::Fail {
                 id: 2,
                 failure: RequestFailure::SessionExpired
@@ -1270,6 +1268,15 @@ fn session_expiry_fails_the_streams_of_the_old_session() {
         ]
     );
     assert_eq!(h.t.poll_timeout(), None);
+    h.body(
+        r1.exchange,
+        "id: x2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+    );
+    assert_eq!(
+        h.delivered.last().map(String::as_str),
+        Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+    );
+    h.end(r1.exchange);
     // 3 meets its own 404 later: sent again, no second SessionExpired.
     h.head(r3.exchange, 404, &[]);
     assert_eq!(h.events(), [HttpEvent::Abort(r3.exchange)]);
@@ -1277,6 +1284,25 @@ fn session_expiry_fails_the_streams_of_the_old_session() {
     let sent = h.initialize(6, Some("sess-2"));
     assert_eq!(sent[1].body, req(3, "c").as_bytes());
     assert_eq!(sent[2].body, req(5, "e").as_bytes());
+    // A stream of the old session that ends without its answer: the
+    // request fails then (no resumption across sessions).
+    let mut h = Harness::new();
+    h.handshake();
+    h.request(1, "a");
+    let r1 = h.one();
+    h.head(r1.exchange, 200, &[SSE]);
+    h.body(r1.exchange, "id: x\ndata:\n\n");
+    h.events();
+    expire_with(&mut h, 2);
+    h.events();
+    h.end(r1.exchange);
+    assert_eq!(
+        h.events(),
+        [HttpEvent::Fail {
+            id: 1,
+            failure: RequestFailure::SessionExpired
+        }]
+    );
     // A late 404 of the old session, once the new one is ready: sent at once.
     let mut h = Harness::new();
     h.handshake();
