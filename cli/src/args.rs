@@ -56,6 +56,10 @@ pub(crate) struct Cli {
     /// Without it such a redirect is an error.
     #[arg(long, global = true)]
     pub(crate) allow_cross_origin_redirect: bool,
+    /// Don't check a tool's structuredContent against its outputSchema
+    /// (checked by default; a mismatch exits 3 naming the JSON pointer).
+    #[arg(long, global = true)]
+    pub(crate) no_validate: bool,
     /// Extra HTTP header 'Name: value' (repeatable; HTTP only).
     #[arg(long = "header", global = true, value_name = "K: V")]
     pub(crate) headers: Vec<String>,

@@ -539,7 +539,8 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
 pub(crate) async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, Fail> {
     let mut options = ConnectOptions::new()
         .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
-        .allow_cross_origin_redirects(cli.allow_cross_origin_redirect);
+        .allow_cross_origin_redirects(cli.allow_cross_origin_redirect)
+        .validate_output(!cli.no_validate);
     // A server of the handshake era is probed once per user, not at every
     // command.
     if let Some(cache) = EraCache::user() {

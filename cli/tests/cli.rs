@@ -669,3 +669,34 @@ fn traceparent_from_the_environment_reaches_the_server() {
     assert!(calls[1]["message"]["params"]["_meta"]["traceparent"].is_null());
     let _ = std::fs::remove_file(&log);
 }
+
+/// `mcpwire call` checks structuredContent against the tool's
+/// outputSchema without a listing of its own (the client lists the tools
+/// when it needs the schema): a mismatch exits 3 naming the JSON pointer;
+/// `--no-validate` prints the result as the server sent it.
+#[test]
+fn call_checks_structured_output_and_no_validate_turns_it_off() {
+    let ts = test_server();
+    let o = run(&[
+        "call",
+        "add",
+        "--args",
+        r#"{"a":1,"b":2,"broken":"type"}"#,
+        "--",
+        &ts,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at /sum"), "{}", stderr(&o));
+    let o = run(&[
+        "--no-validate",
+        "call",
+        "add",
+        "--args",
+        r#"{"a":1,"b":2,"broken":"type"}"#,
+        "--",
+        &ts,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["call", "add", "a=1", "b=2", "--", &ts]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -93,4 +93,5 @@ pub mod __private {
     pub use serde::de::DeserializeOwned;
     pub use serde::Serialize;
     pub use serde_json::Value;
+    pub use tracing;
 }

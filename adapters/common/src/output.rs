@@ -10,9 +10,11 @@
 //!                                     does not match ─► OutputProblem::Invalid { path, … }
 //! ```
 //!
-//! Tools the client has not listed are not checked. Validation is on by
-//! default with the `validate` feature (the adapters' default) and off for
-//! a client with `ConnectOptions::validate_output(false)`.
+//! A result with `structuredContent` of a tool the client has not listed
+//! yet makes the client list the tools (every page, once per connection)
+//! to learn its schema, then check it. Validation is on by default with the
+//! `validate` feature (the adapters' default) and off for a client with
+//! `ConnectOptions::validate_output(false)`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -66,6 +68,9 @@ enum Checker {
 pub struct OutputSchemas {
     enabled: bool,
     by_tool: Mutex<HashMap<String, Arc<Checker>>>,
+    /// A list was recorded, or asked for to learn a schema: never asked
+    /// for again on this connection just for that.
+    listed: std::sync::atomic::AtomicBool,
     /// The tool of each task started here lately (task id, tool; oldest
     /// first, at most [`MAX_TASKS`]): a task's result is checked as its
     /// tool's.
@@ -95,8 +100,30 @@ impl OutputSchemas {
         OutputSchemas {
             enabled: enabled && cfg!(feature = "validate"),
             by_tool: Mutex::new(HashMap::new()),
+            listed: std::sync::atomic::AtomicBool::new(false),
             tasks: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// Whether `result` of tool `name` should be checked against a schema
+    /// the client does not know yet: it carries `structuredContent`, the
+    /// tool is unknown, and the tools were never listed on this connection.
+    /// True once: the caller then lists the tools (and checks).
+    pub fn wants_list_for(&self, name: &str, result: &CallToolResult) -> bool {
+        use std::sync::atomic::Ordering;
+        if !self.enabled
+            || result.is_error()
+            || result.structured_content.is_none()
+            || self.listed.load(Ordering::SeqCst)
+        {
+            return false;
+        }
+        let known = self
+            .by_tool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(name);
+        !known && !self.listed.swap(true, Ordering::SeqCst)
     }
 
     /// Task `task_id` runs tool `tool` (started detached).
@@ -133,6 +160,7 @@ impl OutputSchemas {
         if !self.enabled {
             return Vec::new();
         }
+        self.listed.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut notes = Vec::new();
         let compiled: HashMap<String, Arc<Checker>> = tools
             .iter()

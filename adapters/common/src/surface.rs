@@ -105,6 +105,17 @@ impl PageTtl {
     }
 }
 
+/// Whether a `tools/call` result should be checked against a schema not
+/// known yet: list the tools first (once per connection).
+#[doc(hidden)]
+pub fn wants_list_for(
+    access: &impl SessionAccess,
+    tool: &str,
+    result: &mcpwire::mcp::types::CallToolResult,
+) -> bool {
+    access.info().output.wants_list_for(tool, result)
+}
+
 /// A `tools/call` result checked against its tool's output schema.
 #[doc(hidden)]
 pub fn check_output(
@@ -343,9 +354,12 @@ macro_rules! client_surface {
 
         /// `tools/call` with options (timeout, progress, cancellation).
         ///
-        /// A tool listed with an `outputSchema` must return matching
+        /// A tool with an `outputSchema` must return matching
         /// `structuredContent` (unless its result is an error):
         /// otherwise [`Error::StructuredOutput`]($crate::Error::StructuredOutput).
+        /// A result with `structuredContent` of a tool not listed yet has
+        /// the client list the tools (once per connection) to learn the
+        /// schema.
         pub $($async)* fn call_tool_with(
             &self,
             name: &str,
@@ -353,6 +367,15 @@ macro_rules! client_surface {
             options: $crate::CallOptions,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
             let result = self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*?;
+            if $crate::surface::wants_list_for(&**self.shared(), name, &result) {
+                // A list that fails leaves the result unchecked (it was
+                // only asked for to check it).
+                if let Err(e) = self.list_tools()$($await)* {
+                    $crate::__private::tracing::debug!(
+                        "tools/list for the output schema of `{name}` failed: {e}"
+                    );
+                }
+            }
             $crate::surface::check_output(&**self.shared(), name, &result)?;
             Ok(result)
         }

@@ -324,11 +324,36 @@ pub async fn stdio_connect_list_call_close<A: Adapter>(era: Era) {
 }
 
 pub async fn stdio_structured_output_is_checked_against_the_output_schema<A: Adapter>(era: Era) {
-    let client = A::connect(stdio_in(era, &[])).await.unwrap();
+    let log = temp_log("output");
+    let client = A::connect(stdio_in(era, &["--log-file", log.to_str().unwrap()]))
+        .await
+        .unwrap();
     let broken = |how: &str| json!({"a": 2, "b": 3, "broken": how});
-    // Not listed yet: nothing to check against.
-    let r = client.call_tool("add", broken("type")).await.unwrap();
-    assert_eq!(r.structured_content, Some(json!({"sum": "5"})));
+    let lists = || {
+        log_lines(&log)
+            .iter()
+            .filter(|v| {
+                v["message"]["method"] == "tools/list" && v["message"]["params"]["cursor"].is_null()
+            })
+            .count()
+    };
+    // Not listed yet: the structuredContent makes the client list the
+    // tools (every page) to learn the schema, once per connection.
+    match client.call_tool("add", broken("type")).await {
+        Err(Error::StructuredOutput {
+            problem: OutputProblem::Invalid { path, .. },
+            ..
+        }) => assert_eq!(path, "/sum"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lists(), 1);
+    // An unknown tool's result after that: not listed again.
+    let r = client
+        .call_tool("echo", json!({"message": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: x");
+    assert_eq!(lists(), 1);
     let tools = client.list_tools().await.unwrap();
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
