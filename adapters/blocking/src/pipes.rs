@@ -23,7 +23,7 @@ const MAX_READS: usize = 16;
 /// Starts the process of a stdio server with piped stdin, stdout and
 /// stderr.
 pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-    mcpwire_adapter::process::command(server).spawn()
+    mcpwire_adapter::process::command(server)?.spawn()
 }
 
 fn nonblocking(file: &File) -> io::Result<()> {

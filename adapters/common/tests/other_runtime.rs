@@ -43,7 +43,7 @@ impl Runtime for Threads {
     }
 
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-        let mut child = mcpwire_adapter::process::command(server).spawn()?;
+        let mut child = mcpwire_adapter::process::command(server)?.spawn()?;
         let stdin = Async::new(child.stdin.take().expect("piped"))?;
         let stdout = Async::new(child.stdout.take().expect("piped"))?;
         let stderr = Async::new(child.stderr.take().expect("piped"))?;
