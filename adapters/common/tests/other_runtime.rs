@@ -2,7 +2,9 @@
 //! thread-per-task executor over the `async-io` reactor (neither tokio nor
 //! smol: every spawned task gets a std thread running
 //! `futures_lite::future::block_on`), and the whole client working on it
-//! against a real server process and a real loopback HTTP server.
+//! against a real server process and a real loopback HTTP server. Unix
+//! only: `async-io` watches pipes there, and only sockets on Windows.
+#![cfg(unix)]
 
 use std::future::Future;
 use std::io;
