@@ -8,7 +8,10 @@
 //!                    an exchange carrying its answer?  → run it here (ureq)
 //!                    nobody leads the pipes?           → lead: poll(2) stdout,
 //!                                                        stderr (and stdin) unlocked,
-//!                                                        read under the lock
+//!                                                        read under the lock (or,
+//!                                                        without poll(2), wait for
+//!                                                        the pipes' threads and take
+//!                                                        what they read: pipes/)
 //!                    else                              → park until woken
 //!  leader leaving: the next waiting call leads (it is unparked)
 //!  background:     leads the pipes when no call has for a while (server
@@ -510,7 +513,7 @@ impl Shared {
             let pipes = state.pipes.as_mut().expect("checked");
             pipes.polling = true;
             pipes.polled_deadline = wake_at;
-            pipes.polled_stdin = pipes.backlog() > 0;
+            pipes.polled_stdin = pipes.watches_stdin();
             drop(state);
             let ready = set.poll(wake_at);
             drop(set);

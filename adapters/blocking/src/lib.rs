@@ -6,7 +6,9 @@
 //! connection and its callers (the same session as the async adapters'),
 //! and this crate performs it with `std::process`, `poll(2)`, threads and
 //! [ureq](https://docs.rs/ureq) (HTTP, TLS with rustls). No tokio, no
-//! async-io, no executor.
+//! async-io, no executor. Where `poll(2)` does not exist (Windows), a
+//! thread per pipe reads stdout and stderr and writes stdin, and the
+//! caller that waits takes what they read.
 //!
 //! ```no_run
 //! use mcpwire_blocking::{CallOptions, Client, ServerConfig};
@@ -28,7 +30,8 @@
 //!
 //! - No thread owns the connection: the thread that waits for an answer
 //!   reads it (stdio: it polls the server's stdout itself when no other
-//!   caller does; HTTP: it performs the exchange that brings its answer),
+//!   caller does, or on Windows takes what the pipe's reader thread
+//!   read; HTTP: it performs the exchange that brings its answer),
 //!   so a call costs what a raw request/response loop costs, plus the
 //!   protocol. A background thread reads when nobody waits (notifications,
 //!   server requests), keeps the timers and finishes the close.
@@ -45,9 +48,6 @@
 //!   the server process is reaped, never left a zombie.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
-
-#[cfg(not(unix))]
-compile_error!("mcpwire-blocking's stdio executor polls pipes with poll(2): Unix only for now");
 
 mod call;
 mod client;

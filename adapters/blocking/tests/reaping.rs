@@ -1,6 +1,7 @@
 //! No server process is left a zombie: after `close`, after dropping the
 //! last client, after a crash. (A test binary of its own, so that no other
-//! test's children are around.)
+//! test's children are around.) Linux only: it reads `/proc`.
+#![cfg(target_os = "linux")]
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,6 @@ use mcpwire_blocking::{Client, ServerConfig};
 use serde_json::json;
 
 /// The children of this process, with their states (Linux `/proc`).
-#[cfg(target_os = "linux")]
 fn children() -> Vec<(u32, char)> {
     let mut out = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
@@ -29,7 +29,6 @@ fn children() -> Vec<(u32, char)> {
     out
 }
 
-#[cfg(target_os = "linux")]
 #[test]
 fn server_processes_are_reaped() {
     let bin = mcpwire_tests::test_server_binary();

@@ -47,6 +47,46 @@ fn stdio_and_http_8_threads_call_one_client_directly() {
     }
 }
 
+// ----- the wait on the pipes -------------------------------------------------
+
+/// `MCPWIRE_BLOCKING_PIPES=threads` (how `scripts/test` runs this suite a
+/// second time) swaps `poll(2)` for a thread per pipe, the wait Windows
+/// has: this run uses the one it asked for. (The threads' names, from
+/// Linux's `/proc`.)
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pipes_are_waited_on_as_asked() {
+    let threads = || -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+            .map(|name| name.trim().to_owned())
+            .collect()
+    };
+    let client = Client::connect(stdio(&[])).unwrap();
+    client.ping().unwrap();
+    let names = threads();
+    let per_pipe = ["mcpwire-stdout", "mcpwire-stderr", "mcpwire-stdin"];
+    let asked = std::env::var("MCPWIRE_BLOCKING_PIPES").is_ok_and(|v| v == "threads");
+    for name in per_pipe {
+        assert_eq!(
+            names.iter().any(|n| n == name),
+            asked,
+            "{name} in {names:?}"
+        );
+    }
+    client.close().unwrap();
+    if asked {
+        // They end with their pipes.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while threads().iter().any(|n| per_pipe.contains(&n.as_str())) {
+            assert!(Instant::now() < deadline, "left: {:?}", threads());
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 // ----- call ------------------------------------------------------------------
 
 #[test]

@@ -42,6 +42,7 @@ pub mod handlers;
 pub mod http;
 #[cfg(feature = "keychain")]
 pub mod keychain;
+pub mod launch;
 mod notifications;
 pub mod options;
 pub mod output;

@@ -19,10 +19,23 @@ use mcpwire::ServerConfig;
 /// wrapper (`npx`, `uvx`, `sh -c`, `docker run`) starts is stopped with
 /// it: see [`Group`]. (It also means a terminal's Ctrl-C reaches the
 /// client, not the server: the client stops the server.)
-pub fn command(server: &ServerConfig) -> Command {
-    let mut cmd = Command::new(server.command.as_deref().unwrap_or_default());
-    cmd.args(&server.args)
-        .envs(&server.env)
+///
+/// On Windows the command is found and started by the rules of
+/// [`crate::launch`]: through `PATH` × `PATHEXT`, a `.cmd` or `.bat`
+/// (`npx`) through `cmd.exe` with its arguments quoted for it. An
+/// argument cmd.exe cannot pass on (a line break) is an `InvalidInput`
+/// error here.
+pub fn command(server: &ServerConfig) -> std::io::Result<Command> {
+    let program = server.command.as_deref().unwrap_or_default();
+    #[cfg(windows)]
+    let mut cmd = windows_command(server, program)?;
+    #[cfg(not(windows))]
+    let mut cmd = {
+        let mut cmd = Command::new(program);
+        cmd.args(&server.args);
+        cmd
+    };
+    cmd.envs(&server.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -31,7 +44,50 @@ pub fn command(server: &ServerConfig) -> Command {
     }
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    cmd
+    Ok(cmd)
+}
+
+/// `program` and the server's arguments as [`crate::launch::plan`] says
+/// to start them, in the environment this child will have.
+#[cfg(windows)]
+fn windows_command(server: &ServerConfig, program: &str) -> std::io::Result<Command> {
+    use crate::launch::{child_var, plan, Env, Launch};
+    use std::os::windows::process::CommandExt;
+
+    let ours = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    let path = child_var(&server.env, "PATH", ours);
+    let pathext = child_var(&server.env, "PATHEXT", ours);
+    let system_root = ours("SystemRoot");
+    let comspec = ours("ComSpec");
+    let mut dir = std::env::current_dir()?;
+    if let Some(cwd) = &server.cwd {
+        dir = dir.join(cwd);
+    }
+    let dir = dir.to_string_lossy();
+    let is_file = |p: &str| std::path::Path::new(p).is_file();
+    let env = Env {
+        path: path.as_deref(),
+        pathext: pathext.as_deref(),
+        dir: &dir,
+        system_root: system_root.as_deref(),
+        comspec: comspec.as_deref(),
+        is_file: &is_file,
+    };
+    Ok(match plan(program, &server.args, &env)? {
+        Launch::Program { program, args } => {
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+        Launch::Batch {
+            program,
+            command_line,
+        } => {
+            let mut cmd = Command::new(program);
+            cmd.raw_arg(command_line);
+            cmd
+        }
+    })
 }
 
 /// A way to ask how much of what was written to a child's stdin it has

@@ -2,7 +2,9 @@
 //! thread-per-task executor over the `async-io` reactor (neither tokio nor
 //! smol: every spawned task gets a std thread running
 //! `futures_lite::future::block_on`), and the whole client working on it
-//! against a real server process and a real loopback HTTP server.
+//! against a real server process and a real loopback HTTP server. Unix
+//! only: `async-io` watches pipes there, and only sockets on Windows.
+#![cfg(unix)]
 
 use std::future::Future;
 use std::io;
@@ -43,7 +45,7 @@ impl Runtime for Threads {
     }
 
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-        let mut child = mcpwire_adapter::process::command(server).spawn()?;
+        let mut child = mcpwire_adapter::process::command(server)?.spawn()?;
         let stdin = Async::new(child.stdin.take().expect("piped"))?;
         let stdout = Async::new(child.stdout.take().expect("piped"))?;
         let stderr = Async::new(child.stderr.take().expect("piped"))?;

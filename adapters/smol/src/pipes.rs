@@ -66,7 +66,7 @@ where
 
 /// Starts the process of a stdio server with piped stdio.
 pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-    let mut child = mcpwire_adapter::process::command(server).spawn()?;
+    let mut child = mcpwire_adapter::process::command(server)?.spawn()?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {

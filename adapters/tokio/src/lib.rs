@@ -102,7 +102,7 @@ impl Runtime for Tokio {
     }
 
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-        let mut cmd = tokio::process::Command::from(mcpwire_adapter::process::command(server));
+        let mut cmd = tokio::process::Command::from(mcpwire_adapter::process::command(server)?);
         let mut child = cmd.kill_on_drop(true).spawn()?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

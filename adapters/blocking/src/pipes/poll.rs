@@ -1,41 +1,24 @@
-//! A stdio server's process for the blocking executor: its pipes made
-//! non-blocking so that whichever thread leads can `poll(2)` them and read
-//! what is there (the caller that waits, most of the time), a wake-up
-//! socket to interrupt that poll, and a thread that waits for the exit.
+//! The child's pipes on Unix: made non-blocking, so that whichever thread
+//! leads can `poll(2)` them and read what is there (the caller that waits,
+//! most of the time), with a wake-up socket to interrupt that poll.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcpwire::config::ServerConfig;
-use mcpwire::transport::stdio::{ExitStatus, Signal};
-use mcpwire_adapter::process::Group;
 use rustix::event::{PollFd, PollFlags, Timespec};
 
-/// Reads of one pipe per service round (a flood must not keep a leader
-/// from its own outcome).
-const MAX_READS: usize = 16;
-
-/// Starts the process of a stdio server with piped stdin, stdout and
-/// stderr.
-pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
-    mcpwire_adapter::process::command(server).spawn()
-}
+use super::{PipeEvent, Ready, MAX_READS};
 
 fn nonblocking(file: &File) -> io::Result<()> {
     rustix::io::ioctl_fionbio(file, true).map_err(io::Error::from)
 }
 
-/// The child's pipes and what is waiting to be written.
-pub(crate) struct Pipes {
-    pid: u32,
-    reaped: Arc<AtomicBool>,
-    /// The child's process group (killed if dropped before found empty).
-    group: Group,
+/// The pipes and what is waiting to be written.
+pub(super) struct PollIo {
     stdin: Option<Arc<File>>,
     /// Bytes for stdin not written yet (from `written` on).
     backlog: Vec<u8>,
@@ -45,11 +28,6 @@ pub(crate) struct Pipes {
     stderr: Option<Arc<File>>,
     wake_rx: Arc<UnixStream>,
     wake_tx: Arc<UnixStream>,
-    /// A leader is inside `poll` (interrupt it to change what it waits for).
-    pub(crate) polling: bool,
-    /// What that poll waits for: its deadline, and whether stdin is in it.
-    pub(crate) polled_deadline: Option<Instant>,
-    pub(crate) polled_stdin: bool,
 }
 
 /// What a leader polls, taken out of the lock.
@@ -60,31 +38,9 @@ pub(crate) struct PollSet {
     wake: Arc<UnixStream>,
 }
 
-/// What a poll found ready.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Ready {
-    pub(crate) stdin: bool,
-    pub(crate) stdout: bool,
-    pub(crate) stderr: bool,
-    pub(crate) wake: bool,
-}
-
-/// What one service round read.
-pub(crate) enum PipeEvent<'a> {
-    Stdout(&'a [u8]),
-    StdoutEof,
-    Stderr(&'a [u8]),
-    StderrEof,
-    WriteFailed(String),
-}
-
-impl Pipes {
-    /// Takes `child`'s pipes; the exit is waited for on a thread of its
-    /// own, which calls `exited` (once).
-    pub(crate) fn start(
-        mut child: Child,
-        exited: impl FnOnce(ExitStatus) + Send + 'static,
-    ) -> io::Result<Pipes> {
+impl PollIo {
+    /// Takes `child`'s pipes.
+    pub(super) fn start(child: &mut Child) -> io::Result<PollIo> {
         let to_file = |fd: std::os::fd::OwnedFd| -> io::Result<Arc<File>> {
             let f = File::from(fd);
             nonblocking(&f)?;
@@ -96,27 +52,7 @@ impl Pipes {
         let (rx, tx) = UnixStream::pair()?;
         rx.set_nonblocking(true)?;
         tx.set_nonblocking(true)?;
-        let pid = child.id();
-        let reaped = Arc::new(AtomicBool::new(false));
-        let flag = reaped.clone();
-        let waiter = move || {
-            let status = match child.wait() {
-                Ok(s) => mcpwire_adapter::process::exit_status(s),
-                Err(_) => ExitStatus {
-                    code: None,
-                    signal: None,
-                },
-            };
-            flag.store(true, Ordering::SeqCst);
-            exited(status);
-        };
-        std::thread::Builder::new()
-            .name("mcpwire-wait".into())
-            .spawn(waiter)?;
-        Ok(Pipes {
-            pid,
-            reaped,
-            group: Group::new(mcpwire_adapter::process::group_of(Some(pid))),
+        Ok(PollIo {
             stdin,
             backlog: Vec::new(),
             written: 0,
@@ -125,32 +61,10 @@ impl Pipes {
             stderr,
             wake_rx: Arc::new(rx),
             wake_tx: Arc::new(tx),
-            polling: false,
-            polled_deadline: None,
-            polled_stdin: false,
         })
     }
 
-    /// Sends `sig` to the child's group, or to the child unless it was
-    /// reaped (its pid may be reused by then). Returns `false` when the
-    /// group turned out empty.
-    pub(crate) fn signal(&mut self, sig: Signal) -> bool {
-        if self.group.is_known() {
-            return self.group.signal(sig);
-        }
-        if !self.reaped.load(Ordering::SeqCst) {
-            mcpwire_adapter::process::signal(self.pid, sig);
-        }
-        true
-    }
-
-    /// Whether anything of the child's group is left.
-    pub(crate) fn check_group(&mut self) -> bool {
-        self.group.check()
-    }
-
-    /// Queues bytes for stdin and writes what the pipe takes now.
-    pub(crate) fn write(&mut self, bytes: &[u8]) -> Option<String> {
+    pub(super) fn write(&mut self, bytes: &[u8]) -> Option<String> {
         if self.stdin.is_none() || self.close_stdin {
             return None;
         }
@@ -167,8 +81,7 @@ impl Pipes {
         self.flush()
     }
 
-    /// Closes stdin once the backlog is written.
-    pub(crate) fn close_stdin(&mut self) {
+    pub(super) fn close_stdin(&mut self) {
         self.close_stdin = true;
         if self.backlog.is_empty() {
             self.stdin = None;
@@ -177,7 +90,7 @@ impl Pipes {
 
     /// Writes what the pipe takes of the backlog; the error of a write
     /// that failed (the pipe is then dropped).
-    pub(crate) fn flush(&mut self) -> Option<String> {
+    fn flush(&mut self) -> Option<String> {
         while self.written < self.backlog.len() {
             match self.write_now(&self.backlog[self.written..]) {
                 Ok(0) => break,
@@ -219,35 +132,31 @@ impl Pipes {
         e.to_string()
     }
 
-    /// Whether bytes wait for room in the pipe.
-    pub(crate) fn backlog(&self) -> usize {
+    pub(super) fn backlog(&self) -> usize {
         self.backlog.len() - self.written
     }
 
-    /// Whether anything is left to poll for (a pipe to read, or bytes to
-    /// write).
-    pub(crate) fn open(&self) -> bool {
+    pub(super) fn open(&self) -> bool {
         self.stdout.is_some() || self.stderr.is_some()
     }
 
-    /// What the child has not read of its stdin: the pipe's unread bytes
-    /// (`FIONREAD`) and the backlog not written yet. `None` once stdin is
-    /// closed or if the OS does not tell.
-    pub(crate) fn unread(&self) -> Option<usize> {
+    /// The pipe's unread bytes (`FIONREAD`) and the backlog.
+    pub(super) fn unread(&self) -> Option<usize> {
         let stdin = self.stdin.as_ref()?;
         let pipe = rustix::io::ioctl_fionread(&**stdin).ok()? as usize;
         Some(pipe + self.backlog())
     }
 
-    /// Wakes a leader inside `poll`.
-    pub(crate) fn interrupt(&self) {
-        if self.polling {
-            let _ = (&*self.wake_tx).write(&[1]);
-        }
+    pub(super) fn interrupt(&self) {
+        let _ = (&*self.wake_tx).write(&[1]);
     }
 
-    /// What to poll, to take out of the lock.
-    pub(crate) fn poll_set(&self) -> PollSet {
+    /// stdin is polled (for room) only while bytes wait for it.
+    pub(super) fn watches_stdin(&self) -> bool {
+        self.backlog() > 0
+    }
+
+    pub(super) fn poll_set(&self) -> PollSet {
         PollSet {
             stdin: self.stdin.clone().filter(|_| self.backlog() > 0),
             stdout: self.stdout.clone(),
@@ -256,10 +165,9 @@ impl Pipes {
         }
     }
 
-    /// Services what `ready` found: drains the wake-up socket, writes the
-    /// backlog, reads each pipe until it has nothing more, giving every
-    /// chunk and EOF to `on` (`buf` is the read buffer).
-    pub(crate) fn service(
+    /// Drains the wake-up socket, writes the backlog, reads each ready
+    /// pipe until it has nothing more.
+    pub(super) fn service(
         &mut self,
         ready: Ready,
         buf: &mut [u8],
