@@ -19,7 +19,10 @@
 //!   types, [`Notifications`] (async and blocking), OAuth hooks and
 //!   [`Error`];
 //! - [`http::HttpClient`]: the HTTP/1.1 exchange runner with its keep-alive
-//!   pool, over the runtime's streams.
+//!   pool, over the runtime's streams, through proxies (`CONNECT` tunnels,
+//!   absolute-form requests);
+//! - [`net::Network`]: the proxy each URL takes and the TLS it is verified
+//!   with ([`tls`]), one definition for every adapter.
 //!
 //! ## Bringing another executor
 //!
@@ -42,6 +45,7 @@ pub mod handlers;
 pub mod http;
 #[cfg(feature = "keychain")]
 pub mod keychain;
+pub mod net;
 mod notifications;
 pub mod options;
 pub mod output;
@@ -52,7 +56,6 @@ pub mod setup;
 #[doc(hidden)]
 pub mod surface;
 mod sync;
-#[cfg(feature = "tls")]
 pub mod tls;
 pub mod wait;
 

@@ -136,8 +136,9 @@ impl Runtime for Smol {
     fn tls_handshake(
         tcp: Self::Tcp,
         host: &str,
-    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
-        net::tls_handshake(tcp, host.to_owned())
+        tls: &mcpwire_adapter::tls::ClientTls,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send {
+        net::tls_handshake(tcp, host.to_owned(), tls)
     }
 
     fn looks_alive(stream: &Self::Stream) -> bool {

@@ -219,6 +219,12 @@ impl ProxyUrl {
         self.user.as_deref()
     }
 
+    /// The password, if the URL has one (for an HTTP client that builds
+    /// `Proxy-Authorization` itself; never shown in messages).
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
     /// The `Proxy-Authorization` value (`Basic base64(user:password)`), if
     /// the URL has credentials.
     pub fn authorization(&self) -> Option<String> {
