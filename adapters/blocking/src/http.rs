@@ -305,10 +305,7 @@ impl Exchange {
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        let error = failure
-                            .tls
-                            .explain(&failure.host, &e)
-                            .unwrap_or_else(|| e.to_string());
+                        let error = failure.tls_reason(&e).unwrap_or_else(|| e.to_string());
                         report(HttpEvent::Failed(error));
                         return None;
                     }
@@ -408,7 +405,7 @@ impl Failure {
     /// proxy's refusal (named, without its password), or ureq's own text
     /// (e.g. `Connection refused (os error 111)`).
     fn describe(&self, e: ureq::Error) -> String {
-        if let Some(why) = self.tls.explain(&self.host, &e) {
+        if let Some(why) = self.tls_reason(&e) {
             return why;
         }
         let text = match e {
@@ -429,6 +426,30 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// TLS's reason, wherever ureq wrapped it: a `ureq::Error` (which
+    /// reports no `source`), an `io::Error` around one, or the rustls
+    /// error itself.
+    fn tls_reason(&self, e: &(dyn std::error::Error + 'static)) -> Option<String> {
+        if let Some(ureq) = e.downcast_ref::<ureq::Error>() {
+            return match ureq {
+                ureq::Error::Io(io) => self.tls_reason(io),
+                #[cfg(feature = "tls")]
+                ureq::Error::Rustls(tls) => self.tls.explain(&self.host, tls),
+                _ => None,
+            };
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref() {
+                if inner.is::<ureq::Error>() {
+                    return self.tls_reason(inner);
+                }
+            }
+        }
+        self.tls.explain(&self.host, e)
+    }
+}
+
 /// Our error for ureq's `CONNECT` refusal (its text is `proxy server
 /// responded 407/Proxy Authentication Required`, or `proxy server did not
 /// respond`).
@@ -443,11 +464,17 @@ fn proxy_failure(proxy: &ProxyUrl, target: &str, reason: &str) -> ProxyError {
             sent_credentials: proxy.authorization().is_some(),
             challenge: None,
         },
+        // ureq gives the status twice (`403/403`): the reason phrase is the
+        // standard one.
         Some(status) => ProxyError::TunnelRefused {
             proxy: proxy.to_string(),
             target: target.to_owned(),
             status,
-            reason: reason.split_once('/').map_or("", |(_, r)| r).to_owned(),
+            reason: http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or_default()
+                .to_owned(),
         },
         None => ProxyError::Closed {
             proxy: proxy.to_string(),

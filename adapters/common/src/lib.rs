@@ -78,8 +78,9 @@ pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
 pub type ConnectOptions = options::ConnectOptions<Async>;
 pub use runtime::Runtime;
 
-pub use mcpwire::config::ServerConfig;
+pub use mcpwire::config::{ServerConfig, TlsSettings};
 pub use mcpwire::connection::EraFinding;
+pub use mcpwire::exchange::proxy::ProxyEnv;
 pub use mcpwire::mcp::ext::{self, ToolUi};
 pub use mcpwire::mcp::methods;
 pub use mcpwire::mcp::trace::{TraceContext, TraceError};

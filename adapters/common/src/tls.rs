@@ -504,7 +504,11 @@ mod imp {
                     if presented.is_empty() {
                         "no name at all".to_owned()
                     } else {
-                        presented.join(", ")
+                        presented
+                            .iter()
+                            .map(|n| plain_name(n))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 ),
                 CertificateError::Expired => format!("{cert} has expired"),
@@ -547,6 +551,20 @@ mod imp {
             }
             _ => return None,
         })
+    }
+
+    /// A name as rustls presents it (`DnsName("a.example")`,
+    /// `IpAddress(10.0.0.1)`), as a person writes it.
+    fn plain_name(presented: &str) -> &str {
+        presented
+            .strip_prefix("DnsName(\"")
+            .and_then(|n| n.strip_suffix("\")"))
+            .or_else(|| {
+                presented
+                    .strip_prefix("IpAddress(")
+                    .and_then(|n| n.strip_suffix(')'))
+            })
+            .unwrap_or(presented)
     }
 
     /// `YYYY-MM-DD` (UTC) of a UNIX time.

@@ -66,6 +66,7 @@ pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     StoreLock, TokenSource, TokenStore,
 };
+pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::Stream;
 
 /// An MCP client on smol (see [`mcpwire_adapter::Client`] for its

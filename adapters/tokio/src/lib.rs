@@ -67,6 +67,7 @@ pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     StoreLock, TokenSource, TokenStore,
 };
+pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::{Io, Stream};
 
 /// An MCP client on tokio (see [`mcpwire_adapter::Client`] for its

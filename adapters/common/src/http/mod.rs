@@ -64,6 +64,10 @@ use pool::{Conn, Key, Pool};
 /// hence the largest [`HttpInput::Body`].
 const READ_BUFFER: usize = 64 * 1024;
 
+/// How long a new TLS connection whose first write failed is read for the
+/// alert that says why.
+const ALERT_WAIT: Duration = Duration::from_millis(200);
+
 /// Bodies up to this size are written together with the head, in one
 /// write; larger ones follow it in a second.
 const INLINE_BODY: usize = 64 * 1024;
@@ -557,7 +561,22 @@ impl<R: Runtime> Exchange<R> {
         reused: bool,
     ) -> Result<(), AttemptError> {
         if let Err(e) = wire.write_to(&mut conn.stream).await {
-            return Err(AttemptError::Stale(format!("write: {}", io_message(&e))));
+            let mut why = format!("write: {}", io_message(&e));
+            if !reused && self.url.scheme() == Scheme::Https {
+                // A server that ended a TLS 1.3 handshake it did not like
+                // (no client certificate, say) may have said why in an
+                // alert still waiting to be read.
+                let read =
+                    crate::runtime::timeout::<R, _>(ALERT_WAIT, conn.stream.read(&mut conn.buf))
+                        .await;
+                if let Some(Err(e)) = read {
+                    let tls = self.client.network.tls();
+                    if let Some(explained) = tls.explain(self.url.host_unbracketed(), &e) {
+                        why = explained;
+                    }
+                }
+            }
+            return Err(AttemptError::Stale(why));
         }
         let mut decoder = ResponseDecoder::new(self.method.as_str(), Http1Limits::default());
         let mut received = false;
