@@ -60,6 +60,30 @@ pub(crate) struct Cli {
     /// (checked by default; a mismatch exits 3 naming the JSON pointer).
     #[arg(long, global = true)]
     pub(crate) no_validate: bool,
+    /// HTTP proxy for this server and its OAuth exchanges:
+    /// http://[USER:PASSWORD@]HOST[:PORT] (https through a CONNECT tunnel).
+    /// Without it: the entry's `proxy`, else HTTPS_PROXY, HTTP_PROXY,
+    /// ALL_PROXY and NO_PROXY (lower case too).
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "no_proxy")]
+    pub(crate) proxy: Option<String>,
+    /// Connect directly, whatever the entry and the *_PROXY variables say.
+    #[arg(long, global = true)]
+    pub(crate) no_proxy: bool,
+    /// Trust the CA certificates of this PEM file too (a private or
+    /// corporate CA), besides the system's store (or SSL_CERT_FILE /
+    /// SSL_CERT_DIR).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) cacert: Option<String>,
+    /// Client certificate (PEM chain) for servers that demand one; needs --key.
+    #[arg(long, global = true, value_name = "FILE", requires = "key")]
+    pub(crate) cert: Option<String>,
+    /// The private key of --cert (PEM: PKCS#8, RSA or EC).
+    #[arg(long, global = true, value_name = "FILE", requires = "cert")]
+    pub(crate) key: Option<String>,
+    /// Do not verify the server's TLS certificate (a warning on every
+    /// connect). Only for a test server you cannot get a CA for.
+    #[arg(long, global = true)]
+    pub(crate) insecure: bool,
     /// Extra HTTP header 'Name: value' (repeatable; HTTP only).
     #[arg(long = "header", global = true, value_name = "K: V")]
     pub(crate) headers: Vec<String>,
@@ -255,7 +279,7 @@ impl From<Error> for Fail {
         let code = match &e {
             Error::Request(RequestError::Timeout { .. }) => 4,
             Error::Request(RequestError::Cancelled { .. }) => 130,
-            Error::Config(_) => 2,
+            Error::Config(_) | Error::Network(_) => 2,
             _ => 3,
         };
         Fail {

@@ -80,6 +80,7 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
     if !cli.headers.is_empty() && config.command.is_some() {
         return Err(Fail::usage("--header is for HTTP servers"));
     }
+    network_flags(cli, &mut config)?;
     if !cli.envs.is_empty() && config.url.is_some() {
         return Err(Fail::usage("--env is for stdio servers"));
     }
@@ -102,6 +103,37 @@ impl Target {
             "unknown tool `{tool}`: the entry of {whose} does not expose it"
         )))
     }
+}
+
+/// `--proxy`, `--no-proxy`, `--cacert`, `--cert`/`--key` and `--insecure`
+/// over the entry's `proxy` and `tls` (checked before anything starts).
+fn network_flags(cli: &Cli, config: &mut ServerConfig) -> Result<(), Fail> {
+    let any_tls = cli.cacert.is_some() || cli.cert.is_some() || cli.insecure;
+    if config.command.is_some() && (cli.proxy.is_some() || cli.no_proxy || any_tls) {
+        return Err(Fail::usage(
+            "--proxy, --no-proxy, --cacert, --cert, --key and --insecure are for HTTP servers",
+        ));
+    }
+    if let Some(url) = &cli.proxy {
+        mcpwire::exchange::proxy::ProxyUrl::parse(url, "--proxy")
+            .map_err(|e| Fail::usage(e.to_string()))?;
+        config.proxy = Some(url.clone());
+    }
+    if cli.no_proxy {
+        config.proxy = Some(String::new());
+    }
+    if any_tls {
+        let tls = config.tls.get_or_insert_with(Default::default);
+        if let Some(ca) = &cli.cacert {
+            tls.ca = Some(ca.clone());
+        }
+        if let (Some(cert), Some(key)) = (&cli.cert, &cli.key) {
+            tls.cert = Some(cert.clone());
+            tls.key = Some(key.clone());
+        }
+        tls.insecure |= cli.insecure;
+    }
+    Ok(())
 }
 
 /// A `--header 'Name: value'`, checked before anything is started: the

@@ -4,7 +4,9 @@
 //! { "mcpServers": {
 //!     "files": { "command": "npx", "args": ["-y", "@scope/server"], "env": {"K": "V"} },
 //!     "remote": { "type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer …"} },
-//!     "old": { "type": "sse", "url": "https://example.com/sse", "timeout": 60000, "enabled": false } } }
+//!     "old": { "type": "sse", "url": "https://example.com/sse", "timeout": 60000, "enabled": false },
+//!     "corp": { "url": "https://mcp.corp.example/mcp", "proxy": "http://user:pass@gw.corp:3128",
+//!               "tls": { "ca": "/etc/corp/ca.pem", "cert": "me.pem", "key": "me.key" } } } }
 //! ```
 //!
 //! [`ServerConfig::transport`] validates one entry and says which transport
@@ -58,6 +60,70 @@ pub struct ServerConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub protocol_era: Option<String>,
+    /// The HTTP proxy for this server's exchanges (http, sse), OAuth's
+    /// included: `http://[user:password@]host[:port]`, or `""` for none.
+    /// Absent: the `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` / `NO_PROXY`
+    /// environment variables decide (`NO_PROXY` applies to this one too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// How `https` connections are verified and which client certificate
+    /// they present (http, sse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSettings>,
+}
+
+/// The `tls` object of a server entry: files are PEM, paths absolute or
+/// relative to the working directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsSettings {
+    /// CA certificates to trust besides the system's (one file, any
+    /// number of certificates): a private or corporate CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// The client certificate (chain) to present when the server asks
+    /// for one (mutual TLS); needs `key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    /// The client certificate's private key: PKCS#8, RSA (PKCS#1) or EC
+    /// (SEC1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `true` turns certificate verification off (a warning on every
+    /// connect). Only for a test server you cannot give a CA for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+}
+
+impl TlsSettings {
+    /// No extra CA, no client certificate, verification on.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trusts the CA certificates of PEM file `path` besides the system's.
+    pub fn ca(mut self, path: impl Into<String>) -> Self {
+        self.ca = Some(path.into());
+        self
+    }
+
+    /// Presents the certificate of PEM file `cert` with the key of PEM
+    /// file `key` when the server asks for one.
+    pub fn client_cert(mut self, cert: impl Into<String>, key: impl Into<String>) -> Self {
+        self.cert = Some(cert.into());
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Turns certificate verification off (`true`) or on.
+    pub fn insecure(mut self, insecure: bool) -> Self {
+        self.insecure = insecure;
+        self
+    }
+
+    /// Whether nothing is set (the defaults).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// What a valid [`ServerConfig`] connects over.
@@ -180,6 +246,20 @@ impl ServerConfig {
         self
     }
 
+    /// Sends this server's exchanges through proxy `url`
+    /// (`http://[user:password@]host[:port]`), or through none with `""`.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// Sets how `https` connections are verified and the client
+    /// certificate they present.
+    pub fn tls(mut self, tls: TlsSettings) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// The default request timeout, if configured.
     pub fn request_timeout(&self) -> Option<Duration> {
         self.timeout.map(Duration::from_millis)
@@ -289,5 +369,30 @@ mod tests {
         assert_eq!(built.command, a.command);
         assert_eq!(built.args, a.args);
         assert_eq!(built.env, a.env);
+    }
+
+    #[test]
+    fn proxy_and_tls_fields() {
+        let c = parse(
+            r#"{"url":"https://h/mcp","proxy":"http://gw:3128","tls":{"ca":"ca.pem","cert":"c.pem","key":"k.pem","insecure":true}}"#,
+        );
+        assert_eq!(c.proxy.as_deref(), Some("http://gw:3128"));
+        let tls = c.tls.clone().unwrap();
+        assert_eq!(
+            tls,
+            TlsSettings::new()
+                .ca("ca.pem")
+                .client_cert("c.pem", "k.pem")
+                .insecure(true)
+        );
+        let back: ServerConfig = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        // Defaults are not written out.
+        let plain = ServerConfig::http("https://h/mcp").tls(TlsSettings::new().ca("x"));
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"type":"http","url":"https://h/mcp","tls":{"ca":"x"}}"#
+        );
+        assert!(TlsSettings::new().is_default());
     }
 }

@@ -804,7 +804,10 @@ fn encode_rejects_injection_and_bad_lines() {
         (Request::new("GET", "/a\r\nX: y", "h"), |e| {
             matches!(e, Http1Error::InvalidTarget(_))
         }),
-        (Request::new("GET", "http://h/", "h"), |e| {
+        (Request::new("GET", "ftp://h/", "h"), |e| {
+            matches!(e, Http1Error::InvalidTarget(_))
+        }),
+        (Request::new("GET", "http://h/a b", "h"), |e| {
             matches!(e, Http1Error::InvalidTarget(_))
         }),
         (Request::new("GET", "", "h"), |e| {
@@ -824,8 +827,11 @@ fn encode_rejects_injection_and_bad_lines() {
         assert!(err.is_local());
         assert_eq!(out, b"keep", "nothing written on error");
     }
-    // The asterisk form is fine.
+    // The asterisk form is fine, and the absolute form (to a proxy).
     assert!(Request::new("OPTIONS", "*", "h")
+        .encode(&mut Vec::new())
+        .is_ok());
+    assert!(Request::new("GET", "http://h/", "h")
         .encode(&mut Vec::new())
         .is_ok());
 }

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 pub mod oauth;
+pub mod pki;
 pub mod suite;
 
 /// Path of the `mcpwire-test-server` binary for tests of *other* crates.
@@ -20,22 +21,37 @@ pub mod suite;
 ///
 /// Panics with an explanation if it cannot be found or built.
 pub fn test_server_binary() -> PathBuf {
-    const NAME: &str = "mcpwire-test-server";
     if let Some(p) = std::env::var_os("MCPWIRE_TEST_SERVER") {
         return PathBuf::from(p);
     }
+    binary("mcpwire-test-server")
+}
+
+/// Path of the `mcpwire-test-proxy` binary (a scriptable HTTP forward
+/// proxy on 127.0.0.1; see its `--help`), found or built as
+/// [`test_server_binary`] does (`$MCPWIRE_TEST_PROXY` first).
+pub fn test_proxy_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("MCPWIRE_TEST_PROXY") {
+        return PathBuf::from(p);
+    }
+    binary("mcpwire-test-proxy")
+}
+
+/// A binary of this crate next to the running test executable, built if
+/// missing.
+fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let mut dir = exe.parent().expect("test executable has a directory");
     if dir.ends_with("deps") {
         dir = dir.parent().expect("deps has a parent");
     }
-    let candidate = dir.join(format!("{NAME}{}", std::env::consts::EXE_SUFFIX));
+    let candidate = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if candidate.is_file() {
         return candidate;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "mcpwire-tests", "--bin", NAME]);
+    cmd.args(["build", "-q", "-p", "mcpwire-tests", "--bin", name]);
     if dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
@@ -44,8 +60,8 @@ pub fn test_server_binary() -> PathBuf {
         .expect("running cargo to build the test server");
     assert!(
         status.success() && candidate.is_file(),
-        "could not build {NAME} (expected at {}); run `cargo build -p mcpwire-tests` \
-         or set MCPWIRE_TEST_SERVER",
+        "could not build {name} (expected at {}); run `cargo build -p mcpwire-tests` \
+         or set MCPWIRE_TEST_SERVER / MCPWIRE_TEST_PROXY",
         candidate.display()
     );
     candidate

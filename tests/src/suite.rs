@@ -26,6 +26,7 @@ mod adapter;
 #[cfg(feature = "blocking")]
 mod blocking;
 mod http;
+mod network;
 mod stdio;
 pub mod support;
 mod tasks;
@@ -34,6 +35,7 @@ pub use adapter::Adapter;
 #[cfg(feature = "blocking")]
 pub use blocking::block_on;
 pub use http::*;
+pub use network::*;
 pub use stdio::*;
 pub use tasks::*;
 
@@ -65,6 +67,17 @@ macro_rules! adapter_suite {
             http_a_stream_lost_every_time_fails_after_the_reissues,
             http_era_headers_are_sent_and_checked,
             http_a_remembered_era_that_went_stale_is_probed_again,
+        );
+        // Proxies and TLS: the same in both eras, run in one.
+        $crate::adapter_suite!(@era network, Modern, $adapter, $block_on;
+            net_https_through_a_proxy_to_a_name_only_it_resolves,
+            net_a_server_entry_with_proxy_and_tls,
+            net_proxy_credentials_and_a_wrong_password,
+            net_a_refused_tunnel_names_the_proxy,
+            net_no_proxy_sends_listed_hosts_directly,
+            net_plain_http_through_the_proxy,
+            net_certificate_problems_are_named,
+            net_client_certificates,
         );
         $crate::adapter_suite!(@era both_eras, Both, $adapter, $block_on;
             stdio_connect_list_call_close,

@@ -67,7 +67,7 @@ impl Client {
                 )?),
                 _ => None,
             };
-        let prepared = prepare(&server, options);
+        let prepared = prepare(&server, options)?;
         let default_timeout = server
             .request_timeout()
             .unwrap_or(prepared.config.engine.default_timeout);
@@ -77,7 +77,7 @@ impl Client {
         let started =
             |e: std::io::Error| Error::Connect(format!("cannot start the connection: {e}"));
         let child = child.map(|c| (c, server.clone()));
-        let shared = Shared::new(session, child).map_err(started)?;
+        let shared = Shared::new(session, child, prepared.network).map_err(started)?;
         shared.start_background().map_err(started)?;
         let client = Client {
             handle: Arc::new(Handle {

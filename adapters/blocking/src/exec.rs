@@ -74,6 +74,8 @@ pub(crate) struct State {
     pipes: Option<Pipes>,
     /// The stdio server's definition, to start it again ([`Effect::Spawn`]).
     server: Option<mcpwire::ServerConfig>,
+    /// The proxies and TLS of the HTTP exchanges.
+    network: mcpwire_adapter::net::Network,
     http: Option<Http>,
     leader: Leader,
     /// When a waiter last stopped leading.
@@ -97,6 +99,7 @@ impl Shared {
     pub(crate) fn new(
         session: Session,
         child: Option<(std::process::Child, mcpwire::ServerConfig)>,
+        network: mcpwire_adapter::net::Network,
     ) -> std::io::Result<Arc<Self>> {
         let (child, server) = match child {
             Some((c, server)) => (Some(c), Some(server)),
@@ -108,6 +111,7 @@ impl Shared {
                 session,
                 pipes: None,
                 server,
+                network,
                 http: None,
                 leader: Leader::Nobody,
                 released: Instant::now(),
@@ -246,7 +250,8 @@ impl Shared {
                     }
                 }
                 Effect::Http(req) => {
-                    let http = state.http.get_or_insert_with(Http::new);
+                    let network = state.network.clone();
+                    let http = state.http.get_or_insert_with(|| Http::new(network));
                     if mine.is_some() && req.carries == mine {
                         inline.push(http.inline(req));
                     } else {

@@ -6,6 +6,15 @@
 //! reused, never one thread per exchange. Either way the head, the body
 //! in chunks as they arrive (so SSE streams work) and the end or failure
 //! go to the session.
+//!
+//! Proxies and TLS follow the client's [`Network`], as on tokio and smol:
+//! the core picks each URL's route (`*_PROXY` / `NO_PROXY`, read once by
+//! the adapter layer), and ureq gets one agent per route, each with that
+//! proxy or none — never ureq's own reading of the environment — and the
+//! same trust store, client certificate and verification switch as the
+//! async adapters. ureq opens a `CONNECT` tunnel for every URL through a
+//! proxy, plain `http` included (tokio and smol send those in absolute
+//! form).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -14,7 +23,10 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use mcpwire::exchange::proxy::{ProxyError, ProxyUrl, Route};
 use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, ResponseHead};
+use mcpwire_adapter::net::Network;
+use mcpwire_adapter::tls::ClientTls;
 use ureq::http;
 
 use crate::exec::Shared;
@@ -30,12 +42,16 @@ const MAX_IDLE_CONNECTIONS: usize = 128;
 /// worth (a response head must fit in it).
 const BUFFER: usize = 32 * 1024;
 
-/// The agent of one connection: status codes are answers, not errors (the
-/// core reads 4xx/5xx heads and bodies); no automatic redirects (the core
-/// decides); no global timeout (SSE streams are long-lived; the core owns
-/// the deadlines).
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
+/// The agent of one connection and route: status codes are answers, not
+/// errors (the core reads 4xx/5xx heads and bodies); no automatic
+/// redirects (the core decides); no global timeout (SSE streams are
+/// long-lived; the core owns the deadlines); `proxy` or none, whatever
+/// the environment says (the route is the core's decision); the
+/// client's TLS.
+fn agent(proxy: Option<&ProxyUrl>, tls: &ClientTls) -> Result<ureq::Agent, String> {
+    let proxy = proxy.map(ureq_proxy).transpose()?;
+    let builder = ureq::Agent::config_builder()
+        .proxy(proxy)
         .http_status_as_error(false)
         .max_redirects(0)
         .max_redirects_will_error(false)
@@ -46,9 +62,59 @@ fn agent() -> ureq::Agent {
         .input_buffer_size(BUFFER)
         .output_buffer_size(BUFFER / 2)
         .timeout_connect(Some(Duration::from_secs(30)))
-        .user_agent(concat!("mcpwire-blocking/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("mcpwire-blocking/", env!("CARGO_PKG_VERSION")));
+    #[cfg(feature = "tls")]
+    let builder = builder.tls_config(tls_config(tls));
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
+    Ok(builder.build().into())
+}
+
+/// ureq's proxy for ours (an HTTP proxy, which ureq tunnels through with
+/// `CONNECT`; the target's name is resolved by the proxy).
+fn ureq_proxy(proxy: &ProxyUrl) -> Result<ureq::Proxy, String> {
+    let mut builder = ureq::Proxy::builder(ureq::ProxyProtocol::Http)
+        .host(proxy.host())
+        .port(proxy.port())
+        .resolve_target(false);
+    if let Some(user) = proxy.user() {
+        builder = builder.username(user);
+    }
+    if let Some(password) = proxy.password() {
+        builder = builder.password(password);
+    }
+    builder.build().map_err(|e| format!("proxy {proxy}: {e}"))
+}
+
+/// ureq's TLS configuration for ours: the same roots (the system's store
+/// or the fallback, plus the extra CAs), client certificate and
+/// verification switch.
+#[cfg(feature = "tls")]
+fn tls_config(tls: &ClientTls) -> ureq::tls::TlsConfig {
+    use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+
+    let material = tls.material();
+    let roots: Vec<Certificate<'static>> = material
+        .roots
+        .iter()
+        .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    // The key as PEM: ureq makes its keys from PEM or from DER with a
+    // kind it does not export. The adapter layer has parsed it already.
+    let client = material.client.as_ref().and_then(|identity| {
+        let chain: Vec<Certificate<'static>> = identity
+            .chain
+            .iter()
+            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+            .collect();
+        let key = PrivateKey::from_pem(&identity.key_pem).ok()?;
+        Some(ClientCert::new_with_certs(&chain, key))
+    });
+    TlsConfig::builder()
+        .root_certs(RootCerts::new_with_certs(&roots))
+        .client_cert(client)
+        .disable_verification(material.insecure)
         .build()
-        .into()
 }
 
 /// One event of an exchange.
@@ -61,16 +127,19 @@ pub(crate) enum HttpEvent<'a> {
 
 /// The exchanges of one connection.
 pub(crate) struct Http {
-    agent: ureq::Agent,
+    network: Network,
+    /// One agent per route (`None`: directly), made when first needed.
+    agents: HashMap<Option<ProxyUrl>, ureq::Agent>,
     pool: Arc<Pool>,
     /// Exchanges running, with their abort flags.
     running: HashMap<ExchangeId, Arc<AtomicBool>>,
 }
 
 impl Http {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(network: Network) -> Self {
         Http {
-            agent: agent(),
+            network,
+            agents: HashMap::new(),
             pool: Arc::new(Pool::default()),
             running: HashMap::new(),
         }
@@ -98,8 +167,26 @@ impl Http {
     pub(crate) fn inline(&mut self, req: HttpRequest) -> Exchange {
         let abort = Arc::new(AtomicBool::new(false));
         self.running.insert(req.exchange, abort.clone());
+        let (agent, proxy) = match self.network.route(&req.url) {
+            Ok(route) => {
+                let proxy = match route {
+                    Route::Direct => None,
+                    Route::Via(p) => Some(p.clone()),
+                };
+                let agent = match self.agents.get(&proxy) {
+                    Some(agent) => Ok(agent.clone()),
+                    None => agent(proxy.as_ref(), self.network.tls()).inspect(|agent| {
+                        self.agents.insert(proxy.clone(), agent.clone());
+                    }),
+                };
+                (agent, proxy)
+            }
+            Err(e) => (Err(e.to_string()), None),
+        };
         Exchange {
-            agent: self.agent.clone(),
+            agent,
+            proxy,
+            tls: self.network.tls().clone(),
             req,
             abort,
             timeout: None,
@@ -120,7 +207,11 @@ impl Http {
 
 /// One exchange, ready to run.
 pub(crate) struct Exchange {
-    agent: ureq::Agent,
+    /// The agent of its route, or why there is none.
+    agent: Result<ureq::Agent, String>,
+    /// The proxy it goes through, for messages.
+    proxy: Option<ProxyUrl>,
+    tls: ClientTls,
     req: HttpRequest,
     abort: Arc<AtomicBool>,
     /// Give up after this long (a call's own deadline, plus a little, so
@@ -141,14 +232,29 @@ impl Exchange {
     pub(crate) fn run(self, mut report: impl FnMut(HttpEvent<'_>) -> bool) -> Option<Drain> {
         let Exchange {
             agent,
+            proxy,
+            tls,
             req,
             abort,
             timeout,
         } = self;
+        let agent = match agent {
+            Ok(agent) => agent,
+            Err(e) => {
+                report(HttpEvent::Failed(e));
+                return None;
+            }
+        };
+        let failure = Failure {
+            host: req.url.host_unbracketed().to_owned(),
+            target: format!("{}:{}", req.url.host(), req.url.port()),
+            proxy,
+            tls,
+        };
         let response = match send(&agent, req, timeout) {
             Ok(r) => r,
             Err(e) => {
-                report(HttpEvent::Failed(e));
+                report(HttpEvent::Failed(failure.describe(e)));
                 return None;
             }
         };
@@ -199,7 +305,8 @@ impl Exchange {
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        report(HttpEvent::Failed(e.to_string()));
+                        let error = failure.tls_reason(&e).unwrap_or_else(|| e.to_string());
+                        report(HttpEvent::Failed(error));
                         return None;
                     }
                 }
@@ -248,7 +355,7 @@ fn send(
     agent: &ureq::Agent,
     req: HttpRequest,
     timeout: Option<Duration>,
-) -> Result<http::Response<ureq::Body>, String> {
+) -> Result<http::Response<ureq::Body>, ureq::Error> {
     let mut builder = http::Request::builder()
         .method(req.method.as_str())
         .uri(req.url.to_string());
@@ -259,7 +366,7 @@ fn send(
         agent: &ureq::Agent,
         request: http::Request<S>,
         timeout: Option<Duration>,
-    ) -> Result<http::Response<ureq::Body>, String> {
+    ) -> Result<http::Response<ureq::Body>, ureq::Error> {
         // Not a global timeout: with one, ureq resolves the host on a
         // thread of its own for every request. The response and the body
         // each get the call's time.
@@ -268,26 +375,111 @@ fn send(
             .timeout_recv_response(timeout)
             .timeout_recv_body(timeout)
             .build();
-        agent.run(request).map_err(describe)
+        agent.run(request)
     }
     match req.method {
         HttpMethod::Post => builder
             .body(req.body)
-            .map_err(|e| e.to_string())
+            .map_err(ureq::Error::from)
             .and_then(|r| run(agent, r, timeout)),
         HttpMethod::Get | HttpMethod::Delete => builder
             .body(())
-            .map_err(|e| e.to_string())
+            .map_err(ureq::Error::from)
             .and_then(|r| run(agent, r, timeout)),
     }
 }
 
-/// A short message for a ureq failure (e.g. `Connection refused (os
-/// error 111)`).
-fn describe(e: ureq::Error) -> String {
-    match e {
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
+/// What an exchange's failure is explained with.
+struct Failure {
+    /// The URL's host, unbracketed (the TLS name).
+    host: String,
+    /// `host:port`, as a tunnel asks for it.
+    target: String,
+    proxy: Option<ProxyUrl>,
+    tls: ClientTls,
+}
+
+impl Failure {
+    /// A message for a ureq failure, worded as the async adapters word
+    /// theirs: TLS's reason (which certificate, what is wrong), the
+    /// proxy's refusal (named, without its password), or ureq's own text
+    /// (e.g. `Connection refused (os error 111)`).
+    fn describe(&self, e: ureq::Error) -> String {
+        if let Some(why) = self.tls_reason(&e) {
+            return why;
+        }
+        let text = match e {
+            ureq::Error::ConnectProxyFailed(reason) => {
+                if let Some(proxy) = &self.proxy {
+                    return proxy_failure(proxy, &self.target, &reason).to_string();
+                }
+                reason
+            }
+            ureq::Error::Io(io) => io.to_string(),
+            other => other.to_string(),
+        };
+        match &self.proxy {
+            // Connecting to the proxy itself failed.
+            Some(proxy) => format!("proxy {proxy}: {text}"),
+            None => text,
+        }
+    }
+}
+
+impl Failure {
+    /// TLS's reason, wherever ureq wrapped it: a `ureq::Error` (which
+    /// reports no `source`), an `io::Error` around one, or the rustls
+    /// error itself.
+    fn tls_reason(&self, e: &(dyn std::error::Error + 'static)) -> Option<String> {
+        if let Some(ureq) = e.downcast_ref::<ureq::Error>() {
+            return match ureq {
+                ureq::Error::Io(io) => self.tls_reason(io),
+                #[cfg(feature = "tls")]
+                ureq::Error::Rustls(tls) => self.tls.explain(&self.host, tls),
+                _ => None,
+            };
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref() {
+                if inner.is::<ureq::Error>() {
+                    return self.tls_reason(inner);
+                }
+            }
+        }
+        self.tls.explain(&self.host, e)
+    }
+}
+
+/// Our error for ureq's `CONNECT` refusal (its text is `proxy server
+/// responded 407/Proxy Authentication Required`, or `proxy server did not
+/// respond`).
+fn proxy_failure(proxy: &ProxyUrl, target: &str, reason: &str) -> ProxyError {
+    let status = reason
+        .strip_prefix("proxy server responded ")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|code| code.parse::<u16>().ok());
+    match status {
+        Some(407) => ProxyError::AuthenticationRequired {
+            proxy: proxy.to_string(),
+            sent_credentials: proxy.authorization().is_some(),
+            challenge: None,
+        },
+        // ureq gives the status twice (`403/403`): the reason phrase is the
+        // standard one.
+        Some(status) => ProxyError::TunnelRefused {
+            proxy: proxy.to_string(),
+            target: target.to_owned(),
+            status,
+            reason: http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or_default()
+                .to_owned(),
+        },
+        None => ProxyError::Closed {
+            proxy: proxy.to_string(),
+            target: target.to_owned(),
+        },
     }
 }
 

@@ -73,6 +73,7 @@ pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     StoreLock, TokenSource, TokenStore,
 };
+pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 
 /// How to connect: who we are, which server requests we answer (with
 /// synchronous handlers), limits.

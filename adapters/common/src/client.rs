@@ -10,6 +10,7 @@ use mcpwire::connection::{Connection, TransportSpec};
 use serde_json::value::RawValue;
 
 use crate::drive::Shared;
+use crate::http::{HttpClient, HttpOptions};
 use crate::options::{CallOptions, CANCELLED_BY_TOKEN};
 use crate::runtime::{timeout, Runtime};
 use crate::session::Session;
@@ -80,10 +81,11 @@ impl<R: Runtime> Client<R> {
             }
             _ => None,
         };
-        let prepared = prepare(&server, options);
+        let prepared = prepare(&server, options)?;
         let conn = Connection::for_server(&server, prepared.config, Instant::now())?;
         let child = child.map(|c| (c, server.clone()));
-        let shared = Shared::<R>::new(Session::new(conn, prepared.setup), child);
+        let http = HttpClient::with_network(HttpOptions::default(), prepared.network);
+        let shared = Shared::<R>::new(Session::new(conn, prepared.setup), child, http);
         shared.spawn_driver().map_err(Error::Connect)?;
         let client = Client {
             handle: Arc::new(Handle {

@@ -282,7 +282,11 @@ pub(crate) struct Shared<R: Runtime> {
 impl<R: Runtime> Shared<R> {
     /// The shared state of `session`, with its stdio server's `child`
     /// and definition.
-    pub(crate) fn new(session: Session, child: Option<(Child, ServerConfig)>) -> Arc<Self> {
+    pub(crate) fn new(
+        session: Session,
+        child: Option<(Child, ServerConfig)>,
+        http: HttpClient<R>,
+    ) -> Arc<Self> {
         let router = Arc::new(Router::new());
         let info = session.info().clone();
         let wakers = [STDIN, STDOUT, STDERR, EXIT, TIMER].map(|bit| source_waker(&router, bit));
@@ -295,7 +299,7 @@ impl<R: Runtime> Shared<R> {
                 session,
                 child,
                 server,
-                http: HttpClient::new(),
+                http,
                 exchanges: HashMap::new(),
                 timer: None,
                 handlers: HashMap::new(),

@@ -51,6 +51,11 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// The network settings cannot be used: an explicit proxy URL that is
+    /// malformed or of a kind not supported, a TLS file that cannot be
+    /// read.
+    #[error(transparent)]
+    Network(#[from] crate::net::NetworkError),
     /// The client's driver task is gone (the client was closed).
     #[error("client closed")]
     ClientClosed,

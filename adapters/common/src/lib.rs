@@ -19,7 +19,10 @@
 //!   types, [`Notifications`] (async and blocking), OAuth hooks and
 //!   [`Error`];
 //! - [`http::HttpClient`]: the HTTP/1.1 exchange runner with its keep-alive
-//!   pool, over the runtime's streams.
+//!   pool, over the runtime's streams, through proxies (`CONNECT` tunnels,
+//!   absolute-form requests);
+//! - [`net::Network`]: the proxy each URL takes and the TLS it is verified
+//!   with ([`tls`]), one definition for every adapter.
 //!
 //! ## Bringing another executor
 //!
@@ -43,6 +46,7 @@ pub mod http;
 #[cfg(feature = "keychain")]
 pub mod keychain;
 pub mod launch;
+pub mod net;
 mod notifications;
 pub mod options;
 pub mod output;
@@ -53,7 +57,6 @@ pub mod setup;
 #[doc(hidden)]
 pub mod surface;
 mod sync;
-#[cfg(feature = "tls")]
 pub mod tls;
 pub mod wait;
 
@@ -76,8 +79,9 @@ pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
 pub type ConnectOptions = options::ConnectOptions<Async>;
 pub use runtime::Runtime;
 
-pub use mcpwire::config::ServerConfig;
+pub use mcpwire::config::{ServerConfig, TlsSettings};
 pub use mcpwire::connection::EraFinding;
+pub use mcpwire::exchange::proxy::ProxyEnv;
 pub use mcpwire::mcp::ext::{self, ToolUi};
 pub use mcpwire::mcp::methods;
 pub use mcpwire::mcp::trace::{TraceContext, TraceError};

@@ -61,6 +61,8 @@ pub struct ConnectOptions<F> {
     pub(crate) invalid: Option<(&'static str, String)>,
     /// Don't check `structuredContent` against `outputSchema`.
     pub(crate) skip_output_validation: bool,
+    /// Proxy and TLS settings given in code.
+    pub(crate) network: crate::net::NetworkOptions,
     flavor: PhantomData<fn() -> F>,
 }
 
@@ -78,6 +80,7 @@ impl<F> Clone for ConnectOptions<F> {
             era_cache: self.era_cache.clone(),
             invalid: self.invalid.clone(),
             skip_output_validation: self.skip_output_validation,
+            network: self.network.clone(),
             flavor: PhantomData,
         }
     }
@@ -97,6 +100,7 @@ impl<F> Default for ConnectOptions<F> {
             era_cache: None,
             invalid: None,
             skip_output_validation: false,
+            network: crate::net::NetworkOptions::default(),
             flavor: PhantomData,
         }
     }
@@ -126,6 +130,38 @@ impl<F> ConnectOptions<F> {
     /// call with [`Error::StructuredOutput`](crate::Error::StructuredOutput).
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.skip_output_validation = !validate;
+        self
+    }
+
+    /// Sends every exchange (OAuth's too) through HTTP proxy `url`,
+    /// `http://[user:password@]host[:port]`, but to the hosts `NO_PROXY`
+    /// lists; over the server entry's `proxy` and the environment. `https`
+    /// goes through a `CONNECT` tunnel, `http` in absolute form.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.network.proxy = Some(crate::net::ProxyChoice::Url(url.into()));
+        self
+    }
+
+    /// Connects directly, whatever the server entry and the environment
+    /// say about proxies.
+    pub fn no_proxy(mut self) -> Self {
+        self.network.proxy = Some(crate::net::ProxyChoice::Direct);
+        self
+    }
+
+    /// Chooses proxies by these variables (`HTTPS_PROXY`, `NO_PROXY`, ...)
+    /// instead of the process's environment: `ProxyEnv::from_lookup(|k|
+    /// my_settings.get(k))`.
+    pub fn proxy_env(mut self, env: mcpwire::exchange::proxy::ProxyEnv) -> Self {
+        self.network.proxy = Some(crate::net::ProxyChoice::Env(env));
+        self
+    }
+
+    /// TLS settings for `https`: a CA to trust besides the system's, a
+    /// client certificate, or verification off. Each field set here
+    /// replaces the server entry's `tls` field.
+    pub fn tls(mut self, tls: mcpwire::config::TlsSettings) -> Self {
+        self.network.tls = tls;
         self
     }
 

@@ -7,6 +7,7 @@
 //!                   │                                          handlers, timers)
 //!                   ├──► R::spawn_child                        (stdio servers)
 //!                   └──► HttpClient<R> ──► R::resolve, R::connect_tcp,
+//!                                          (a proxy's CONNECT on R::Tcp),
 //!                                          R::tls_handshake    (HTTP servers)
 //! ```
 //!
@@ -44,8 +45,10 @@ pub trait Runtime: Send + Sync + 'static {
     /// The adapter's version, sent as `clientInfo.version`.
     const VERSION: &'static str;
 
-    /// A connected TCP socket.
-    type Tcp: Send + 'static;
+    /// A connected TCP socket. The exchange runner speaks a proxy's
+    /// `CONNECT` on it before the TLS handshake, hence the byte-stream
+    /// traits.
+    type Tcp: AsyncRead + AsyncWrite + Send + Unpin + 'static;
 
     /// A connection to an HTTP server: plain TCP or TLS over TCP.
     type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
@@ -78,14 +81,19 @@ pub trait Runtime: Send + Sync + 'static {
     /// The stream of a plain `http` connection.
     fn plain(tcp: Self::Tcp) -> Self::Stream;
 
-    /// The TLS handshake of an `https` connection, verifying `host` (with
-    /// [`tls::config`](crate::tls) when the adapter has TLS; otherwise an
-    /// error saying it was built without). The error is a short message,
-    /// e.g. `invalid peer certificate: UnknownIssuer`.
+    /// The TLS handshake of an `https` connection (directly, or in a
+    /// proxy's tunnel), verifying `host` with `tls`'s
+    /// [`rustls_config`](crate::tls::ClientTls::rustls_config) when the
+    /// adapter has TLS; otherwise an error saying it was built without.
+    /// The runner explains the error ([`ClientTls::explain`]: a rustls
+    /// error inside the `io::Error` becomes "the certificate of HOST ...").
+    ///
+    /// [`ClientTls::explain`]: crate::tls::ClientTls::explain
     fn tls_handshake(
         tcp: Self::Tcp,
         host: &str,
-    ) -> impl Future<Output = Result<Self::Stream, String>> + Send;
+        tls: &crate::tls::ClientTls,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 
     /// Whether an idle pooled connection still looks usable, without
     /// waiting: the peer has not closed it and sent nothing unsolicited. A

@@ -22,6 +22,8 @@ pub struct Prepared {
     /// The session's handlers, notification hook, era memory and token
     /// store.
     pub setup: Setup,
+    /// The proxies and TLS its exchanges use.
+    pub network: crate::net::Network,
 }
 
 impl std::fmt::Debug for Setup {
@@ -33,8 +35,16 @@ impl std::fmt::Debug for Setup {
     }
 }
 
-/// The [`Prepared`] connection to `server` with `options`.
-pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared {
+/// The [`Prepared`] connection to `server` with `options`; fails on
+/// network settings that cannot be used (an explicit proxy URL, TLS files).
+pub fn prepare<F>(
+    server: &ServerConfig,
+    options: ConnectOptions<F>,
+) -> Result<Prepared, crate::Error> {
+    let network = match server.url {
+        Some(_) => crate::net::Network::resolve(server, &options.network)?,
+        None => crate::net::Network::direct(),
+    };
     let remember_era = !options.forget_era;
     let memory = remember_era.then(|| crate::era::Memory::of(server, options.era_cache.clone()));
     let mut config = options.config;
@@ -58,7 +68,8 @@ pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared
             .unwrap_or(config.engine.default_timeout)
             + login
     });
-    Prepared {
+    Ok(Prepared {
+        network,
         config,
         connect_timeout,
         setup: Setup {
@@ -71,5 +82,5 @@ pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared
                 .map(|a| (a.redirect_handler(), a.token_store())),
             skip_output_validation: options.skip_output_validation,
         },
-    }
+    })
 }

@@ -94,8 +94,9 @@ impl Runtime for Threads {
     fn tls_handshake(
         _tcp: Self::Tcp,
         _host: &str,
-    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
-        std::future::ready(Err("no TLS in this runtime".to_owned()))
+        _tls: &mcpwire_adapter::tls::ClientTls,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send {
+        std::future::ready(Err(io::Error::other("no TLS in this runtime")))
     }
 
     fn looks_alive(stream: &Self::Stream) -> bool {

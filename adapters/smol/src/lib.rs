@@ -66,6 +66,7 @@ pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     StoreLock, TokenSource, TokenStore,
 };
+pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::Stream;
 
 /// An MCP client on smol (see [`mcpwire_adapter::Client`] for its
@@ -136,8 +137,9 @@ impl Runtime for Smol {
     fn tls_handshake(
         tcp: Self::Tcp,
         host: &str,
-    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
-        net::tls_handshake(tcp, host.to_owned())
+        tls: &mcpwire_adapter::tls::ClientTls,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send {
+        net::tls_handshake(tcp, host.to_owned(), tls)
     }
 
     fn looks_alive(stream: &Self::Stream) -> bool {

@@ -67,6 +67,7 @@ pub use mcpwire_adapter::{
     AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     StoreLock, TokenSource, TokenStore,
 };
+pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::{Io, Stream};
 
 /// An MCP client on tokio (see [`mcpwire_adapter::Client`] for its
@@ -83,7 +84,7 @@ impl Runtime for Tokio {
     const NAME: &'static str = "mcpwire-tokio";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    type Tcp = tokio::net::TcpStream;
+    type Tcp = Io<tokio::net::TcpStream>;
     type Stream = Io<Stream>;
 
     fn spawn(task: BoxFuture<()>) -> Result<(), String> {
@@ -129,18 +130,20 @@ impl Runtime for Tokio {
     }
 
     fn connect_tcp(addr: SocketAddr) -> impl Future<Output = io::Result<Self::Tcp>> + Send {
-        net::connect_tcp(addr)
+        let connect = net::connect_tcp(addr);
+        async move { connect.await.map(Io) }
     }
 
     fn plain(tcp: Self::Tcp) -> Self::Stream {
-        Io(Stream::Tcp(tcp))
+        Io(Stream::Tcp(tcp.0))
     }
 
     fn tls_handshake(
         tcp: Self::Tcp,
         host: &str,
-    ) -> impl Future<Output = Result<Self::Stream, String>> + Send {
-        let handshake = net::tls_handshake(tcp, host.to_owned());
+        tls: &mcpwire_adapter::tls::ClientTls,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send {
+        let handshake = net::tls_handshake(tcp.0, host.to_owned(), tls);
         async move { handshake.await.map(Io) }
     }
 

@@ -8,8 +8,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-#[cfg(feature = "tls")]
-use mcpwire_adapter::http::io_message;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -139,22 +137,31 @@ pub(crate) async fn connect_tcp(addr: SocketAddr) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// The TLS handshake with tokio-rustls.
+/// The TLS handshake with tokio-rustls, with the client's configuration.
 #[cfg(feature = "tls")]
-pub(crate) async fn tls_handshake(tcp: TcpStream, host: String) -> Result<Stream, String> {
-    use mcpwire_adapter::tls;
-
-    let config = tls::config()?;
-    let name = tls::server_name(&host)?;
-    let tls = tokio_rustls::TlsConnector::from(config)
-        .connect(name, tcp)
-        .await
-        .map_err(|e| io_message(&e))?;
-    Ok(Stream::Tls(Box::new(tls)))
+pub(crate) fn tls_handshake(
+    tcp: TcpStream,
+    host: String,
+    tls: &mcpwire_adapter::tls::ClientTls,
+) -> impl std::future::Future<Output = io::Result<Stream>> + Send {
+    let config = tls.rustls_config();
+    async move {
+        let name = mcpwire_adapter::tls::server_name(&host).map_err(io::Error::other)?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await?;
+        Ok(Stream::Tls(Box::new(tls)))
+    }
 }
 
 /// No TLS in this build.
 #[cfg(not(feature = "tls"))]
-pub(crate) async fn tls_handshake(_tcp: TcpStream, _host: String) -> Result<Stream, String> {
-    Err("HTTPS is not supported: mcpwire-tokio was built without its `tls` feature".to_owned())
+pub(crate) fn tls_handshake(
+    _tcp: TcpStream,
+    _host: String,
+    _tls: &mcpwire_adapter::tls::ClientTls,
+) -> impl std::future::Future<Output = io::Result<Stream>> + Send {
+    std::future::ready(Err(io::Error::other(
+        "HTTPS is not supported: mcpwire-tokio was built without its `tls` feature",
+    )))
 }

@@ -589,6 +589,49 @@ async fn everything_legacy_sse() {
     server.kill().await;
 }
 
+/// The legacy transport behind a proxy: its long-lived GET stream and the
+/// POSTs to the endpoint it announces both go through the proxy (plain
+/// `http`: in absolute form), to a name only the proxy resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_legacy_sse_through_a_proxy() {
+    use mcpwire_tests::suite::support::TestProxy;
+
+    let server = http_server("sse").await;
+    let proxy = TestProxy::start(&["--map", "everything.test=127.0.0.1"]);
+    let url = format!("http://everything.test:{}/sse", server.port);
+    within(TEST_LIMIT, "everything over legacy SSE, proxied", async {
+        let client = Client::connect_with(
+            ServerConfig::sse(&url),
+            ConnectOptions::new().proxy(&proxy.url),
+        )
+        .await
+        .expect("connect over legacy SSE through the proxy");
+        let r = client
+            .call_tool("echo", json!({ "message": "proxied" }))
+            .await
+            .expect("echo");
+        assert_eq!(ok_text("echo", &r), "Echo: proxied");
+        within(Duration::from_secs(20), "close", client.close())
+            .await
+            .expect("close");
+    })
+    .await;
+    let origin = format!("http://everything.test:{}/", server.port);
+    server.kill().await;
+    let requests = proxy.requests();
+    let through = |method: &str, path: &str| {
+        requests.iter().any(|r| {
+            r["method"] == method
+                && r["forwarded"] == true
+                && r["target"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(&format!("{origin}{path}")))
+        })
+    };
+    assert!(through("GET", "sse"), "{requests:#?}");
+    assert!(through("POST", "message"), "{requests:#?}");
+}
+
 /// Without declared capabilities the server offers no capability tools,
 /// and our client answers nothing it did not declare.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

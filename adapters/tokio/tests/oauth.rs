@@ -481,3 +481,66 @@ fn a_forgotten_client_registers_again() {
         assert_eq!(server.count(json!({"path": "/register", "status": 201})), 1);
     });
 }
+
+/// Behind a proxy, OAuth's own exchanges (metadata, registration, token)
+/// take the same route as the MCP requests: every one reaches the proxy
+/// (plain `http` here, so in absolute form), none goes around it.
+#[test]
+fn oauth_exchanges_go_through_the_proxy() {
+    use mcpwire_tests::suite::support::TestProxy;
+
+    run(async {
+        let dir = TempDir::new("proxied");
+        let server = Server::start(&dir.0, &[]);
+        let proxy = TestProxy::start(&[]);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let client = Client::connect_with(
+            ServerConfig::http(&server.url),
+            options(AuthOptions::new(approving(&calls)).store(MemoryStore::default()))
+                .proxy(&proxy.url),
+        )
+        .await
+        .expect("connect with a login through the proxy");
+        echo(&client, "proxied login").await;
+        client.close().await.expect("close");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "one login");
+
+        let origin = server.url.trim_end_matches("/mcp");
+        let forwarded: Vec<(String, String)> = proxy
+            .requests()
+            .iter()
+            .filter(|r| r["forwarded"] == true)
+            .map(|r| {
+                let target = r["target"].as_str().unwrap_or_default();
+                let path = target.strip_prefix(origin).unwrap_or(target).to_owned();
+                (r["method"].as_str().unwrap_or_default().to_owned(), path)
+            })
+            .collect();
+        for (method, path) in [
+            ("GET", "/.well-known/oauth-protected-resource/mcp"),
+            ("GET", "/.well-known/oauth-authorization-server"),
+            ("POST", "/register"),
+            ("POST", "/token"),
+            ("POST", "/mcp"),
+        ] {
+            assert!(
+                forwarded.iter().any(|(m, p)| m == method && p == path),
+                "{method} {path} not through the proxy: {forwarded:#?}"
+            );
+        }
+        // The server saw as many OAuth requests as the proxy forwarded
+        // (the "browser" GETs /authorize itself, directly).
+        let at_server = server
+            .oauth_events()
+            .iter()
+            .filter(|e| e["path"] != "/authorize" && e["path"] != "/mcp")
+            .count();
+        let through = forwarded.iter().filter(|(_, p)| p != "/mcp").count();
+        assert_eq!(
+            at_server,
+            through,
+            "{forwarded:#?}\n{:#?}",
+            server.oauth_events()
+        );
+    });
+}

@@ -13,19 +13,26 @@
 //! ([`redirect`]), and `WWW-Authenticate` parsing ([`challenge`]), which
 //! the transport reads to spot a step-up and the authorization flow reads
 //! to find its metadata, and DPoP proofs ([`dpop`]), which both sign.
+//! How an exchange reaches its server is decided here too: which proxy, if
+//! any ([`proxy`]: the `*_PROXY` / `NO_PROXY` rules, pure), and the
+//! `CONNECT` exchange that opens a tunnel through it ([`tunnel`]).
 //!
 //! [`transport`]: crate::transport
 //! [`auth`]: crate::auth
 
 pub mod challenge;
 pub mod dpop;
+pub mod proxy;
 pub mod redirect;
+pub mod tunnel;
 pub mod url;
 
 use std::fmt;
 
 pub use crate::codec::http1::ResponseHead;
+pub use proxy::{NoProxy, Proxies, ProxyEnv, ProxyError, ProxyUrl, Route};
 pub use redirect::RedirectError;
+pub use tunnel::{Tunnel, TunnelState};
 pub use url::HttpUrl;
 
 /// Identifies one HTTP exchange (request and its response) of a connection.

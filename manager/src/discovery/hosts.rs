@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mcpwire::config::ServerConfig;
+use mcpwire::config::{ServerConfig, TlsSettings};
 use serde_json::{Map, Value};
 
 use super::{Input, ToolFilter};
@@ -45,7 +45,8 @@ pub(crate) struct FileServers {
 pub(crate) enum Dialect {
     /// Claude Desktop, Claude Code, Cursor, VS Code: `command`, `args`,
     /// `env`, `cwd`, `type`, `url`, `headers`, `timeout` (ms),
-    /// `enabled` / `disabled`, `protocolEra`.
+    /// `enabled` / `disabled`, `protocolEra`, and mcpwire's `proxy` and
+    /// `tls`.
     Standard,
     /// Windsurf: as standard, remote servers as `serverUrl`,
     /// `disabledTools`.
@@ -120,6 +121,34 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// The `tls` object: `ca`, `cert`, `key` (strings), `insecure` (a
+    /// boolean).
+    fn tls(&self, key: &str) -> Result<Option<TlsSettings>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Object(obj)) => {
+                let prefix = format!("{}{key}.", self.prefix);
+                let inner = Fields {
+                    obj,
+                    prefix: &prefix,
+                };
+                if let Some(k) = obj
+                    .keys()
+                    .find(|k| !["ca", "cert", "key", "insecure"].contains(&k.as_str()))
+                {
+                    return Err(inner.bad(k, "one of `ca`, `cert`, `key`, `insecure`"));
+                }
+                Ok(Some(TlsSettings {
+                    ca: inner.string("ca")?,
+                    cert: inner.string("cert")?,
+                    key: inner.string("key")?,
+                    insecure: inner.bool("insecure")?.unwrap_or(false),
+                }))
+            }
+            Some(_) => Err(self.bad(key, "an object (`ca`, `cert`, `key`, `insecure`)")),
+        }
+    }
+
     fn millis(&self, key: &str) -> Result<Option<u64>, String> {
         match self.get(key) {
             None => Ok(None),
@@ -146,6 +175,8 @@ fn standard(f: &Fields<'_>) -> Result<ServerConfig, String> {
         timeout: f.millis("timeout")?,
         enabled: f.bool("enabled")?,
         protocol_era: f.string("protocolEra")?,
+        proxy: f.string("proxy")?,
+        tls: f.tls("tls")?,
     };
     // Cline and Roo write `"disabled": true`; Windsurf writes it too.
     if c.enabled.is_none() && f.bool("disabled")? == Some(true) {

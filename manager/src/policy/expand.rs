@@ -163,6 +163,20 @@ pub fn expand_config(
         out.headers
             .insert(k.clone(), expand_str(v, &format!("headers.{k}"), lookup)?);
     }
+    if let Some(p) = &config.proxy {
+        out.proxy = Some(expand_str(p, "proxy", lookup)?);
+    }
+    if let (Some(tls), Some(out)) = (&config.tls, &mut out.tls) {
+        for (field, value, slot) in [
+            ("tls.ca", &tls.ca, &mut out.ca),
+            ("tls.cert", &tls.cert, &mut out.cert),
+            ("tls.key", &tls.key, &mut out.key),
+        ] {
+            if let Some(v) = value {
+                *slot = Some(expand_str(v, field, lookup)?);
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -244,7 +258,9 @@ mod tests {
             "env": {"${KEY_NOT_EXPANDED}": "${TOKEN}"},
             "cwd": "${HOME}",
             "url": "https://h/${TOKEN}",
-            "headers": {"Authorization": "Bearer ${TOKEN}"}
+            "headers": {"Authorization": "Bearer ${TOKEN}"},
+            "proxy": "http://ada:${TOKEN}@gw:3128",
+            "tls": {"ca": "${HOME}/ca.pem", "cert": "${HOME}/me.pem", "key": "${NOPE:-k.pem}"}
         }))
         .unwrap();
         let e = expand_config(&raw, &env).unwrap();
@@ -255,6 +271,11 @@ mod tests {
         assert_eq!(e.cwd.as_deref(), Some("/home/ada"));
         assert_eq!(e.url.as_deref(), Some("https://h/s3cret"));
         assert_eq!(e.headers["Authorization"], "Bearer s3cret");
+        assert_eq!(e.proxy.as_deref(), Some("http://ada:s3cret@gw:3128"));
+        let tls = e.tls.as_ref().unwrap();
+        assert_eq!(tls.ca.as_deref(), Some("/home/ada/ca.pem"));
+        assert_eq!(tls.cert.as_deref(), Some("/home/ada/me.pem"));
+        assert_eq!(tls.key.as_deref(), Some("k.pem"));
 
         let mut missing = raw.clone();
         missing

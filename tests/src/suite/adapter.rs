@@ -38,6 +38,12 @@ pub trait Adapter: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// cancelled from another thread.
     const CANCELS_ON_DROP: bool;
 
+    /// Whether a plain `http` URL through a proxy goes in a `CONNECT`
+    /// tunnel (the blocking client: ureq tunnels every proxied URL)
+    /// rather than to the proxy in absolute form (the exchange runner of
+    /// the async clients).
+    const TUNNELS_PLAIN_HTTP: bool;
+
     /// `connect`.
     fn connect(server: ServerConfig) -> impl Future<Output = Result<Self, Error>> + Send;
 
@@ -168,6 +174,8 @@ impl<R: Runtime> Adapter for Client<R> {
     type Flavor = Async;
 
     const CANCELS_ON_DROP: bool = true;
+
+    const TUNNELS_PLAIN_HTTP: bool = false;
 
     fn connect(server: ServerConfig) -> impl Future<Output = Result<Self, Error>> + Send {
         Client::<R>::connect(server)

@@ -64,6 +64,8 @@ impl Adapter for Client {
 
     const CANCELS_ON_DROP: bool = false;
 
+    const TUNNELS_PLAIN_HTTP: bool = true;
+
     fn connect(server: ServerConfig) -> impl Future<Output = Result<Self, Error>> + Send {
         on_thread(move || Client::connect(server))
     }

@@ -285,3 +285,105 @@ pub fn session_order(path: &Path) -> SessionOrder {
     }
     order
 }
+
+impl HttpServer {
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit_once(':')
+            .and_then(|(_, rest)| rest.split('/').next()?.parse().ok())
+            .expect("a port in the server's URL")
+    }
+
+    /// Its endpoint under another host name (one the test proxy maps to
+    /// 127.0.0.1); the era this process may remember for that URL is
+    /// forgotten.
+    pub fn url_named(&self, host: &str) -> String {
+        let scheme = self.url.split_once("://").map_or("http", |(s, _)| s);
+        let url = format!("{scheme}://{host}:{}/mcp", self.port());
+        mcpwire_adapter::era::forget(&ServerConfig::http(&url));
+        url
+    }
+}
+
+/// Starts an HTTPS test server speaking only `era`, with the server
+/// certificate of `pki` (and `args`: `--client-ca` for mutual TLS).
+pub fn https_server_in(era: Era, pki: &crate::pki::Pki, args: &[&str]) -> HttpServer {
+    let mut all = vec![
+        "--tls",
+        pki.server_cert.to_str().expect("UTF-8 temp path"),
+        pki.server_key.to_str().expect("UTF-8 temp path"),
+    ];
+    all.extend_from_slice(args);
+    let server = http_server_in(Some(era), &all);
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    server
+}
+
+/// A `mcpwire-test-proxy` on 127.0.0.1 with a log of every request it
+/// took; it stops when this is dropped.
+pub struct TestProxy {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+impl TestProxy {
+    /// Starts one with `args` (`--map NAME=IP`, `--require-auth USER:PASS`,
+    /// `--refuse STATUS`).
+    pub fn start(args: &[&str]) -> TestProxy {
+        let log = temp_log("proxy");
+        let mut child = std::process::Command::new(crate::test_proxy_binary())
+            .args(args)
+            .arg("--log-file")
+            .arg(&log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn test proxy");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut first = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("proxy printed its address");
+        let url = first
+            .trim_end()
+            .strip_prefix("listening on ")
+            .expect("listening line")
+            .to_string();
+        let port = url
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .expect("proxy port");
+        TestProxy {
+            child,
+            url,
+            port,
+            log,
+        }
+    }
+
+    /// Its URL with credentials.
+    pub fn url_with(&self, user: &str, password: &str) -> String {
+        format!("http://{user}:{password}@127.0.0.1:{}", self.port)
+    }
+
+    /// The requests it took so far (`method`, `target`, `auth`, `status`,
+    /// `forwarded`).
+    pub fn requests(&self) -> Vec<Value> {
+        log_lines(&self.log)
+    }
+}

@@ -13,6 +13,12 @@
 //! bounded channel. Either way a full queue stops the reads, and TCP flow
 //! control stops the server.
 //!
+//! Each URL's route comes from the client's [`Network`]: directly, or
+//! through a proxy (a `CONNECT` tunnel for `https`, the request in
+//! absolute form with `Proxy-Authorization` for `http`; see `connect`).
+//! OAuth's exchanges and the legacy SSE stream are exchanges like any
+//! other, so they take the same route.
+//!
 //! Connections (see `pool` for the policy):
 //! - one exchange per connection at a time, no pipelining: concurrent
 //!   exchanges use separate connections;
@@ -42,10 +48,14 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use mcpwire::codec::http1::{
     Http1Error, Http1Limits, Request, ResponseDecoder, ResponseEvent, ResponseHead,
 };
+use mcpwire::exchange::proxy::{ProxyUrl, Route};
+use mcpwire::exchange::tunnel::proxy_refusal;
+use mcpwire::exchange::url::Scheme;
 use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
 use tracing::debug;
 
 use crate::handlers::BoxFuture;
+use crate::net::Network;
 use crate::runtime::Runtime;
 use crate::sync::{lock, spawn_abortable, AbortHandle};
 use pool::{Conn, Key, Pool};
@@ -53,6 +63,10 @@ use pool::{Conn, Key, Pool};
 /// Size of each connection's read buffer: the most one `read` returns,
 /// hence the largest [`HttpInput::Body`].
 const READ_BUFFER: usize = 64 * 1024;
+
+/// How long a new TLS connection whose first write failed is read for the
+/// alert that says why.
+const ALERT_WAIT: Duration = Duration::from_millis(200);
 
 /// Bodies up to this size are written together with the head, in one
 /// write; larger ones follow it in a second.
@@ -85,7 +99,7 @@ pub struct HttpOptions {
     pub connect_timeout: Duration,
     /// How long a connection may stay idle in the pool (30 s).
     pub idle_timeout: Duration,
-    /// Most idle connections kept per (scheme, host, port) (64: enough for
+    /// Most idle connections kept per (scheme, host, port, proxy) (64: enough for
     /// 64 calls in flight to reuse their connections; with 4 the bench
     /// reconnected for most calls and ran 5.5x slower).
     pub max_idle_per_origin: usize,
@@ -117,22 +131,32 @@ impl<R: Runtime> Clone for HttpClient<R> {
 
 struct Inner<R: Runtime> {
     options: HttpOptions,
+    network: Network,
     pool: Mutex<Pool<R::Stream>>,
     /// Numbers connections for the logs.
     next_serial: AtomicU64,
 }
 
 impl<R: Runtime> HttpClient<R> {
-    /// A client with an empty pool and the default policy.
+    /// A client with an empty pool and the default policy, on the
+    /// network the environment describes ([`Network::from_environment`]).
     pub fn new() -> Self {
         Self::with_options(HttpOptions::default())
     }
 
-    /// A client with an empty pool and the given policy.
+    /// A client with an empty pool and the given policy, on the network
+    /// the environment describes.
     pub fn with_options(options: HttpOptions) -> Self {
+        Self::with_network(options, Network::from_environment())
+    }
+
+    /// A client with an empty pool, the given policy and `network`
+    /// (proxies and TLS).
+    pub fn with_network(options: HttpOptions, network: Network) -> Self {
         HttpClient {
             inner: Arc::new(Inner {
                 options,
+                network,
                 pool: Mutex::new(Pool::new(options.max_idle_per_origin, options.idle_timeout)),
                 next_serial: AtomicU64::new(1),
             }),
@@ -174,12 +198,18 @@ impl<R: Runtime> HttpClient<R> {
     }
 
     fn prepare(&self, req: &HttpRequest, sink: Sink) -> Exchange<R> {
+        let proxy = match self.inner.network.route(&req.url) {
+            Ok(Route::Direct) => Ok(None),
+            Ok(Route::Via(proxy)) => Ok(Some(proxy.clone())),
+            Err(e) => Err(e.to_string()),
+        };
         Exchange {
             client: Arc::clone(&self.inner),
             id: req.exchange,
             method: req.method,
             url: req.url.clone(),
-            key: Key::of(&req.url),
+            key: Key::of(&req.url, proxy.as_ref().ok().and_then(Option::as_ref)),
+            proxy,
             sink,
         }
     }
@@ -229,11 +259,18 @@ impl<R: Runtime> Inner<R> {
         lock(&self.pool).purge(key);
     }
 
-    /// A new connection to `url`'s origin.
-    async fn connect(&self, url: &HttpUrl) -> Result<Conn<R::Stream>, String> {
-        let stream = connect::connect::<R>(url, self.options.connect_timeout).await?;
+    /// A new connection to `url`'s origin, along `route`.
+    async fn connect(&self, url: &HttpUrl, route: Route<'_>) -> Result<Conn<R::Stream>, String> {
+        let stream =
+            connect::connect::<R>(url, route, self.network.tls(), self.options.connect_timeout)
+                .await?;
         let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
-        debug!(conn = serial, url = %LogUrl(url), "http connected");
+        match route {
+            Route::Direct => debug!(conn = serial, url = %LogUrl(url), "http connected"),
+            Route::Via(proxy) => {
+                debug!(conn = serial, url = %LogUrl(url), %proxy, "http connected through a proxy")
+            }
+        }
         Ok(Conn {
             stream,
             buf: vec![0; READ_BUFFER].into_boxed_slice(),
@@ -296,15 +333,26 @@ impl Wire {
     /// Encodes `req` with the codec: `Host` from the URL, the core's
     /// headers in order, and the body with `Content-Length` (always for
     /// POST, even empty; for other methods only when there is a body).
-    fn encode(req: HttpRequest) -> Result<Wire, Http1Error> {
+    /// To a `forward_proxy` (plain `http` through a proxy) the target is
+    /// the absolute URL, with the proxy's `Proxy-Authorization`.
+    fn encode(req: HttpRequest, forward_proxy: Option<&ProxyUrl>) -> Result<Wire, Http1Error> {
         let HttpRequest {
             method,
             url,
-            headers,
+            mut headers,
             body,
             ..
         } = req;
-        let mut request = Request::new(method.as_str(), url.target(), url.host_header());
+        let target = match forward_proxy {
+            Some(proxy) => {
+                if let Some(auth) = proxy.authorization() {
+                    headers.push(("Proxy-Authorization".into(), auth));
+                }
+                url.to_string()
+            }
+            None => url.target().to_owned(),
+        };
+        let mut request = Request::new(method.as_str(), target, url.host_header());
         request.headers = headers;
         if method == HttpMethod::Post || !body.is_empty() {
             request.body = Some(body);
@@ -412,7 +460,27 @@ struct Exchange<R: Runtime> {
     method: HttpMethod,
     url: HttpUrl,
     key: Key,
+    /// The proxy it goes through (`None`: directly), or why the proxy
+    /// setting it would use is broken.
+    proxy: Result<Option<ProxyUrl>, String>,
     sink: Sink,
+}
+
+impl<R: Runtime> Exchange<R> {
+    fn route(&self) -> Route<'_> {
+        match &self.proxy {
+            Ok(Some(proxy)) => Route::Via(proxy),
+            _ => Route::Direct,
+        }
+    }
+
+    /// The proxy a plain `http` request is sent to in absolute form.
+    fn forward_proxy(&self) -> Option<&ProxyUrl> {
+        match (&self.proxy, self.url.scheme()) {
+            (Ok(Some(proxy)), Scheme::Http) => Some(proxy),
+            _ => None,
+        }
+    }
 }
 
 impl<R: Runtime> Exchange<R> {
@@ -443,7 +511,11 @@ impl<R: Runtime> Exchange<R> {
     /// Runs the exchange on a pooled or new connection, retrying once on a
     /// new one if the pooled one was dead.
     async fn perform(&self, req: HttpRequest) -> Result<(), Stop> {
-        let wire = Wire::encode(req).map_err(|e| Stop::Failed(format!("invalid request: {e}")))?;
+        if let Err(broken) = &self.proxy {
+            return Err(Stop::Failed(broken.clone()));
+        }
+        let wire = Wire::encode(req, self.forward_proxy())
+            .map_err(|e| Stop::Failed(format!("invalid request: {e}")))?;
         let mut fresh_only = false;
         loop {
             let pooled = if fresh_only {
@@ -454,7 +526,11 @@ impl<R: Runtime> Exchange<R> {
             let reused = pooled.is_some();
             let conn = match pooled {
                 Some(conn) => conn,
-                None => self.client.connect(&self.url).await.map_err(Stop::Failed)?,
+                None => self
+                    .client
+                    .connect(&self.url, self.route())
+                    .await
+                    .map_err(Stop::Failed)?,
             };
             let serial = conn.serial;
             match self.attempt(conn, &wire, reused).await {
@@ -485,7 +561,22 @@ impl<R: Runtime> Exchange<R> {
         reused: bool,
     ) -> Result<(), AttemptError> {
         if let Err(e) = wire.write_to(&mut conn.stream).await {
-            return Err(AttemptError::Stale(format!("write: {}", io_message(&e))));
+            let mut why = format!("write: {}", io_message(&e));
+            if !reused && self.url.scheme() == Scheme::Https {
+                // A server that ended a TLS 1.3 handshake it did not like
+                // (no client certificate, say) may have said why in an
+                // alert still waiting to be read.
+                let read =
+                    crate::runtime::timeout::<R, _>(ALERT_WAIT, conn.stream.read(&mut conn.buf))
+                        .await;
+                if let Some(Err(e)) = read {
+                    let tls = self.client.network.tls();
+                    if let Some(explained) = tls.explain(self.url.host_unbracketed(), &e) {
+                        why = explained;
+                    }
+                }
+            }
+            return Err(AttemptError::Stale(why));
         }
         let mut decoder = ResponseDecoder::new(self.method.as_str(), Http1Limits::default());
         let mut received = false;
@@ -497,7 +588,12 @@ impl<R: Runtime> Exchange<R> {
                 // truncated length-delimited or chunked body.
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
                 Err(e) => {
-                    let error = format!("read: {}", io_message(&e));
+                    let error = self
+                        .client
+                        .network
+                        .tls()
+                        .explain(self.url.host_unbracketed(), &e);
+                    let error = error.unwrap_or_else(|| format!("read: {}", io_message(&e)));
                     return Err(if received {
                         Stop::Failed(error).into()
                     } else {
@@ -543,6 +639,10 @@ impl<R: Runtime> Exchange<R> {
     /// Sends a batch's head and body (not its end).
     async fn deliver(&self, batch: &mut Batch, serial: u64, reused: bool) -> Result<(), Stop> {
         if let Some(head) = batch.head.take() {
+            if let Some(refusal) = self.forward_proxy().and_then(|p| proxy_refusal(p, &head)) {
+                // The proxy's answer, not the server's.
+                return Err(Stop::Failed(refusal.to_string()));
+            }
             debug!(
                 exchange = %self.id,
                 method = self.method.as_str(),

@@ -1,7 +1,8 @@
 //! The keep-alive pool: idle connections by origin, so that sequential
 //! exchanges with one server reuse a connection instead of reconnecting.
 //!
-//! Policy: at most `max_idle` idle connections per (scheme, host, port),
+//! Policy: at most `max_idle` idle connections per (scheme, host, port,
+//! proxy),
 //! each kept at most `idle_timeout`; checkout is last-in first-out (the
 //! most recently used connection is the likeliest to be alive) and skips
 //! connections that look closed; a check-in beyond `max_idle` drops the
@@ -11,24 +12,29 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use mcpwire::exchange::proxy::ProxyUrl;
 use mcpwire::exchange::url::Scheme;
 use mcpwire::exchange::HttpUrl;
 
-/// Where a connection goes: connections are only shared within an origin.
+/// Where a connection goes: connections are only shared within an origin
+/// and a route (directly, or through one proxy with one set of
+/// credentials).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct Key {
     scheme: Scheme,
     host: String,
     port: u16,
+    proxy: Option<ProxyUrl>,
 }
 
 impl Key {
-    /// The origin of `url`.
-    pub(super) fn of(url: &HttpUrl) -> Key {
+    /// The origin of `url`, reached through `proxy` (or directly).
+    pub(super) fn of(url: &HttpUrl, proxy: Option<&ProxyUrl>) -> Key {
         Key {
             scheme: url.scheme(),
             host: url.host().to_owned(),
             port: url.port(),
+            proxy: proxy.cloned(),
         }
     }
 }

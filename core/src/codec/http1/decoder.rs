@@ -3,7 +3,7 @@
 
 use memchr::memchr;
 
-use super::head::{self, Framing, ResponseHead};
+use super::head::{self, Asked, Framing, ResponseHead};
 use super::{Http1Error, Http1Limits};
 use crate::codec::preview;
 
@@ -37,7 +37,7 @@ pub enum ResponseEvent<'a> {
 #[derive(Debug, Clone)]
 pub struct ResponseDecoder {
     limits: Http1Limits,
-    head_request: bool,
+    asked: Asked,
     state: State,
     /// Head bytes so far (in `Head`), or the current chunk-size or trailer
     /// line (in `Chunked`). Bounded by the limits.
@@ -77,11 +77,13 @@ enum Chunk {
 
 impl ResponseDecoder {
     /// A decoder for the response to a request with `method`: a response
-    /// to `HEAD` has no body whatever its headers say.
+    /// to `HEAD` has no body whatever its headers say, nor has a 2xx to
+    /// `CONNECT` (the bytes after its head are the tunnel's: `feed` stops
+    /// there, and the end is reported without keep-alive).
     pub fn new(method: &str, limits: Http1Limits) -> Self {
         Self {
             limits,
-            head_request: method == "HEAD",
+            asked: Asked::of(method),
             state: State::Head,
             buf: Vec::new(),
             skipped: 0,
@@ -94,7 +96,7 @@ impl ResponseDecoder {
     /// to a request with `method`, whatever its state (also after an error).
     /// Feed it the bytes a previous `feed` left unconsumed first.
     pub fn reset(&mut self, method: &str) {
-        self.head_request = method == "HEAD";
+        self.asked = Asked::of(method);
         self.state = State::Head;
         self.buf.clear();
         self.buf.shrink_to(4096);
@@ -295,7 +297,7 @@ impl ResponseDecoder {
             // follows.
             100..=199 => Ok(used),
             _ => {
-                let (framing, keep_alive) = head::framing(&head, self.head_request)?;
+                let (framing, keep_alive) = head::framing(&head, self.asked)?;
                 on(ResponseEvent::Head(head));
                 match framing {
                     Framing::None | Framing::Length(0) => self.end(keep_alive, on),

@@ -129,18 +129,41 @@ fn invalid(head: &[u8], what: &str) -> Http1Error {
     Http1Error::InvalidHead(format!("{what} in {:?}", preview(head, 80)))
 }
 
+/// What the request was, as far as the response's framing cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// `HEAD`: no body, whatever the headers say.
+    Head,
+    /// `CONNECT`: a 2xx has no body; the connection is a tunnel after it.
+    Connect,
+    /// Anything else.
+    Other,
+}
+
+impl Asked {
+    pub(super) fn of(method: &str) -> Asked {
+        match method {
+            "HEAD" => Asked::Head,
+            "CONNECT" => Asked::Connect,
+            _ => Asked::Other,
+        }
+    }
+}
+
 /// Decides the body framing (RFC 9112 §6.3) and whether the connection can
 /// be reused afterwards (§9.3).
-pub(super) fn framing(
-    head: &ResponseHead,
-    head_request: bool,
-) -> Result<(Framing, bool), Http1Error> {
+pub(super) fn framing(head: &ResponseHead, asked: Asked) -> Result<(Framing, bool), Http1Error> {
+    if asked == Asked::Connect && head.is_success() {
+        // §6.3 rule 2: the tunnel starts right after the head; the
+        // connection no longer carries HTTP.
+        return Ok((Framing::None, false));
+    }
     let mut keep_alive = if head.version >= 1 {
         !head.has_connection_option("close")
     } else {
         head.has_connection_option("keep-alive") && !head.has_connection_option("close")
     };
-    if head_request || head.status == 204 || head.status == 304 {
+    if asked == Asked::Head || head.status == 204 || head.status == 304 {
         return Ok((Framing::None, keep_alive));
     }
     let mut codings = head
@@ -227,7 +250,7 @@ mod tests {
 
     #[test]
     fn framing_rules() {
-        let f = |h: &ResponseHead| framing(h, false);
+        let f = |h: &ResponseHead| framing(h, Asked::Other);
         assert_eq!(f(&head(1, 200, &[])), Ok((Framing::Close, false)));
         assert_eq!(
             f(&head(1, 200, &[("Content-Length", "5")])),
@@ -289,8 +312,20 @@ mod tests {
             Ok((Framing::None, false))
         );
         assert_eq!(
-            framing(&head(1, 200, &[("Content-Length", "9")]), true),
+            framing(&head(1, 200, &[("Content-Length", "9")]), Asked::Head),
             Ok((Framing::None, true))
+        );
+        // A 2xx to CONNECT is a tunnel, whatever its headers; any other
+        // answer has the usual framing.
+        for status in [200, 204, 299] {
+            assert_eq!(
+                framing(&head(1, status, &[("Content-Length", "9")]), Asked::Connect),
+                Ok((Framing::None, false))
+            );
+        }
+        assert_eq!(
+            framing(&head(1, 407, &[("Content-Length", "9")]), Asked::Connect),
+            Ok((Framing::Length(9), true))
         );
         assert_eq!(
             f(&head(0, 200, &[("Content-Length", "1")])),

@@ -98,8 +98,9 @@ pub enum Http1Error {
     /// The request method is not an RFC 9110 token.
     #[error("invalid request method {0:?}")]
     InvalidMethod(String),
-    /// The request target is not origin-form (`/path?query`) or `*`, or
-    /// holds whitespace, control or non-ASCII bytes.
+    /// The request target is not origin-form (`/path?query`), `*`,
+    /// absolute-form or (for `CONNECT`) authority-form, or holds
+    /// whitespace, control or non-ASCII bytes.
     #[error("invalid request target {0:?}")]
     InvalidTarget(String),
     /// The `Host` value is empty or holds whitespace, control or non-ASCII

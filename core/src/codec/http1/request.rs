@@ -16,8 +16,10 @@ pub struct Request {
     /// The method, e.g. `POST`; must be an RFC 9110 token (case-sensitive:
     /// `HEAD` and `head` are different methods).
     pub method: String,
-    /// The request-target in origin-form (`/path?query`, starting with `/`)
-    /// or `*`; visible ASCII only (percent-encode the rest).
+    /// The request-target: origin-form (`/path?query`, starting with `/`),
+    /// `*`, absolute-form (`http://host/path`, to a proxy) or, for
+    /// `CONNECT` only, authority-form (`host:port`); visible ASCII only
+    /// (percent-encode the rest).
     pub target: String,
     /// The `Host` header value: `host[:port]` (IPv6 in brackets).
     pub host: String,
@@ -66,7 +68,7 @@ impl Request {
                 64,
             )));
         }
-        if !valid_target(self.target.as_bytes()) {
+        if !valid_target(self.target.as_bytes(), self.method == "CONNECT") {
             return Err(Http1Error::InvalidTarget(preview(
                 self.target.as_bytes(),
                 64,
@@ -141,12 +143,26 @@ impl Request {
     }
 }
 
-/// Origin-form (`/` then visible ASCII) or asterisk-form (`*`).
-fn valid_target(t: &[u8]) -> bool {
+/// Origin-form (`/` then visible ASCII), asterisk-form (`*`),
+/// absolute-form (`http://` or `https://` then visible ASCII) or, for
+/// `CONNECT`, authority-form (`host:port`, no `/`, `?`, `#` or `@`).
+fn valid_target(t: &[u8], connect: bool) -> bool {
+    let visible = t.iter().all(|b| b.is_ascii_graphic());
+    if connect {
+        return visible
+            && !t.is_empty()
+            && !t.iter().any(|b| matches!(b, b'/' | b'?' | b'#' | b'@'))
+            && t.iter().rposition(|&b| b == b':').is_some_and(|i| {
+                i > 0 && i + 1 < t.len() && t[i + 1..].iter().all(u8::is_ascii_digit)
+            });
+    }
     match t {
         b"*" => true,
-        [b'/', ..] => t.iter().all(|b| b.is_ascii_graphic()),
-        _ => false,
+        [b'/', ..] => visible,
+        _ => {
+            let lower = t.to_ascii_lowercase();
+            (lower.starts_with(b"http://") || lower.starts_with(b"https://")) && visible
+        }
     }
 }
 
@@ -198,6 +214,49 @@ mod tests {
             out,
             b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn proxy_forms() {
+        let req = Request::new("CONNECT", "mcp.example:443", "mcp.example:443")
+            .with_header("Proxy-Authorization", "Basic dTpw");
+        assert_eq!(
+            encode(&req).unwrap(),
+            "CONNECT mcp.example:443 HTTP/1.1\r\nHost: mcp.example:443\r\n\
+             Proxy-Authorization: Basic dTpw\r\n\r\n"
+        );
+        let req = Request::new("CONNECT", "[::1]:8443", "[::1]:8443");
+        assert!(encode(&req).is_ok());
+        let req = Request::new(
+            "POST",
+            "http://mcp.example:8080/mcp?x=1",
+            "mcp.example:8080",
+        );
+        assert!(encode(&req)
+            .unwrap()
+            .starts_with("POST http://mcp.example:8080/mcp?x=1 HTTP/1.1\r\n"));
+        for bad in [
+            "h",
+            "h:",
+            ":1",
+            "h:x",
+            "/p",
+            "h:1/p",
+            "u@h:1",
+            "h :1",
+            "http://h:1",
+        ] {
+            assert!(
+                matches!(
+                    encode(&Request::new("CONNECT", bad, "h")),
+                    Err(Http1Error::InvalidTarget(_))
+                ),
+                "{bad}"
+            );
+        }
+        // Authority-form is for CONNECT only.
+        assert!(encode(&Request::new("GET", "h:1", "h")).is_err());
+        assert!(encode(&Request::new("GET", "ftp://h/", "h")).is_err());
     }
 
     #[test]

@@ -32,7 +32,16 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 const MAX_HEADERS: usize = 64;
 
 pub fn run(ctx: Arc<Ctx>) -> ! {
-    let listener = match TcpListener::bind(("127.0.0.1", ctx.opts.port)) {
+    // `--tls`: the plain server listens on an ephemeral port of its own,
+    // behind the TLS front on the port asked for.
+    let tls = ctx.opts.tls.as_ref().map(|(cert, key)| {
+        crate::tls::config(cert, key, ctx.opts.client_ca.as_deref()).unwrap_or_else(|e| {
+            eprintln!("mcpwire-test-server: --tls: {e}");
+            std::process::exit(2);
+        })
+    });
+    let plain_port = if tls.is_some() { 0 } else { ctx.opts.port };
+    let listener = match TcpListener::bind(("127.0.0.1", plain_port)) {
         Ok(l) => l,
         Err(e) => {
             eprintln!(
@@ -94,12 +103,29 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
         let server = server.clone();
         std::thread::spawn(move || accept(&server, &second));
     }
+    let (scheme, public) = match tls {
+        Some(config) => {
+            let asked = server.ctx.opts.port;
+            let front = match TcpListener::bind(("127.0.0.1", asked)) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("mcpwire-test-server: cannot listen on 127.0.0.1:{asked}: {e}");
+                    std::process::exit(1);
+                }
+            };
+            let public = front.local_addr().map_or(0, |a| a.port());
+            let ctx = server.ctx.clone();
+            std::thread::spawn(move || crate::tls::serve(&front, port, &config, &ctx));
+            ("https", public)
+        }
+        None => ("http", port),
+    };
     {
         let mut out = io::stdout();
-        let _ = writeln!(out, "listening on http://127.0.0.1:{port}/mcp");
+        let _ = writeln!(out, "listening on {scheme}://127.0.0.1:{public}/mcp");
         let _ = out.flush();
     }
-    eprintln!("mcpwire-test-server: listening on http://127.0.0.1:{port}/mcp");
+    eprintln!("mcpwire-test-server: listening on {scheme}://127.0.0.1:{public}/mcp");
     accept(&server, &listener);
     std::process::exit(1)
 }

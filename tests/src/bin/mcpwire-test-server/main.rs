@@ -5,7 +5,9 @@
 //!
 //! * stdio (default): JSONL on stdin/stdout, diagnostics on stderr;
 //! * `--http [--port N]`: Streamable HTTP on `127.0.0.1`, endpoint `/mcp`
-//!   (with `--oauth`, also an OAuth 2.1 authorization server: `oauth.rs`).
+//!   (with `--oauth`, also an OAuth 2.1 authorization server: `oauth.rs`;
+//!   with `--tls`, behind a rustls front that can demand client
+//!   certificates: `tls.rs`).
 //!
 //! Run with `--help` for the flags; see `protocol.rs` for the tools.
 
@@ -16,6 +18,7 @@ mod opts;
 mod protocol;
 mod stdio;
 mod tasks;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -57,6 +57,11 @@ flags:
                          with --oauth: a refresh request is held MS ms before
                          it is answered (logged `refresh_held`); if its client
                          is gone by then it is not carried out
+  --tls CERT KEY         HTTP: TLS on the port (PEM certificate chain and key;
+                         rustls); the stdout line says https://127.0.0.1:PORT/mcp.
+                         Failed handshakes are logged as `tls_refused` events
+  --client-ca CA         with --tls: a client certificate signed by CA (PEM) is
+                         required (mutual TLS)
   --redirect-hops N      HTTP: MCP is served at /mcp/, and every request to /mcp
                          is redirected there (Starlette style) in N hops:
                          /mcp -> /mcp/hop/1 -> ... -> /mcp/hop/N-1 -> /mcp/
@@ -101,6 +106,10 @@ pub struct Options {
     pub redirect_loop: bool,
     pub redirect_cross_origin: bool,
     pub pre_init: PreInit,
+    /// `--tls CERT KEY`.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--client-ca CA`.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// What a request before `initialize` gets (`--pre-init`).
@@ -162,6 +171,8 @@ impl Options {
             redirect_loop: false,
             redirect_cross_origin: false,
             pre_init: PreInit::Error,
+            tls: None,
+            client_ca: None,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -178,6 +189,14 @@ impl Options {
             match flag.as_str() {
                 "-h" | "--help" => return Err(ParseError::Help),
                 "--http" => o.http = true,
+                "--tls" => {
+                    let cert = value("--tls")?;
+                    let key = args
+                        .next()
+                        .ok_or_else(|| ParseError::Bad("--tls needs CERT and KEY".into()))?;
+                    o.tls = Some((PathBuf::from(cert), PathBuf::from(key)));
+                }
+                "--client-ca" => o.client_ca = Some(PathBuf::from(value("--client-ca")?)),
                 "--era" => {
                     let v = value("--era")?;
                     o.era = match v.as_str() {
@@ -288,6 +307,12 @@ impl Options {
         }
         if o.oauth && !o.http {
             return Err(ParseError::Bad("--oauth needs --http".into()));
+        }
+        if o.tls.is_some() && !o.http {
+            return Err(ParseError::Bad("--tls needs --http".into()));
+        }
+        if o.client_ca.is_some() && o.tls.is_none() {
+            return Err(ParseError::Bad("--client-ca needs --tls".into()));
         }
         if o.expire_after.is_some() && o.era == EraMode::Modern {
             return Err(ParseError::Bad(
