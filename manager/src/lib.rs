@@ -77,6 +77,7 @@ mod cache_file;
 pub mod consent;
 pub mod discovery;
 mod error;
+pub mod hostedit;
 mod manager;
 mod options;
 pub mod paths;
