@@ -205,7 +205,16 @@ pub(crate) async fn command(
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
+        Cmd::Demo
+        | Cmd::Serve { .. }
+        | Cmd::Servers { .. }
+        | Cmd::Approve { .. }
+        | Cmd::Add { .. }
+        | Cmd::Remove { .. }
+        | Cmd::Enable { .. }
+        | Cmd::Disable { .. }
+        | Cmd::Get { .. }
+        | Cmd::Import { .. } => {
             unreachable!("handled before connecting")
         }
     }

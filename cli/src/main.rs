@@ -5,6 +5,8 @@
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
 //!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
+//!           | add <name> [--host H] [--scope S] (-- cmd args | --url URL) | remove <name>
+//!           | enable <name> | disable <name> | get <name> | import --from H --to H [names]
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -39,6 +41,7 @@ mod args;
 mod commands;
 mod demo;
 mod demo_server;
+mod hosts;
 mod render;
 mod servers;
 mod target;
@@ -129,6 +132,36 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     }
     if let Cmd::Approve { name } = cli.cmd() {
         return approve(&cli, name);
+    }
+    match cli.cmd() {
+        Cmd::Add {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::add(&cli, name, hosts, *dry_run, &server_cmd),
+        Cmd::Remove {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::remove(&cli, name, hosts, *dry_run),
+        Cmd::Enable {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::switch(&cli, name, hosts, true, *dry_run),
+        Cmd::Disable {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::switch(&cli, name, hosts, false, *dry_run),
+        Cmd::Get { name } => return hosts::get(&cli, name),
+        Cmd::Import {
+            from,
+            to,
+            names,
+            dry_run,
+        } => return hosts::import(&cli, from, to, names, *dry_run),
+        _ => {}
     }
     let target = target(&cli, &server_cmd)?;
     // Usage errors come before any connection is made; so does a call to
