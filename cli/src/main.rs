@@ -183,7 +183,22 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
         _ => {}
     }
     let quiet = cli.quiet;
-    let client = connect(&cli, target.config.clone()).await?;
+    let client = connect(&cli, target.config.clone(), target.pins.clone()).await?;
+    // A call to a configured server's tool goes through its pins: the
+    // listing withholds a project's tool that changed since it was pinned.
+    let calls = matches!(
+        cli.cmd(),
+        Cmd::Call { .. }
+            | Cmd::Tasks {
+                action: TaskCmd::Start { .. }
+            }
+    );
+    if target.pins.is_some() && calls {
+        if let Err(e) = client.list_tools().await {
+            let _ = client.close_timeout(Duration::from_secs(5)).await;
+            return Err(e.into());
+        }
+    }
     let logs = tokio::spawn(print_server_logs(client.clone(), quiet));
     let cancel = CancelToken::new();
     let outcome = {

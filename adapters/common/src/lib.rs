@@ -45,6 +45,7 @@ pub mod keychain;
 mod notifications;
 pub mod options;
 pub mod output;
+pub mod pins;
 pub mod process;
 pub mod runtime;
 pub mod session;

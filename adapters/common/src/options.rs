@@ -61,6 +61,8 @@ pub struct ConnectOptions<F> {
     pub(crate) invalid: Option<(&'static str, String)>,
     /// Don't check `structuredContent` against `outputSchema`.
     pub(crate) skip_output_validation: bool,
+    /// Tool pinning ([`crate::pins`]).
+    pub(crate) pins: Option<crate::pins::ToolPins>,
     flavor: PhantomData<fn() -> F>,
 }
 
@@ -78,6 +80,7 @@ impl<F> Clone for ConnectOptions<F> {
             era_cache: self.era_cache.clone(),
             invalid: self.invalid.clone(),
             skip_output_validation: self.skip_output_validation,
+            pins: self.pins.clone(),
             flavor: PhantomData,
         }
     }
@@ -97,6 +100,7 @@ impl<F> Default for ConnectOptions<F> {
             era_cache: None,
             invalid: None,
             skip_output_validation: false,
+            pins: None,
             flavor: PhantomData,
         }
     }
@@ -127,6 +131,36 @@ impl<F> ConnectOptions<F> {
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.skip_output_validation = !validate;
         self
+    }
+
+    /// Pins the server's tools ([`crate::pins`]): every `list_tools`
+    /// compares what the server says about its tools (name, title,
+    /// description, input and output schemas, annotations) with what was
+    /// pinned under `pins`' key, pins them the first time, reports a
+    /// change to [`ToolPins::on_change`](crate::pins::ToolPins::on_change),
+    /// and with [`ToolPins::withhold`](crate::pins::ToolPins::withhold)
+    /// leaves changed and new tools out of the list and refuses calls to
+    /// them with [`Error::ToolWithheld`](crate::Error::ToolWithheld) until
+    /// the change is accepted ([`PinStore::accept`](crate::pins::PinStore::accept)).
+    ///
+    /// ```no_run
+    /// # use mcpwire_adapter::{ConnectOptions, Async};
+    /// use mcpwire_adapter::pins::{PinStore, ToolPins};
+    /// let store = PinStore::user().expect("a home directory");
+    /// let options = ConnectOptions::<Async>::new().pin_tools(
+    ///     ToolPins::new(store, "my-server")
+    ///         .withhold(true)
+    ///         .on_change(|changes| for c in changes { eprintln!("{}", c.summary()) }),
+    /// );
+    /// ```
+    pub fn pin_tools(mut self, pins: crate::pins::ToolPins) -> Self {
+        self.pins = Some(pins);
+        self
+    }
+
+    /// The tool pinning set with [`pin_tools`](Self::pin_tools).
+    pub fn tool_pins(&self) -> Option<&crate::pins::ToolPins> {
+        self.pins.as_ref()
     }
 
     /// Whether tool calls may become tasks on the server (default: yes).

@@ -70,6 +70,7 @@ pub fn prepare<F>(server: &ServerConfig, options: ConnectOptions<F>) -> Prepared
                 .auth
                 .map(|a| (a.redirect_handler(), a.token_store())),
             skip_output_validation: options.skip_output_validation,
+            pins: options.pins,
         },
     }
 }
