@@ -263,6 +263,12 @@ pub(crate) enum Cmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Start every configured server once and report each: whether it
+    /// starts, its era, connect time, tools, login (auth), network route,
+    /// and the first error with a hint (--json for a program; --timeout
+    /// MS per server, default 10 s). Consent applies: a project's server
+    /// not approved is reported, not started.
+    Doctor,
     /// Run a server on stdio.
     Serve {
         /// The built-in demo server.

@@ -214,7 +214,8 @@ pub(crate) async fn command(
         | Cmd::Enable { .. }
         | Cmd::Disable { .. }
         | Cmd::Get { .. }
-        | Cmd::Import { .. } => {
+        | Cmd::Import { .. }
+        | Cmd::Doctor => {
             unreachable!("handled before connecting")
         }
     }

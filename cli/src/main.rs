@@ -7,6 +7,7 @@
 //!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
 //!           | add <name> [--host H] [--scope S] (-- cmd args | --url URL) | remove <name>
 //!           | enable <name> | disable <name> | get <name> | import --from H --to H [names]
+//!           | doctor [--json]
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -41,6 +42,7 @@ mod args;
 mod commands;
 mod demo;
 mod demo_server;
+mod doctor;
 mod hosts;
 mod render;
 mod servers;
@@ -155,6 +157,7 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
             dry_run,
         } => return hosts::switch(&cli, name, hosts, false, *dry_run),
         Cmd::Get { name } => return hosts::get(&cli, name),
+        Cmd::Doctor => return doctor::doctor(&cli, &server_cmd).await,
         Cmd::Import {
             from,
             to,
