@@ -7,8 +7,8 @@
 //! synced, renamed over it), keeping the file's mode, through a symlink
 //! to the file it points at, and only if the file is still as it was
 //! read. Every other byte of the file stays as it was: JSON and JSONC
-//! files are edited as text ([`json`]), Codex's TOML with `toml_edit`,
-//! Goose's YAML as lines ([`yaml`]). A file that does not parse is
+//! files are edited as text (`hostedit::json`), Codex's TOML with `toml_edit`,
+//! Goose's YAML as lines (`hostedit::yaml`). A file that does not parse is
 //! refused. Each planned text is parsed again and compared with the
 //! intended value before it is offered, so an edit never writes what it
 //! did not mean to. Removing what was added gives the file back byte for

@@ -144,10 +144,10 @@ impl<F> ConnectOptions<F> {
     /// the change is accepted ([`PinStore::accept`](crate::pins::PinStore::accept)).
     ///
     /// ```no_run
-    /// # use mcpwire_adapter::{ConnectOptions, Async};
     /// use mcpwire_adapter::pins::{PinStore, ToolPins};
+    /// use mcpwire_adapter::ConnectOptions;
     /// let store = PinStore::user().expect("a home directory");
-    /// let options = ConnectOptions::<Async>::new().pin_tools(
+    /// let options = ConnectOptions::new().pin_tools(
     ///     ToolPins::new(store, "my-server")
     ///         .withhold(true)
     ///         .on_change(|changes| for c in changes { eprintln!("{}", c.summary()) }),
