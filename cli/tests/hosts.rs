@@ -128,11 +128,18 @@ fn dry_run_prints_the_diff_and_writes_nothing() {
         std::fs::read_to_string(&cursor).unwrap(),
         "{\n  \"mcpServers\": {}\n}\n"
     );
-    // Without --host: the hosts installed for this user (Cursor here).
+    // Without --host: the hosts installed for this user (Cursor, and
+    // Codex: the sandbox has a CODEX_HOME).
     ok(&sb.run(&["add", "web", "--url", "https://h/mcp"], &[]));
     assert!(std::fs::read_to_string(&cursor)
         .unwrap()
         .contains("\"web\""));
+    let codex = std::fs::read_to_string(sb.root.join("codex/config.toml")).unwrap();
+    assert_eq!(codex, "[mcp_servers.web]\nurl = \"https://h/mcp\"\n");
+    assert!(
+        !sb.root.join("config/goose/config.yaml").exists(),
+        "not installed"
+    );
     let o = sb.run(&["remove", "web", "--dry-run"], &[]);
     assert!(ok(&o).contains("-    \"web\": {"), "{}", text(&o));
     assert!(std::fs::read_to_string(&cursor)
