@@ -288,5 +288,21 @@ mod tests {
         assert_eq!(route(None), "local process");
         assert_eq!(route(Some("https://h/mcp")), "direct");
         assert_eq!(auth_state(None), "none");
+        let state = |expires_at: u64, refresh: bool| -> AuthState {
+            let mut tokens = json!({"access_token": "a", "expires_at": expires_at});
+            if refresh {
+                tokens["refresh_token"] = json!("r");
+            }
+            serde_json::from_value(json!({
+                "resource": "https://h/mcp",
+                "token_endpoint": "https://h/token",
+                "client": {"client_id": "c"},
+                "tokens": tokens,
+            }))
+            .unwrap()
+        };
+        assert_eq!(auth_state(Some(state(u64::MAX / 2, false))), "logged in");
+        assert_eq!(auth_state(Some(state(1, true))), "expired (refreshable)");
+        assert_eq!(auth_state(Some(state(1, false))), "expired");
     }
 }
