@@ -496,10 +496,27 @@ impl Host {
                        keep it); remove the server instead"
                     .into(),
             }),
-            Host::ClaudeDesktop | Host::Gemini | Host::Copilot => Err(EditError::Unsupported {
+            Host::ClaudeDesktop => Err(EditError::Unsupported {
                 host: self.name(),
                 what: "has no per-server on/off switch in its config file; remove the \
                        server instead"
+                    .into(),
+            }),
+            // Gemini CLI keeps a server's enablement in a store of its own
+            // (McpServerEnablementManager); `mcp.excluded` in settings.json
+            // is a blocklist it shows as blocked.
+            Host::Gemini => Err(EditError::Unsupported {
+                host: self.name(),
+                what: "keeps its per-server on/off outside settings.json (its `mcp.excluded` \
+                       list blocks a server instead); remove the server instead"
+                    .into(),
+            }),
+            // Copilot CLI does not honour `"disabled": true` in its file
+            // (github/copilot-cli#3582).
+            Host::Copilot => Err(EditError::Unsupported {
+                host: self.name(),
+                what: "has no on/off switch it reads in mcp-config.json; remove the server \
+                       instead"
                     .into(),
             }),
         }
