@@ -7,7 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use mcpwire_manager::tokio::Manager;
-use mcpwire_manager::{ManagerOptions, PinStore, RetryPolicy, ServerState, ServerStatus};
+use mcpwire_manager::{ManagerOptions, RetryPolicy, ServerState, ServerStatus};
 use mcpwire_tokio::auth::AuthState;
 use mcpwire_tokio::{ConnectOptions, FileStore, TokenStore};
 use serde_json::{json, Value};
@@ -131,7 +131,7 @@ pub(crate) async fn doctor(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail>
         .connect_options(connect)
         .connect_timeout(timeout)
         .retry(retry);
-    if let Some(store) = PinStore::user() {
+    if let Some(store) = mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process()) {
         options = options.tool_pins(store);
     }
     let configs: Vec<_> = found

@@ -27,7 +27,10 @@ pub(crate) fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
         )));
     };
     // What its tools say now, if that differs from what was pinned.
-    let pending = match (PinStore::user(), consent::pin_key(entry)) {
+    let pending = match (
+        mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process()),
+        consent::pin_key(entry),
+    ) {
         (Some(store), Some(key)) => {
             let pending = store
                 .pending(&key)
@@ -143,7 +146,7 @@ pub(crate) async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> 
                 .allow_cross_origin_redirects(cli.allow_cross_origin_redirect),
         )
         .connect_timeout(wait);
-    let options = match PinStore::user() {
+    let options = match mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process()) {
         Some(store) => options.tool_pins(store),
         None => options,
     };

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use mcpwire_manager::pins::{PinStore, ToolPins};
+use mcpwire_manager::pins::ToolPins;
 use mcpwire_manager::policy::expand::expand_config;
 use mcpwire_manager::{
     consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry, ToolFilter,
@@ -65,7 +65,7 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
         let name = cli.server.as_deref().unwrap_or_default();
         let (config, entry) = load_named(cli, name)?;
         label = Some(format!("server {name:?} ({})", entry.origin()));
-        pins = PinStore::user()
+        pins = mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process())
             .zip(consent::pin_key(&entry))
             .map(|(store, key)| ToolPins::new(store, key).withhold(consent::needs_consent(&entry)));
         tools = entry.tools;
