@@ -118,6 +118,9 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "SECRET")]
     pub(crate) client_secret: Option<String>,
     /// The OAuth scope to ask for (else the server's challenge decides).
+    /// With add, remove, enable, disable and import: which of a host's
+    /// files, `user` (add's default), `project` or `local` (Claude Code's
+    /// servers of this project in ~/.claude.json).
     #[arg(long, global = true, value_name = "SCOPE")]
     pub(crate) scope: Option<String>,
     /// Ask for bearer tokens even where the authorization server offers
@@ -217,6 +220,83 @@ pub(crate) enum Cmd {
         /// The server's name.
         name: String,
     },
+    /// Add a server to hosts' config files, in each host's own format:
+    /// `add NAME -- cmd args` or `add NAME --url URL` (--sse URL), with
+    /// --env K=V, --header 'K: V', --scope user|project|local. Without
+    /// --host: every host installed for this user.
+    Add {
+        /// The server's name.
+        name: String,
+        /// A host to write to (repeatable): claude-code, claude-desktop,
+        /// cursor, vscode, windsurf, zed, gemini, codex, goose, copilot.
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+        /// Print the diff of each file instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove a server from every config file that defines it (--host,
+    /// --scope: only those), leaving every other byte of each file.
+    Remove {
+        /// The server's name.
+        name: String,
+        /// Only this host's files (repeatable).
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+        /// Print the diffs instead of writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Turn a server on with its host's own switch (Codex `enabled`,
+    /// Goose `enabled`, Windsurf `disabled`, Zed `enabled`).
+    Enable {
+        /// The server's name.
+        name: String,
+        /// Its definition in this host's files (default: the one used).
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+        /// Print the diff instead of writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Turn a server off with its host's own switch (see `enable`).
+    Disable {
+        /// The server's name.
+        name: String,
+        /// Its definition in this host's files (default: the one used).
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+        /// Print the diff instead of writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Show a server's effective definition and the file it comes from
+    /// (and the files whose definitions it shadows).
+    Get {
+        /// The server's name.
+        name: String,
+    },
+    /// Copy servers from one host's files to another's, in the target's
+    /// format (all of them, or the NAMEs given).
+    Import {
+        /// The host to read.
+        #[arg(long, value_name = "HOST")]
+        from: String,
+        /// The host to write.
+        #[arg(long, value_name = "HOST")]
+        to: String,
+        /// Only these servers.
+        names: Vec<String>,
+        /// Print the diff instead of writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Start every configured server once and report each: whether it
+    /// starts, its era, connect time, tools, login (auth), network route,
+    /// and the first error with a hint (--json for a program; --timeout
+    /// MS per server, default 10 s). Consent applies: a project's server
+    /// not approved is reported, not started.
+    Doctor,
     /// Run a server on stdio.
     Serve {
         /// The built-in demo server.

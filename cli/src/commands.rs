@@ -205,7 +205,17 @@ pub(crate) async fn command(
             }
             Ok(0)
         }
-        Cmd::Demo | Cmd::Serve { .. } | Cmd::Servers { .. } | Cmd::Approve { .. } => {
+        Cmd::Demo
+        | Cmd::Serve { .. }
+        | Cmd::Servers { .. }
+        | Cmd::Approve { .. }
+        | Cmd::Add { .. }
+        | Cmd::Remove { .. }
+        | Cmd::Enable { .. }
+        | Cmd::Disable { .. }
+        | Cmd::Get { .. }
+        | Cmd::Import { .. }
+        | Cmd::Doctor => {
             unreachable!("handled before connecting")
         }
     }

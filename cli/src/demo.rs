@@ -42,7 +42,7 @@ pub(crate) async fn demo(cli: &Cli) -> Result<u8, Fail> {
         exe.display()
     ));
     let t = Instant::now();
-    let client = connect(cli, config).await?;
+    let client = connect(cli, config, None).await?;
     let s = client.server();
     let era = if client.protocol_version() == "2026-07-28" {
         "the stateless era: server/discover, no initialize, no session"

@@ -5,6 +5,9 @@
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
 //!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
+//!           | add <name> [--host H] [--scope S] (-- cmd args | --url URL) | remove <name>
+//!           | enable <name> | disable <name> | get <name> | import --from H --to H [names]
+//!           | doctor [--json]
 //! TARGET:   -- <command> [args...] | --url <URL> | --sse <URL> | --server <NAME> [--config F]
 //! ```
 //!
@@ -39,6 +42,8 @@ mod args;
 mod commands;
 mod demo;
 mod demo_server;
+mod doctor;
+mod hosts;
 mod render;
 mod servers;
 mod target;
@@ -130,6 +135,37 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Approve { name } = cli.cmd() {
         return approve(&cli, name);
     }
+    match cli.cmd() {
+        Cmd::Add {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::add(&cli, name, hosts, *dry_run, &server_cmd),
+        Cmd::Remove {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::remove(&cli, name, hosts, *dry_run),
+        Cmd::Enable {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::switch(&cli, name, hosts, true, *dry_run),
+        Cmd::Disable {
+            name,
+            hosts,
+            dry_run,
+        } => return hosts::switch(&cli, name, hosts, false, *dry_run),
+        Cmd::Get { name } => return hosts::get(&cli, name),
+        Cmd::Doctor => return doctor::doctor(&cli, &server_cmd).await,
+        Cmd::Import {
+            from,
+            to,
+            names,
+            dry_run,
+        } => return hosts::import(&cli, from, to, names, *dry_run),
+        _ => {}
+    }
     let target = target(&cli, &server_cmd)?;
     // Usage errors come before any connection is made; so does a call to
     // a tool the entry's tool list hides.
@@ -150,7 +186,22 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
         _ => {}
     }
     let quiet = cli.quiet;
-    let client = connect(&cli, target.config.clone()).await?;
+    let client = connect(&cli, target.config.clone(), target.pins.clone()).await?;
+    // A call to a configured server's tool goes through its pins: the
+    // listing withholds a project's tool that changed since it was pinned.
+    let calls = matches!(
+        cli.cmd(),
+        Cmd::Call { .. }
+            | Cmd::Tasks {
+                action: TaskCmd::Start { .. }
+            }
+    );
+    if target.pins.is_some() && calls {
+        if let Err(e) = client.list_tools().await {
+            let _ = client.close_timeout(Duration::from_secs(5)).await;
+            return Err(e.into());
+        }
+    }
     let logs = tokio::spawn(print_server_logs(client.clone(), quiet));
     let cancel = CancelToken::new();
     let outcome = {

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mcpwire_manager::tokio::Manager;
-use mcpwire_manager::{consent, Discovered, ManagerOptions, ServerState};
+use mcpwire_manager::{consent, Discovered, ManagerOptions, PinStore, ServerState};
 use mcpwire_tokio::ConnectOptions;
 use serde_json::{json, Value};
+
+use mcpwire_manager::Scope;
 
 use crate::args::*;
 use crate::render::*;
@@ -24,12 +26,43 @@ pub(crate) fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
             server_names(&found)
         )));
     };
+    // What its tools say now, if that differs from what was pinned.
+    let pending = match (
+        mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process()),
+        consent::pin_key(entry),
+    ) {
+        (Some(store), Some(key)) => {
+            let pending = store
+                .pending(&key)
+                .map_err(|e| Fail::usage(format!("cannot read the tool pins: {e}")))?;
+            Some((store, key, pending)).filter(|p| !p.2.is_empty())
+        }
+        _ => None,
+    };
+    if let Some((_, _, changes)) = &pending {
+        println!("the tools of {name:?} changed since they were pinned:");
+        for c in changes {
+            print!("{}", c.details());
+        }
+    }
+    let accept = |pending: Option<(PinStore, String, Vec<_>)>| -> Result<(), Fail> {
+        if let Some((store, key, _)) = pending {
+            store
+                .accept(&key)
+                .map_err(|e| Fail::usage(format!("cannot record the tool pins: {e}")))?;
+            println!("accepted the tool changes of {name:?}: they are pinned now");
+        }
+        Ok(())
+    };
     if !consent::needs_consent(entry) {
-        println!(
-            "server {name:?} comes from {} ({} scope): it needs no approval",
-            entry.origin(),
-            entry.scope.label()
-        );
+        if pending.is_none() {
+            println!(
+                "server {name:?} comes from {} ({} scope): it needs no approval",
+                entry.origin(),
+                entry.scope.label()
+            );
+        }
+        accept(pending)?;
         return Ok(0);
     }
     let raw = entry
@@ -45,6 +78,7 @@ pub(crate) fn approve(cli: &Cli, name: &str) -> Result<u8, Fail> {
         entry.origin(),
         describe_definition(raw)
     );
+    accept(pending)?;
     Ok(0)
 }
 
@@ -112,6 +146,10 @@ pub(crate) async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> 
                 .allow_cross_origin_redirects(cli.allow_cross_origin_redirect),
         )
         .connect_timeout(wait);
+    let options = match mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process()) {
+        Some(store) => options.tool_pins(store),
+        None => options,
+    };
     let manager = Manager::start(found.servers.clone(), options).await;
     manager.wait_settled(wait + Duration::from_secs(1)).await;
     let now = Instant::now();
@@ -132,6 +170,8 @@ pub(crate) async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> 
                     "transport": s.transport,
                     "source": s.source.as_ref().map(|p| p.display().to_string()),
                     "scope": s.scope.label(),
+                    "toolChanges": s.tool_changes,
+                    "toolsWithheld": s.scope == Scope::Project && !s.tool_changes.is_empty(),
                 })
             })
             .collect();
@@ -178,6 +218,18 @@ pub(crate) async fn servers(cli: &Cli, server_cmd: &[String], sources: bool) -> 
                 }
                 ServerState::Reconnecting { .. } => println!("    {}", s.describe(now)),
                 _ => {}
+            }
+            if !s.tool_changes.is_empty() {
+                let what: Vec<String> = s.tool_changes.iter().map(|c| c.summary()).collect();
+                println!("    tools changed since pinned: {}", what.join("; "));
+                if s.scope == Scope::Project {
+                    println!(
+                        "    withheld until you review them: `mcpwire approve {}`",
+                        s.name
+                    );
+                } else {
+                    println!("    review and accept them: `mcpwire approve {}`", s.name);
+                }
             }
         }
     }

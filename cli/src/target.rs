@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use mcpwire_manager::pins::ToolPins;
 use mcpwire_manager::policy::expand::expand_config;
 use mcpwire_manager::{
     consent, discovery, Approvals, Discovered, Discovery, Env, Input, ServerEntry, ToolFilter,
@@ -27,6 +28,8 @@ pub(crate) struct Target {
     pub(crate) tools: ToolFilter,
     /// `server "NAME" (FILE)` for a discovered server, for messages.
     pub(crate) label: Option<String>,
+    /// A discovered server's tool pins (a project's withhold changes).
+    pub(crate) pins: Option<ToolPins>,
 }
 
 pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
@@ -51,6 +54,7 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
     }
     let mut tools = ToolFilter::default();
     let mut label = None;
+    let mut pins = None;
     let mut config = if let Some((cmd, args)) = server_cmd.split_first() {
         ServerConfig::stdio(cmd.clone()).args(args.iter().cloned())
     } else if let Some(url) = &cli.url {
@@ -61,6 +65,9 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
         let name = cli.server.as_deref().unwrap_or_default();
         let (config, entry) = load_named(cli, name)?;
         label = Some(format!("server {name:?} ({})", entry.origin()));
+        pins = mcpwire_manager::paths::tool_pins(&mcpwire_manager::Env::process())
+            .zip(consent::pin_key(&entry))
+            .map(|(store, key)| ToolPins::new(store, key).withhold(consent::needs_consent(&entry)));
         tools = entry.tools;
         config
     };
@@ -88,6 +95,7 @@ pub(crate) fn target(cli: &Cli, server_cmd: &[String]) -> Result<Target, Fail> {
         config,
         tools,
         label,
+        pins,
     })
 }
 
@@ -568,7 +576,11 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
     Ok(auth.config(|c| c.client_name = "mcpwire-cli".into()))
 }
 
-pub(crate) async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, Fail> {
+pub(crate) async fn connect(
+    cli: &Cli,
+    config: ServerConfig,
+    pins: Option<ToolPins>,
+) -> Result<Client, Fail> {
     let mut options = ConnectOptions::new()
         .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
         .allow_cross_origin_redirects(cli.allow_cross_origin_redirect)
@@ -585,6 +597,9 @@ pub(crate) async fn connect(cli: &Cli, config: ServerConfig) -> Result<Client, F
         options = options.auth(auth_options(cli)?);
     } else if cli.login {
         return Err(Fail::usage("--login is for HTTP servers (--url, --sse)"));
+    }
+    if let Some(pins) = pins {
+        options = options.pin_tools(pins);
     }
     Client::connect_with(config, options)
         .await

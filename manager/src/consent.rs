@@ -75,6 +75,25 @@ pub fn definition_hash(config: &ServerConfig) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The key a server's tool pins are kept under
+/// ([`ManagerOptions::tool_pins`](crate::ManagerOptions::tool_pins)), as
+/// an approval is keyed: a project's server by the project directory, its
+/// name and its definition's hash; a user's by its file, name and hash. A
+/// changed definition is pinned anew (a project's is approved anew
+/// first). `None` for an invalid entry.
+pub fn pin_key(entry: &ServerEntry) -> Option<String> {
+    let config = entry.config.as_ref().ok()?;
+    let place = match (&entry.project, entry.scope) {
+        (Some(p), Scope::Project) => format!("project {}", p.display()),
+        _ => format!("{} {}", entry.scope.label(), entry.origin()),
+    };
+    Some(format!(
+        "{place} :: {} :: {}",
+        entry.name,
+        definition_hash(config)
+    ))
+}
+
 /// One approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Approval {

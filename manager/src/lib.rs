@@ -68,6 +68,13 @@
 //!   then the server is failed with the last error; tools are re-listed
 //!   after each connect and on `notifications/tools/list_changed`. The
 //!   policy is the sans-IO [`policy::machine`].
+//! - **Tool pinning** ([`ManagerOptions::tool_pins`], [`pins`]): a
+//!   server's tools are pinned at their first listing (per definition);
+//!   a later change is reported in [`ServerStatus::tool_changes`], and a
+//!   project's server's changed and new tools are withheld until the
+//!   change is accepted.
+//! - **Writing hosts' files** ([`hostedit`]): add, remove, enable and
+//!   disable servers in each host's own format, every other byte kept.
 //! - **Names**: `mcp__<server>__<tool>`, `[A-Za-z0-9_-]`, at most 64
 //!   characters, collision-free ([`policy::names`]).
 #![forbid(unsafe_code)]
@@ -77,6 +84,7 @@ mod cache_file;
 pub mod consent;
 pub mod discovery;
 mod error;
+pub mod hostedit;
 mod manager;
 mod options;
 pub mod paths;
@@ -102,4 +110,5 @@ pub use policy::{RetryPolicy, ServerState};
 pub use state::{AgentTool, Changes, ServerStatus};
 
 pub use mcpwire::config::ServerConfig;
+pub use mcpwire_adapter::pins::{self, PinStore, ToolChange};
 pub use mcpwire_adapter::{CancelToken, ConnectOptions, Runtime};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_adapter::options::ConnectOptions;
+use mcpwire_adapter::pins::PinStore;
 use mcpwire_adapter::{Async, CancelToken, Progress, ProgressFn};
 
 use crate::consent::ConsentPolicy;
@@ -32,6 +33,7 @@ pub struct ManagerOptions<F = Async> {
     pub(crate) seed: Option<u64>,
     pub(crate) consent: Option<Arc<dyn ConsentPolicy>>,
     pub(crate) inputs: Option<Arc<InputFn>>,
+    pub(crate) pins: Option<PinStore>,
 }
 
 /// Supplies the value of an entry's input ([`ManagerOptions::inputs`]).
@@ -58,6 +60,7 @@ impl<F> Clone for ManagerOptions<F> {
             seed: self.seed,
             consent: self.consent.clone(),
             inputs: self.inputs.clone(),
+            pins: self.pins.clone(),
         }
     }
 }
@@ -88,7 +91,22 @@ impl<F> ManagerOptions<F> {
             seed: None,
             consent: None,
             inputs: None,
+            pins: None,
         }
+    }
+
+    /// Pins each server's tools in `store` ([`mcpwire_adapter::pins`]):
+    /// the first listing of a server (per definition,
+    /// [`consent::pin_key`](crate::consent::pin_key)) is pinned; a later
+    /// listing whose tools changed, appeared or went is reported in
+    /// [`ServerStatus::tool_changes`](crate::ServerStatus::tool_changes)
+    /// (with a [`Changes`](crate::Changes) wake-up), and for a project's
+    /// server the changed and new tools are withheld (not in `tools()`,
+    /// calls refused as unknown) until the change is accepted
+    /// ([`PinStore::accept`], `mcpwire approve NAME`). Default: off.
+    pub fn tool_pins(mut self, store: PinStore) -> Self {
+        self.pins = Some(store);
+        self
     }
 
     /// Supplies the values of VS Code's `${input:ID}` ([`ServerEntry::inputs`]),

@@ -259,6 +259,17 @@ pub fn approvals_file(env: &Env) -> Option<PathBuf> {
     Some(config_dir(env)?.join("approvals.json"))
 }
 
+/// The tool pins ([`crate::pins`]): `tool-pins.json` in [`config_dir`],
+/// beside the approvals.
+pub fn tool_pins_file(env: &Env) -> Option<PathBuf> {
+    Some(config_dir(env)?.join("tool-pins.json"))
+}
+
+/// The user's tool pin store ([`tool_pins_file`]).
+pub fn tool_pins(env: &Env) -> Option<mcpwire_adapter::pins::PinStore> {
+    tool_pins_file(env).map(mcpwire_adapter::pins::PinStore::at)
+}
+
 /// The tool cache file: `tools.json` in [`cache_dir`].
 pub fn tool_cache_file(env: &Env) -> Option<PathBuf> {
     Some(cache_dir(env)?.join("tools.json"))

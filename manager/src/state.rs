@@ -23,6 +23,7 @@ use event_listener::{Event, Listener};
 use mcpwire::config::ServerConfig;
 use mcpwire::mcp::types::{CallToolResult, Tool};
 use mcpwire_adapter::options::ConnectOptions;
+use mcpwire_adapter::pins::{PinStore, ToolChange, ToolPins};
 use mcpwire_adapter::RequestError;
 
 use crate::cache_file::CacheFile;
@@ -73,6 +74,11 @@ pub struct ServerStatus {
     pub source: Option<PathBuf>,
     /// The kind of that file.
     pub scope: Scope,
+    /// How its tools differ from the ones pinned for it, when tool
+    /// pinning is on ([`ManagerOptions::tool_pins`](crate::ManagerOptions::tool_pins))
+    /// and its last listing differed (empty otherwise). A project's
+    /// server's changed and new tools are withheld meanwhile.
+    pub tool_changes: Vec<ToolChange>,
 }
 
 impl ServerStatus {
@@ -311,6 +317,8 @@ pub(crate) struct Slot<C> {
     request_timeout: Option<Duration>,
     /// The host entry's tool list: tools it leaves out are never exposed.
     filter: ToolFilter,
+    /// Its tools' changes against their pins.
+    tool_changes: Vec<ToolChange>,
 }
 
 pub(crate) struct State<C> {
@@ -430,6 +438,20 @@ impl<C: LiveClient> Shared<C> {
         self.signal.bump();
     }
 
+    /// A server's tools' changes against their pins, after a listing.
+    fn set_tool_changes(&self, idx: usize, changes: Vec<ToolChange>) {
+        let changed = {
+            let mut st = self.lock();
+            let slot = &mut st.slots[idx];
+            let changed = slot.tool_changes != changes;
+            slot.tool_changes = changes;
+            changed
+        };
+        if changed {
+            self.signal.bump();
+        }
+    }
+
     /// A supervisor could not be started (the runtime refused the task
     /// or the thread): its server fails with `error`.
     pub(crate) fn fail_unstarted(&self, idx: usize, error: String) {
@@ -476,6 +498,7 @@ impl<C: LiveClient> Shared<C> {
                 last_error: s.last_error.clone(),
                 source: s.source.clone(),
                 scope: s.scope,
+                tool_changes: s.tool_changes.clone(),
             })
             .collect()
     }
@@ -632,6 +655,8 @@ pub(crate) struct Plan<F> {
     pub(crate) connect: ConnectOptions<F>,
     /// Cached tools the server said are still fresh, and until when.
     pub(crate) fresh: Option<(Vec<Tool>, Instant)>,
+    /// Where its tools are pinned, and under which key.
+    pub(crate) pins: Option<(PinStore, String)>,
 }
 
 /// Where a connection's tools came from.
@@ -756,17 +781,26 @@ pub(crate) fn prepare<C: LiveClient, F>(
                         request_timeout = config.request_timeout();
                         let machine =
                             ServerMachine::new(options.retry.clone(), mix(seed ^ idx as u64));
+                        let mut plan_connect = match entry.startup_timeout {
+                            Some(t) => connect.clone().connect_timeout(t),
+                            None => connect.clone(),
+                        };
+                        let pins = options.pins.clone().zip(consent::pin_key(&entry));
+                        if let Some((store, key)) = &pins {
+                            plan_connect = plan_connect.pin_tools(
+                                ToolPins::new(store.clone(), key.clone())
+                                    .withhold(consent::needs_consent(&entry)),
+                            );
+                        }
                         plans.push(Plan {
                             idx,
                             name: entry.name.clone(),
                             config,
                             raw: raw.clone(),
                             machine: machine.clone(),
-                            connect: match entry.startup_timeout {
-                                Some(t) => connect.clone().connect_timeout(t),
-                                None => connect.clone(),
-                            },
+                            connect: plan_connect,
                             fresh,
+                            pins,
                         });
                         machine
                     }
@@ -799,6 +833,7 @@ pub(crate) fn prepare<C: LiveClient, F>(
             agent_names: Vec::new(),
             request_timeout,
             filter: entry.tools.clone(),
+            tool_changes: Vec::new(),
         });
     }
     let mut state = State {
@@ -865,6 +900,8 @@ pub(crate) struct Supervisor<C> {
     generation: u64,
     /// The tools the server last said stay fresh, until when.
     fresh: Option<(Vec<Tool>, Instant)>,
+    /// Where its tools are pinned, and under which key.
+    pins: Option<(PinStore, String)>,
 }
 
 /// How long a closing connection may take when the manager closes.
@@ -884,6 +921,7 @@ impl<C: LiveClient> Supervisor<C> {
                 machine,
                 generation: 0,
                 fresh: plan.fresh,
+                pins: plan.pins,
             },
             plan.connect,
         )
@@ -935,6 +973,7 @@ impl<C: LiveClient> Supervisor<C> {
     pub(crate) fn connected(&mut self, client: &C, tools: Vec<Tool>, listed: Listed) {
         self.generation += 1;
         self.shared.set_tools(self.idx, tools.clone());
+        self.pins_checked();
         self.machine.handle_connected(Instant::now());
         tracing::debug!(
             "server `{}`: connected over {}",
@@ -963,10 +1002,28 @@ impl<C: LiveClient> Supervisor<C> {
         match tools {
             Ok((tools, ttl)) => {
                 self.shared.set_tools(self.idx, tools.clone());
+                self.pins_checked();
                 self.store(tools, ttl);
             }
             // A closing connection ends the notification stream next.
             Err(e) => tracing::debug!("server `{}`: re-listing tools failed: {e}", self.name),
+        }
+    }
+
+    /// A listing was checked against the pins (by the client): publishes
+    /// what differs from them.
+    fn pins_checked(&self) {
+        let Some((store, key)) = &self.pins else {
+            return;
+        };
+        match store.pending(key) {
+            Ok(changes) => {
+                for c in &changes {
+                    tracing::warn!("server `{}`: tool {}", self.name, c.summary());
+                }
+                self.shared.set_tool_changes(self.idx, changes);
+            }
+            Err(e) => tracing::warn!("server `{}`: tool pins not read: {e}", self.name),
         }
     }
 

@@ -68,6 +68,16 @@ pub enum Error {
         /// How.
         problem: crate::output::OutputProblem,
     },
+    /// The tool changed (or appeared) since the server's tools were
+    /// pinned, and is withheld until the change is accepted
+    /// ([`ConnectOptions::pin_tools`](crate::ConnectOptions::pin_tools)).
+    #[error("tool `{tool}` is withheld: {change} since its tools were pinned; review and accept the change first")]
+    ToolWithheld {
+        /// The tool.
+        tool: String,
+        /// What changed.
+        change: String,
+    },
 }
 
 impl Error {

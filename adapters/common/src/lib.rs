@@ -50,6 +50,7 @@ pub mod net;
 mod notifications;
 pub mod options;
 pub mod output;
+pub mod pins;
 pub mod process;
 pub mod runtime;
 pub mod session;

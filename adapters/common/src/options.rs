@@ -63,6 +63,8 @@ pub struct ConnectOptions<F> {
     pub(crate) skip_output_validation: bool,
     /// Proxy and TLS settings given in code.
     pub(crate) network: crate::net::NetworkOptions,
+    /// Tool pinning ([`crate::pins`]).
+    pub(crate) pins: Option<crate::pins::ToolPins>,
     flavor: PhantomData<fn() -> F>,
 }
 
@@ -81,6 +83,7 @@ impl<F> Clone for ConnectOptions<F> {
             invalid: self.invalid.clone(),
             skip_output_validation: self.skip_output_validation,
             network: self.network.clone(),
+            pins: self.pins.clone(),
             flavor: PhantomData,
         }
     }
@@ -101,6 +104,7 @@ impl<F> Default for ConnectOptions<F> {
             invalid: None,
             skip_output_validation: false,
             network: crate::net::NetworkOptions::default(),
+            pins: None,
             flavor: PhantomData,
         }
     }
@@ -163,6 +167,36 @@ impl<F> ConnectOptions<F> {
     pub fn tls(mut self, tls: mcpwire::config::TlsSettings) -> Self {
         self.network.tls = tls;
         self
+    }
+
+    /// Pins the server's tools ([`crate::pins`]): every `list_tools`
+    /// compares what the server says about its tools (name, title,
+    /// description, input and output schemas, annotations) with what was
+    /// pinned under `pins`' key, pins them the first time, reports a
+    /// change to [`ToolPins::on_change`](crate::pins::ToolPins::on_change),
+    /// and with [`ToolPins::withhold`](crate::pins::ToolPins::withhold)
+    /// leaves changed and new tools out of the list and refuses calls to
+    /// them with [`Error::ToolWithheld`](crate::Error::ToolWithheld) until
+    /// the change is accepted ([`PinStore::accept`](crate::pins::PinStore::accept)).
+    ///
+    /// ```no_run
+    /// use mcpwire_adapter::pins::{PinStore, ToolPins};
+    /// use mcpwire_adapter::ConnectOptions;
+    /// let store = PinStore::user().expect("a home directory");
+    /// let options = ConnectOptions::new().pin_tools(
+    ///     ToolPins::new(store, "my-server")
+    ///         .withhold(true)
+    ///         .on_change(|changes| for c in changes { eprintln!("{}", c.summary()) }),
+    /// );
+    /// ```
+    pub fn pin_tools(mut self, pins: crate::pins::ToolPins) -> Self {
+        self.pins = Some(pins);
+        self
+    }
+
+    /// The tool pinning set with [`pin_tools`](Self::pin_tools).
+    pub fn tool_pins(&self) -> Option<&crate::pins::ToolPins> {
+        self.pins.as_ref()
     }
 
     /// Whether tool calls may become tasks on the server (default: yes).

@@ -148,6 +148,11 @@ pub struct Info {
     /// How long the connection took to be ready (from the session's
     /// start: the process was already started).
     pub connected_in: OnceLock<std::time::Duration>,
+    /// Tool pinning, if on ([`crate::pins`]).
+    pub pins: Option<crate::pins::ToolPins>,
+    /// The tools the last listing withheld (changed or new since pinned),
+    /// and why.
+    pub withheld: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 /// What a session is built with besides its connection.
@@ -166,6 +171,8 @@ pub struct Setup {
     pub auth: Option<(Arc<dyn RedirectHandler>, Arc<dyn TokenStore>)>,
     /// Results are not checked against the tools' output schemas.
     pub skip_output_validation: bool,
+    /// Tool pinning, if on.
+    pub pins: Option<crate::pins::ToolPins>,
 }
 
 /// An executor's state that holds a [`Session`].
@@ -274,6 +281,7 @@ impl Session {
             conn,
             info: Arc::new(Info {
                 output: crate::output::OutputSchemas::new(!setup.skip_output_validation),
+                pins: setup.pins.clone(),
                 ..Info::default()
             }),
             calls: HashMap::default(),

@@ -81,6 +81,7 @@ pub fn prepare<F>(
                 .auth
                 .map(|a| (a.redirect_handler(), a.token_store())),
             skip_output_validation: options.skip_output_validation,
+            pins: options.pins,
         },
     })
 }

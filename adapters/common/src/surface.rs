@@ -79,6 +79,42 @@ pub fn record_tools(access: &impl SessionAccess, tools: &[mcpwire::mcp::types::T
     }
 }
 
+/// A whole listing checked against the tool pins, if on: the tools to
+/// return (withheld ones left out) ([`crate::pins`]).
+#[doc(hidden)]
+pub fn pin_tools(
+    access: &impl SessionAccess,
+    tools: Vec<mcpwire::mcp::types::Tool>,
+) -> Vec<mcpwire::mcp::types::Tool> {
+    let Some(pins) = &access.info().pins else {
+        return tools;
+    };
+    let (kept, withheld) = pins.apply(tools);
+    *access
+        .info()
+        .withheld
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = withheld;
+    kept
+}
+
+/// A call to a tool the pins withhold is refused before it is sent.
+#[doc(hidden)]
+pub fn check_withheld(access: &impl SessionAccess, tool: &str) -> Result<(), Error> {
+    let withheld = access
+        .info()
+        .withheld
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    match withheld.get(tool) {
+        Some(change) => Err(Error::ToolWithheld {
+            tool: tool.to_owned(),
+            change: change.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The shortest freshness over the pages of a list; none as soon as one
 /// page has none.
 #[doc(hidden)]
@@ -286,6 +322,7 @@ macro_rules! client_surface {
             options: $crate::CallOptions,
         ) -> Result<Vec<$crate::types::Tool>, $crate::Error> {
             let tools = self.list_all_with::<$crate::methods::ListTools>(options)$($await)*?;
+            let tools = $crate::surface::pin_tools(&**self.shared(), tools);
             $crate::surface::record_tools(&**self.shared(), &tools);
             Ok(tools)
         }
@@ -311,6 +348,7 @@ macro_rules! client_surface {
                     <$crate::methods::ListTools as $crate::__private::Paged>::split(page);
                 all.extend(items);
                 if !pages.advance(next)? {
+                    let all = $crate::surface::pin_tools(&**self.shared(), all);
                     $crate::surface::record_tools(&**self.shared(), &all);
                     return Ok((all, ttl.shortest()));
                 }
@@ -366,6 +404,7 @@ macro_rules! client_surface {
             arguments: $crate::__private::Value,
             options: $crate::CallOptions,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
+            $crate::surface::check_withheld(&**self.shared(), name)?;
             let result = self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*?;
             if $crate::surface::wants_list_for(&**self.shared(), name, &result) {
                 // A list that fails leaves the result unchecked (it was
@@ -399,6 +438,7 @@ macro_rules! client_surface {
             arguments: $crate::__private::Value,
             options: $crate::CallOptions,
         ) -> Result<$crate::types::TaskStarted, $crate::Error> {
+            $crate::surface::check_withheld(&**self.shared(), name)?;
             let call = $crate::methods::CallTool::new(name, arguments);
             let params = $crate::surface::params_of(&call)?;
             let method = <$crate::methods::CallTool as $crate::__private::Method>::NAME;

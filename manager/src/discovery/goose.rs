@@ -145,7 +145,7 @@ fn first_document(bytes: &[u8]) -> Result<Option<Yaml>, String> {
 }
 
 /// A YAML file's first document as a JSON object (`None`: empty file).
-fn yaml_object(bytes: &[u8]) -> Result<Option<Map<String, Value>>, String> {
+pub(crate) fn yaml_object(bytes: &[u8]) -> Result<Option<Map<String, Value>>, String> {
     let Some(doc) = first_document(bytes)? else {
         return Ok(None);
     };

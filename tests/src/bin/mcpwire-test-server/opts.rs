@@ -31,6 +31,11 @@ flags:
   --no-tools-cap         omit the tools capability from initialize
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
   --list-ttl-ms N        2026-07-28: tools/list pages say ttlMs N (SEP-2549)
+  --describe-echo TEXT   tools/list gives `echo` the description TEXT (a server
+                         whose tools change after they were approved)
+  --extra-tool NAME      tools/list has one more tool, NAME (it is not callable)
+                         (both also from MCPWIRE_TEST_DESCRIBE_ECHO and
+                         MCPWIRE_TEST_EXTRA_TOOL, inherited from the client)
   --json-responses       HTTP: answer requests with application/json, not SSE
   --no-listener          HTTP: GET /mcp without Last-Event-ID answers 405
   --expire-after N       HTTP: once N requests of a session (not counting
@@ -90,6 +95,8 @@ pub struct Options {
     pub no_tools_cap: bool,
     pub repeat_cursor: bool,
     pub list_ttl_ms: Option<u64>,
+    pub describe_echo: Option<String>,
+    pub extra_tool: Option<String>,
     pub json_responses: bool,
     pub no_listener: bool,
     pub expire_after: Option<u64>,
@@ -155,6 +162,8 @@ impl Options {
             no_tools_cap: false,
             repeat_cursor: false,
             list_ttl_ms: None,
+            describe_echo: None,
+            extra_tool: None,
             json_responses: false,
             no_listener: false,
             expire_after: None,
@@ -232,6 +241,8 @@ impl Options {
                 "--log-file" => o.log_file = Some(PathBuf::from(value("--log-file")?)),
                 "--no-tools-cap" => o.no_tools_cap = true,
                 "--repeat-cursor" => o.repeat_cursor = true,
+                "--describe-echo" => o.describe_echo = Some(value("--describe-echo")?),
+                "--extra-tool" => o.extra_tool = Some(value("--extra-tool")?),
                 "--list-ttl-ms" => {
                     let v = value("--list-ttl-ms")?;
                     let ms: u64 = v
@@ -339,6 +350,14 @@ impl Options {
                  --oauth-reuse-revokes and --oauth-refresh-delay need --oauth"
                     .into(),
             ));
+        }
+        // The same from the environment, which a client passes on to
+        // the server without changing the server's definition.
+        if o.describe_echo.is_none() {
+            o.describe_echo = std::env::var("MCPWIRE_TEST_DESCRIBE_ECHO").ok();
+        }
+        if o.extra_tool.is_none() {
+            o.extra_tool = std::env::var("MCPWIRE_TEST_EXTRA_TOOL").ok();
         }
         Ok(o)
     }
