@@ -6,10 +6,12 @@
 
 use std::time::{Duration, SystemTime};
 
+use mcpwire::exchange::proxy::Route;
+use mcpwire::exchange::HttpUrl;
 use mcpwire_manager::tokio::Manager;
 use mcpwire_manager::{ManagerOptions, RetryPolicy, ServerState, ServerStatus};
 use mcpwire_tokio::auth::AuthState;
-use mcpwire_tokio::{ConnectOptions, FileStore, TokenStore};
+use mcpwire_tokio::{ConnectOptions, FileStore, Network, NetworkOptions, ServerConfig, TokenStore};
 use serde_json::{json, Value};
 
 use crate::args::*;
@@ -77,14 +79,51 @@ fn auth_state(state: Option<AuthState>) -> String {
 /// The network route of a server. Proxies and extra CAs per server are
 /// coming (the `proxy` and `tls` fields of `ServerConfig`, on another
 /// branch): until they are there every HTTP server goes direct.
-// TODO(networks): read `config.proxy` (and the environment's proxy
-// selection) and `config.tls` (`ca`, `cert`, `insecure`) here once
-// ServerConfig has them: "proxy http://p:3128 (HTTPS_PROXY)", "CA file …".
-fn route(url: Option<&str>) -> String {
-    match url {
-        None => "local process".into(),
-        Some(_) => "direct".into(),
+/// How the client reaches `config`'s server: a local process, directly,
+/// or through which proxy (never its password), and with which trust
+/// (the system's store, an extra CA, a client certificate, verification
+/// off), as `connect` would decide for it with this command's flags.
+fn route(config: Option<&ServerConfig>, options: &NetworkOptions) -> String {
+    let Some(config) = config else {
+        return "-".into();
+    };
+    let Some(url) = config.url.as_deref() else {
+        return "local process".into();
+    };
+    let network = match Network::resolve(config, options) {
+        Ok(n) => n,
+        Err(e) => return format!("unusable: {e}"),
+    };
+    let mut parts = Vec::new();
+    match HttpUrl::parse(url)
+        .map_err(|e| e.to_string())
+        .and_then(|u| {
+            network
+                .route(&u)
+                .map(|r| match r {
+                    Route::Direct => "direct".to_owned(),
+                    Route::Via(p) => format!("proxy {}:{}", p.host(), p.port()),
+                })
+                .map_err(|e| e.to_string())
+        }) {
+        Ok(r) => parts.push(r),
+        Err(e) => parts.push(format!("unusable: {e}")),
     }
+    if url.starts_with("https:") {
+        let tls = config.tls.clone().unwrap_or_default();
+        let given = &options.tls;
+        if given.insecure || tls.insecure {
+            parts.push("TLS verification OFF".into());
+        } else if let Some(ca) = given.ca.as_ref().or(tls.ca.as_ref()) {
+            parts.push(format!("CA {ca} + system"));
+        } else {
+            parts.push("system CA".into());
+        }
+        if given.cert.is_some() || tls.cert.is_some() {
+            parts.push("client certificate".into());
+        }
+    }
+    parts.join(", ")
 }
 
 /// One server's row.
@@ -148,6 +187,7 @@ pub(crate) async fn doctor(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail>
         Some(p) if p.as_os_str() != "keychain" => Some(FileStore::new(p.clone())),
         _ => tokens,
     };
+    let network = crate::target::network_options(cli)?;
     let mut rows = Vec::new();
     for status in manager.status() {
         let config = configs
@@ -176,7 +216,7 @@ pub(crate) async fn doctor(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail>
                 .as_ref()
                 .and_then(|c| c.connect_time())
                 .map(|d| d.as_secs_f64() * 1000.0),
-            route: route(url.as_deref()),
+            route: route(config.as_ref(), &network),
             url,
             auth,
             error,
@@ -267,6 +307,7 @@ pub(crate) async fn doctor(cli: &Cli, server_cmd: &[String]) -> Result<u8, Fail>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpwire_tokio::ProxyChoice;
 
     #[test]
     fn hints_name_what_to_do() {
@@ -285,8 +326,25 @@ mod tests {
             .unwrap()
             .contains("mcpwire approve s"));
         assert_eq!(hint("s", &ServerState::Connected, None), None);
-        assert_eq!(route(None), "local process");
-        assert_eq!(route(Some("https://h/mcp")), "direct");
+        let none = NetworkOptions::default();
+        assert_eq!(route(None, &none), "-");
+        assert_eq!(
+            route(Some(&ServerConfig::stdio("srv")), &none),
+            "local process"
+        );
+        let direct = NetworkOptions {
+            proxy: Some(ProxyChoice::Direct),
+            ..NetworkOptions::default()
+        };
+        let https = ServerConfig::http("https://h.example/mcp");
+        assert_eq!(route(Some(&https), &direct), "direct, system CA");
+        let proxied = NetworkOptions {
+            proxy: Some(ProxyChoice::Url("http://u:secret@proxy.corp:3128".into())),
+            ..NetworkOptions::default()
+        };
+        let r = route(Some(&https), &proxied);
+        assert_eq!(r, "proxy proxy.corp:3128, system CA");
+        assert!(!r.contains("secret"));
         assert_eq!(auth_state(None), "none");
         let state = |expires_at: u64, refresh: bool| -> AuthState {
             let mut tokens = json!({"access_token": "a", "expires_at": expires_at});

@@ -14,7 +14,8 @@ use mcpwire_manager::{
 use mcpwire_tokio::auth::{ClientCredentials, FnRedirect};
 use mcpwire_tokio::{
     AuthOptions, Client, ConnectOptions, EnterpriseIdpOptions, EraCache, FileStore,
-    LoopbackRedirect, MemoryStore, ServerConfig, TokenSource, TokenStore,
+    LoopbackRedirect, MemoryStore, NetworkOptions, ProxyChoice, ServerConfig, TokenSource,
+    TokenStore,
 };
 use serde_json::{Map, Value};
 
@@ -111,6 +112,28 @@ impl Target {
             "unknown tool `{tool}`: the entry of {whose} does not expose it"
         )))
     }
+}
+
+/// `--proxy`, `--no-proxy`, `--cacert`, `--cert`/`--key` and `--insecure`
+/// as network options over every entry's (for `doctor`, which reports the
+/// route each server takes).
+pub(crate) fn network_options(cli: &Cli) -> Result<NetworkOptions, Fail> {
+    let mut options = NetworkOptions::default();
+    if let Some(url) = &cli.proxy {
+        mcpwire::exchange::proxy::ProxyUrl::parse(url, "--proxy")
+            .map_err(|e| Fail::usage(e.to_string()))?;
+        options.proxy = Some(ProxyChoice::Url(url.clone()));
+    }
+    if cli.no_proxy {
+        options.proxy = Some(ProxyChoice::Direct);
+    }
+    options.tls.ca = cli.cacert.clone();
+    if let (Some(cert), Some(key)) = (&cli.cert, &cli.key) {
+        options.tls.cert = Some(cert.clone());
+        options.tls.key = Some(key.clone());
+    }
+    options.tls.insecure = cli.insecure;
+    Ok(options)
 }
 
 /// `--proxy`, `--no-proxy`, `--cacert`, `--cert`/`--key` and `--insecure`

@@ -60,6 +60,7 @@ pub use client::Client;
 
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
+pub use mcpwire_adapter::net::{Network, NetworkOptions, ProxyChoice};
 pub use mcpwire_adapter::Error;
 #[cfg(feature = "keychain")]
 pub use mcpwire_adapter::KeychainStore;

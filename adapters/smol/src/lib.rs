@@ -53,6 +53,7 @@ use mcpwire_adapter::runtime::Child;
 
 pub use mcpwire_adapter::auth;
 pub use mcpwire_adapter::era::{self, EraCache};
+pub use mcpwire_adapter::net::{Network, NetworkOptions, ProxyChoice};
 pub use mcpwire_adapter::types;
 #[cfg(feature = "keychain")]
 pub use mcpwire_adapter::KeychainStore;
