@@ -153,6 +153,9 @@ pub async fn http_reinitialize_never_overtakes_initialized<A: Adapter>(era: Era)
     let log = temp_log("reinit-order");
     let server = http_server_in(Some(era), &["--log-file", log.to_str().unwrap()]);
     let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    // The output schemas known first: the count below is of the rounds'
+    // requests only (a first structuredContent would list the tools).
+    client.list_tools().await.unwrap();
     let before = client.stats();
     for round in 0..ROUNDS {
         client.call_tool("expire_session", json!({})).await.unwrap();
