@@ -700,3 +700,55 @@ fn call_checks_structured_output_and_no_validate_turns_it_off() {
     let o = run(&["call", "add", "a=1", "b=2", "--", &ts]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A call that times out over Streamable HTTP tells the server
+/// (`notifications/cancelled`) before the session is deleted, as over
+/// stdio; in both eras.
+#[test]
+fn a_timeout_over_http_tells_the_server_before_the_close() {
+    for era in ["legacy", "modern"] {
+        let log = temp_log(&format!("http-timeout-{era}"));
+        let _ = std::fs::remove_file(&log);
+        let server = mcpwire_tests::suite::support::http_server_in(
+            Some(if era == "legacy" {
+                Era::Legacy
+            } else {
+                Era::Modern
+            }),
+            &["--log-file", log.to_str().unwrap()],
+        );
+        let o = run(&[
+            "--url",
+            &server.url,
+            "--timeout",
+            "300",
+            "call",
+            "slow",
+            "ms=60000",
+            "steps=60",
+        ]);
+        assert_eq!(o.status.code(), Some(4), "{era}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let call = lines
+            .iter()
+            .position(|v| v["message"]["params"]["name"] == "slow")
+            .unwrap_or_else(|| panic!("{era}: {text}"));
+        let id = lines[call]["message"]["id"].clone();
+        let cancel = lines
+            .iter()
+            .position(|v| {
+                v["message"]["method"] == "notifications/cancelled"
+                    && v["message"]["params"]["requestId"] == id
+            })
+            .unwrap_or_else(|| panic!("{era}: no cancellation in {text}"));
+        if let Some(delete) = lines.iter().position(|v| v["http"]["method"] == "DELETE") {
+            assert!(cancel < delete, "{era}: cancelled after the DELETE: {text}");
+        }
+        drop(server);
+        let _ = std::fs::remove_file(&log);
+    }
+}

@@ -100,9 +100,19 @@ pub(crate) enum LegacyEvent {
 }
 
 /// Lifecycle of the whole transport.
+/// How long a close waits for the notifications already sent (legacy
+/// HTTP+SSE has no DELETE to wait for).
+const CLOSE_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Running,
+    /// Closing: the notifications and responses already POSTed and not
+    /// yet answered (a cancellation among them) are let reach the server,
+    /// until then at most; then `Finished`.
+    Draining {
+        until: Instant,
+    },
     /// `Fatal` was emitted; waiting for `begin_close` to say `Finished`.
     Failed,
     /// `Finished` was emitted.
@@ -343,6 +353,9 @@ impl LegacySse {
         head: &ResponseHead,
         _deliver: &mut dyn FnMut(&[u8]),
     ) {
+        if self.drain_settled(ex) {
+            return;
+        }
         if self.phase != Phase::Running {
             return;
         }
@@ -500,6 +513,9 @@ impl LegacySse {
 
     /// Exchange `ex` ended normally.
     pub fn handle_end(&mut self, _now: Instant, ex: ExchangeId, _deliver: &mut dyn FnMut(&[u8])) {
+        if self.drain_settled(ex) {
+            return;
+        }
         if self.phase != Phase::Running {
             return;
         }
@@ -551,6 +567,9 @@ impl LegacySse {
         error: &str,
         _deliver: &mut dyn FnMut(&[u8]),
     ) {
+        if self.drain_settled(ex) {
+            return;
+        }
         if self.phase != Phase::Running {
             return;
         }
@@ -576,13 +595,41 @@ impl LegacySse {
         self.post_failed(ex, post, failure);
     }
 
-    /// A timer fired; the transport has none, so this does nothing.
-    pub fn handle_timeout(&mut self, _now: Instant) {}
+    /// A timer fired: the only one is the end of a close's drain.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Phase::Draining { until } = self.phase {
+            if now >= until {
+                self.abort_all();
+                self.phase = Phase::Closed;
+                self.events.push_back(LegacyEvent::Finished);
+            }
+        }
+    }
 
-    /// When to call [`handle_timeout`](Self::handle_timeout): never.
+    /// When to call [`handle_timeout`](Self::handle_timeout).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        None
+        match self.phase {
+            Phase::Draining { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    /// While draining: an answer (its head, its end, a failure) settles
+    /// POST `ex`; once none is left the close is done. Whether the phase
+    /// was draining (the input is then taken).
+    fn drain_settled(&mut self, ex: ExchangeId) -> bool {
+        if !matches!(self.phase, Phase::Draining { .. }) {
+            return false;
+        }
+        if self.posts.remove(&ex).is_some() {
+            self.events.push_back(LegacyEvent::Abort(ex));
+        }
+        if self.posts.is_empty() {
+            self.phase = Phase::Closed;
+            self.events.push_back(LegacyEvent::Finished);
+        }
+        true
     }
 
     /// Whether no `notifications/initialized` waits to be accepted: the
@@ -619,11 +666,35 @@ impl LegacySse {
 
     /// Graceful close: aborts the stream and any POSTs in flight, drops
     /// held messages, then `Finished` (once).
-    pub fn begin_close(&mut self, _now: Instant) {
-        if self.phase == Phase::Closed {
+    pub fn begin_close(&mut self, now: Instant) {
+        if matches!(self.phase, Phase::Closed | Phase::Draining { .. }) {
             return;
         }
+        // Notifications and responses sent and not answered yet (the
+        // cancellation of a timed-out call) still go to the server.
+        let confirming = self.confirming.as_ref().map(|c| c.exchange);
+        let sending: Vec<ExchangeId> = self
+            .posts
+            .iter()
+            .filter(|(ex, p)| {
+                !matches!(p.kind, SendKind::Request { .. })
+                    && matches!(p.answer, Answer::Waiting)
+                    && Some(**ex) != confirming
+            })
+            .map(|(ex, _)| *ex)
+            .collect();
+        let kept: Vec<(ExchangeId, Post)> = sending
+            .iter()
+            .filter_map(|ex| self.posts.remove(ex).map(|p| (*ex, p)))
+            .collect();
         self.abort_all();
+        if self.phase == Phase::Running && !kept.is_empty() {
+            self.posts.extend(kept);
+            self.phase = Phase::Draining {
+                until: now + CLOSE_DRAIN,
+            };
+            return;
+        }
         self.phase = Phase::Closed;
         self.events.push_back(LegacyEvent::Finished);
     }

@@ -26,6 +26,18 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
+        deliver: &mut dyn FnMut(&[u8]),
+    ) {
+        self.take_head(now, ex, head, deliver);
+        self.drained(now);
+    }
+
+    /// [`handle_head`](Self::handle_head) but the drain of a close.
+    fn take_head(
+        &mut self,
+        now: Instant,
+        ex: ExchangeId,
+        head: &ResponseHead,
         _deliver: &mut dyn FnMut(&[u8]),
     ) {
         self.touch(now);
@@ -190,6 +202,7 @@ impl StreamableHttp {
             Body::Sse => self.stream_ended(now, x.owner, None),
             Body::Error(e) => self.finish_error(x.owner, e, deliver),
         }
+        self.drained(now);
     }
 
     /// Exchange `ex` failed (connection refused, reset, bad framing…).
@@ -207,6 +220,7 @@ impl StreamableHttp {
             return self.confirming_failed(x.body, error);
         }
         self.exchange_failed(now, x.owner, x.body, error, deliver);
+        self.drained(now);
     }
 
     // ---- heads ----------------------------------------------------------

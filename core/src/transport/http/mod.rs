@@ -186,6 +186,10 @@ enum Phase {
     Ready,
     /// A 404 ended the session; waiting for `reset_session()`.
     Expired,
+    /// Closing: the notifications and responses already out (the
+    /// cancellation of a timed-out call among them) are let finish, at
+    /// most until `until`; then the DELETE (`delete`) or `Finished`.
+    Draining { delete: bool, until: Instant },
     /// The DELETE is out (if any); `Finished` at its answer or `until`.
     Closing {
         delete: Option<ExchangeId>,
@@ -635,7 +639,7 @@ impl StreamableHttp {
             Phase::Ready => {
                 self.post(out, false);
             }
-            Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
+            Phase::Draining { .. } | Phase::Closing { .. } | Phase::Dead | Phase::Closed => {
                 if let SendKind::Request { id } = out.kind {
                     self.fail(id, RequestFailure::Other("the connection is closed".into()));
                 }
@@ -743,7 +747,7 @@ impl StreamableHttp {
     pub fn reset_session(&mut self) {
         if matches!(
             self.phase,
-            Phase::Closing { .. } | Phase::Dead | Phase::Closed
+            Phase::Draining { .. } | Phase::Closing { .. } | Phase::Dead | Phase::Closed
         ) {
             return;
         }
@@ -787,14 +791,48 @@ impl StreamableHttp {
     pub fn begin_close(&mut self, now: Instant) {
         self.touch(now);
         match self.phase {
-            Phase::Closing { .. } | Phase::Closed => return,
+            Phase::Draining { .. } | Phase::Closing { .. } | Phase::Closed => return,
             Phase::Dead => return self.finish(),
             _ => {}
         }
         self.settle_until = None;
         // After a 404 the server has already ended the session.
         let delete = self.sendable_session().is_some() && self.phase != Phase::Expired;
+        // What was already sent of notifications and responses goes on:
+        // a cancellation must reach the server before the session ends.
+        // Those the server has not answered yet (a 202 is enough), but the
+        // `notifications/initialized` of a session about to end.
+        let notifying: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(ex, x)| {
+                matches!(x.owner, Owner::Notify(_))
+                    && matches!(x.body, Body::Head)
+                    && !self
+                        .confirming
+                        .as_ref()
+                        .is_some_and(|c| c.exchange == Some(**ex))
+            })
+            .map(|(ex, _)| *ex)
+            .collect();
+        let kept: Vec<(ExchangeId, Exchange)> = notifying
+            .iter()
+            .filter_map(|ex| self.exchanges.remove(ex).map(|x| (*ex, x)))
+            .collect();
         self.abort_all();
+        if !kept.is_empty() {
+            self.exchanges.extend(kept);
+            self.phase = Phase::Draining {
+                delete,
+                until: after(now, self.config.close_timeout),
+            };
+            return;
+        }
+        self.end_session(now, delete);
+    }
+
+    /// After the drain: the DELETE of the session (`delete`), else done.
+    fn end_session(&mut self, now: Instant, delete: bool) {
         if delete {
             let ex = self.next_id();
             let headers = self.headers(HttpMethod::Delete, None, false);
@@ -822,6 +860,14 @@ impl StreamableHttp {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.touch(now);
         match self.phase {
+            Phase::Draining { delete, until } => {
+                if now >= until {
+                    self.diag("notifications still unanswered at the close; closing anyway");
+                    self.abort_all();
+                    self.end_session(now, delete);
+                }
+                return;
+            }
             Phase::Closing { delete, until } => {
                 if now >= until {
                     self.abort_exchange(delete);
@@ -861,7 +907,7 @@ impl StreamableHttp {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.phase {
-            Phase::Closing { until, .. } => return Some(until),
+            Phase::Closing { until, .. } | Phase::Draining { until, .. } => return Some(until),
             Phase::Dead | Phase::Closed => return None,
             _ => {}
         }
@@ -1255,6 +1301,20 @@ impl StreamableHttp {
         self.abort_all();
         self.phase = Phase::Dead;
         self.events.push_back(HttpEvent::Fatal(message));
+    }
+
+    /// While draining: once no notification is left in flight, the
+    /// close goes on.
+    pub(super) fn drained(&mut self, now: Instant) {
+        if let Phase::Draining { delete, .. } = self.phase {
+            if !self
+                .exchanges
+                .values()
+                .any(|x| matches!(x.owner, Owner::Notify(_)) && matches!(x.body, Body::Head))
+            {
+                self.end_session(now, delete);
+            }
+        }
     }
 
     fn finish(&mut self) {

@@ -1663,6 +1663,56 @@ fn close_aborts_everything_sends_delete_and_finishes_on_its_answer() {
 }
 
 #[test]
+fn close_lets_a_cancellation_in_flight_reach_the_server_before_the_delete() {
+    let mut h = Harness::new();
+    let listener = h.handshake();
+    h.request(1, "tools/call");
+    let r = h.one();
+    // The call timed out: its notifications/cancelled is out.
+    h.notify("notifications/cancelled");
+    let cancel = h.one();
+    h.t.begin_close(h.now);
+    // Everything but the cancellation stops; no DELETE yet.
+    assert_eq!(
+        h.events(),
+        [
+            HttpEvent::Abort(listener.exchange),
+            HttpEvent::Abort(r.exchange)
+        ]
+    );
+    h.head(cancel.exchange, 202, &[]);
+    h.end(cancel.exchange);
+    let events = h.events();
+    let Some(HttpEvent::Request(delete)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(delete.method, HttpMethod::Delete);
+    h.head(delete.exchange, 200, &[]);
+    assert!(h.events().contains(&HttpEvent::Finished));
+    // A cancellation that gets no answer is given up at the close timeout.
+    let mut h = Harness::new();
+    h.handshake();
+    h.notify("notifications/cancelled");
+    let cancel = h.one();
+    h.t.begin_close(h.now);
+    h.events();
+    let until = h.t.poll_timeout().expect("a close timeout");
+    h.now = until;
+    h.t.handle_timeout(h.now);
+    let events = h.events();
+    assert!(
+        events.contains(&HttpEvent::Abort(cancel.exchange)),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, HttpEvent::Request(r) if r.method == HttpMethod::Delete)),
+        "{events:?}"
+    );
+}
+
+#[test]
 fn close_finishes_on_delete_405_or_failure() {
     for fail in [false, true] {
         let mut h = Harness::new();
