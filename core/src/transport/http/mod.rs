@@ -808,10 +808,10 @@ impl StreamableHttp {
             .filter(|(ex, x)| {
                 matches!(x.owner, Owner::Notify(_))
                     && matches!(x.body, Body::Head)
-                    && !self
+                    && self
                         .confirming
                         .as_ref()
-                        .is_some_and(|c| c.exchange == Some(**ex))
+                        .is_none_or(|c| c.exchange != Some(**ex))
             })
             .map(|(ex, _)| *ex)
             .collect();
