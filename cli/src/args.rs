@@ -17,7 +17,7 @@ use mcpwire_tokio::{Error, RequestError};
                   ~/.claude.json, ~/.codex/config.toml, ~/.copilot/mcp-config.json, Windsurf's, Gemini CLI's and Zed's\n\
                   settings, VS Code's user mcp.json and Goose's config.yaml (first definition wins;\n\
                   `mcpwire servers --sources` lists them).\n\
-                  Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout, 130 interrupted.\n\
+                  Exit codes: 0 ok, 1 tool error (isError), 2 usage, 3 connection/protocol/server error, 4 timeout or a task given up, 130 interrupted.\n\
                   Try: mcpwire demo"
 )]
 pub(crate) struct Cli {
@@ -51,6 +51,11 @@ pub(crate) struct Cli {
     /// Per-request timeout in milliseconds.
     #[arg(long, global = true, value_name = "MS")]
     pub(crate) timeout: Option<u64>,
+    /// The longest a call waits for the task it became, in seconds
+    /// (default 86400; 0: as long as the task's ttl). Past it, or past the
+    /// task's ttl, the task is cancelled and the command exits 4.
+    #[arg(long, global = true, value_name = "SECS")]
+    pub(crate) max_task_wait: Option<u64>,
     /// Follow an HTTP redirect to another origin (scheme, host or port);
     /// Authorization, Cookie and Mcp-Session-Id are not sent there.
     /// Without it such a redirect is an error.
@@ -357,7 +362,7 @@ impl Fail {
 impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         let code = match &e {
-            Error::Request(RequestError::Timeout { .. }) => 4,
+            Error::Request(RequestError::Timeout { .. } | RequestError::TaskExpired { .. }) => 4,
             Error::Request(RequestError::Cancelled { .. }) => 130,
             Error::Config(_) | Error::Network(_) => 2,
             _ => 3,

@@ -616,6 +616,9 @@ pub(crate) async fn connect(
     if let Some(ms) = cli.timeout {
         options = options.timeout(Duration::from_millis(ms));
     }
+    if let Some(secs) = cli.max_task_wait {
+        options = options.max_task_wait((secs > 0).then(|| Duration::from_secs(secs)));
+    }
     if config.url.is_some() {
         options = options.auth(auth_options(cli)?);
     } else if cli.login {

@@ -1307,7 +1307,11 @@ fn legacy_tasks() -> Sim {
 }
 
 fn legacy_tasks_with(init: &str) -> Sim {
-    let mut sim = Sim::new(ConnectionConfig::default());
+    legacy_tasks_config(ConnectionConfig::default(), init)
+}
+
+fn legacy_tasks_config(config: ConnectionConfig, init: &str) -> Sim {
+    let mut sim = Sim::new(config);
     assert_eq!(sim.take_written()[0]["method"], "initialize");
     sim.reply(0, init);
     sim.take_events();
@@ -1511,6 +1515,87 @@ fn legacy_a_cancelled_or_late_task_is_cancelled_on_the_server() {
             Err(RequestError::Timeout { ms: 2000 }) if !cancel => {}
             other => panic!("{other:?}"),
         }
+    }
+}
+
+/// Steps `secs` of a task that the server says is `working` at every
+/// poll; whatever was written.
+fn keep_working(sim: &mut Sim, id: &str, secs: u64) -> Vec<Value> {
+    let mut written = Vec::new();
+    for _ in 0..secs * 5 {
+        sim.advance(Duration::from_millis(200));
+        for m in sim.take_written() {
+            if m["method"] == "tasks/get" {
+                let get = m["id"].as_u64().unwrap();
+                sim.server_says(json!({"jsonrpc": "2.0", "id": get,
+                    "result": task_json(id, "working", json!({"ttl": null}))}));
+            }
+            written.push(m);
+        }
+    }
+    written
+}
+
+#[test]
+fn a_task_that_outlives_its_ttl_or_the_longest_wait_is_given_up_and_cancelled() {
+    // Its ttl (3 s): the server keeps it no longer, nothing will end it.
+    let mut sim = legacy_tasks();
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("required", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "result": {"task": task_json("t9", "working", json!({"ttl": 3000}))}}));
+    let w = keep_working(&mut sim, "t9", 3);
+    assert!(!w.iter().any(|m| m["method"] == "tasks/cancel"), "{w:?}");
+    assert!(sim
+        .take_events()
+        .iter()
+        .all(|e| !matches!(e, Output::Complete { .. })));
+    // A second of grace for clocks that differ.
+    let w = keep_working(&mut sim, "t9", 2);
+    let cancels: Vec<&Value> = w.iter().filter(|m| m["method"] == "tasks/cancel").collect();
+    assert_eq!(cancels.len(), 1, "{w:?}");
+    assert_eq!(cancels[0]["params"], json!({"taskId": "t9"}));
+    match sim.completion(app) {
+        Err(RequestError::TaskExpired { task_id, message }) => {
+            assert_eq!(task_id, "t9");
+            assert!(message.contains("ttl of 3 s"), "{message}");
+            assert!(message.contains("working"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing more is polled.
+    assert!(keep_working(&mut sim, "t9", 2).is_empty());
+
+    // No ttl (unlimited): the client's longest wait ends it.
+    let mut config = ConnectionConfig::default();
+    config.client.max_task_wait = Some(Duration::from_secs(4));
+    let mut sim = legacy_tasks_config(config, TASKS_INIT);
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("required", json!({})), opts())
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(json!({"jsonrpc": "2.0", "id": app,
+        "result": {"task": task_json("t10", "working", json!({"ttl": null}))}}));
+    let w = keep_working(&mut sim, "t10", 3);
+    assert!(!w.iter().any(|m| m["method"] == "tasks/cancel"), "{w:?}");
+    let w = keep_working(&mut sim, "t10", 2);
+    assert_eq!(
+        w.iter().filter(|m| m["method"] == "tasks/cancel").count(),
+        1,
+        "{w:?}"
+    );
+    match sim.completion(app) {
+        Err(RequestError::TaskExpired { task_id, message }) => {
+            assert_eq!(task_id, "t10");
+            assert!(message.contains("at most 4 s"), "{message}");
+        }
+        other => panic!("{other:?}"),
     }
 }
 

@@ -56,7 +56,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let (whole_kind, chunked_kind) = (kind(&whole), kind(&outcome));
     let late_bytes = whole_kind == "malformed" && chunked_kind == "Open";
-    assert!(whole_kind == chunked_kind || late_bytes, "{whole:?} / {outcome:?}");
+    assert!(
+        whole_kind == chunked_kind || late_bytes,
+        "{whole:?} / {outcome:?}"
+    );
     if let Err(e) = &whole {
         assert!(!e.to_string().contains(PASSWORD), "{e}");
     }

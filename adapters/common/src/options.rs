@@ -210,6 +210,16 @@ impl<F> ConnectOptions<F> {
         self
     }
 
+    /// The longest a call waits for the task it became (default 24 h;
+    /// `None`: as long as the task's `ttl` says the server keeps it).
+    /// Past it, or a second past the task's `ttl`, the task is cancelled
+    /// on the server and the call fails with `RequestError::TaskExpired`;
+    /// the call's own timeout, if shorter, still comes first.
+    pub fn max_task_wait(mut self, wait: Option<Duration>) -> Self {
+        self.config.client.max_task_wait = wait;
+        self
+    }
+
     /// Sets `clientInfo`.
     pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.config.client.client_info = Implementation::new(name, version);

@@ -176,6 +176,18 @@ struct Retrying {
     refused: ErrorObject,
 }
 
+/// Why a followed task is given up before its call's deadline.
+#[derive(Debug, Clone, Copy)]
+enum GiveUp {
+    /// The task's `ttl` (ms) passed.
+    Ttl(u64),
+    /// The client's longest wait ([`ClientConfig::max_task_wait`]).
+    MaxWait,
+}
+
+/// After a task's `ttl`, how long more it is waited for (clocks differ).
+const TTL_GRACE: Duration = Duration::from_secs(1);
+
 /// A task followed for a call of the application.
 #[derive(Debug)]
 struct Follow {
@@ -183,6 +195,12 @@ struct Follow {
     modern: bool,
     options: RequestOptions,
     deadline: Option<Instant>,
+    /// When the task is given up though its call has time left: the
+    /// task's `ttl` past, or the client's longest wait (which, for the
+    /// message).
+    gives_up: Option<(Instant, GiveUp)>,
+    /// When it was first seen.
+    since: Instant,
     /// The id whose progress token the task reports with (2025-11-25):
     /// the creating request's.
     progress_id: u64,
@@ -223,6 +241,8 @@ struct Follow {
 #[derive(Debug)]
 pub(super) struct Tasks {
     enabled: bool,
+    /// [`ClientConfig::max_task_wait`].
+    max_wait: Option<Duration>,
     /// 2025-11-25: each tool's `execution.taskSupport`, from `tools/list`.
     support: HashMap<String, TaskSupport>,
     /// `tools/list` requests whose tools' support is read.
@@ -251,6 +271,7 @@ impl Tasks {
     pub(super) fn new(client: &ClientConfig) -> Tasks {
         Tasks {
             enabled: client.tasks,
+            max_wait: client.max_task_wait,
             support: HashMap::new(),
             tool_lists: BTreeSet::new(),
             creating: HashMap::new(),
@@ -372,7 +393,7 @@ impl Tasks {
             task_id,
             modern,
             options,
-            deadline,
+            (now, deadline, self.max_wait),
             app,
             cancels(caps, modern),
         );
@@ -444,7 +465,13 @@ impl Tasks {
         let follows = self
             .follows
             .values()
-            .flat_map(|f| [f.poll_at.filter(|_| f.in_flight.is_none()), f.deadline])
+            .flat_map(|f| {
+                [
+                    f.poll_at.filter(|_| f.in_flight.is_none()),
+                    f.deadline,
+                    f.gives_up.map(|(at, _)| at),
+                ]
+            })
             .flatten();
         // Calls waiting to be sent again as tasks (a 2025-11-25 session
         // starting over): their deadline (once sent, the engine's).
@@ -478,6 +505,37 @@ impl Tasks {
         for app in late {
             let error = timed_out(&self.follows[&app].options);
             self.end(out, app, Err(error), "timed out", true);
+        }
+        let expired: Vec<u64> = self
+            .follows
+            .iter()
+            .filter(|(_, f)| f.gives_up.is_some_and(|(at, _)| at <= now))
+            .map(|(app, _)| *app)
+            .collect();
+        for app in expired {
+            let f = &self.follows[&app];
+            let waited = now.saturating_duration_since(f.since).as_secs();
+            let state = f.told.as_ref().map_or("not ended".to_owned(), |(s, _)| {
+                format!("{s:?}").to_lowercase()
+            });
+            let why = match f.gives_up.map(|(_, why)| why) {
+                Some(GiveUp::Ttl(ms)) => format!(
+                    "it outlived its ttl of {} s, the time the server keeps it",
+                    ms / 1000
+                ),
+                _ => format!(
+                    "the client waits for a task at most {} s (ClientConfig::max_task_wait)",
+                    self.max_wait.map_or(0, |d| d.as_secs())
+                ),
+            };
+            let error = RequestError::TaskExpired {
+                task_id: f.task_id.clone(),
+                message: format!(
+                    "task {} given up after {waited} s, still {state}: {why}; it was cancelled",
+                    f.task_id
+                ),
+            };
+            self.end(out, app, Err(error), "given up", true);
         }
         let due: Vec<u64> = self
             .follows
@@ -605,7 +663,7 @@ impl Tasks {
             task.task_id.clone(),
             modern,
             creating.options,
-            creating.deadline,
+            (now, creating.deadline, self.max_wait),
             progress_id,
             creating.cancel_ok,
         );
@@ -825,6 +883,16 @@ impl Tasks {
         let Some(f) = self.follows.get_mut(&app) else {
             return;
         };
+        // The server keeps the task `ttl` after its creation: past it
+        // (and a second of grace) nothing will end it.
+        if let Some(ms) = task.ttl_ms {
+            let at = f
+                .since
+                .checked_add(Duration::from_millis(ms).saturating_add(TTL_GRACE));
+            if let Some(at) = at.filter(|at| f.gives_up.is_none_or(|(g, _)| *at < g)) {
+                f.gives_up = Some((at, GiveUp::Ttl(ms)));
+            }
+        }
         if let Some(ms) = task.poll_interval_ms {
             f.interval = Duration::from_millis(ms).clamp(MIN_POLL, MAX_POLL);
         }
@@ -1286,7 +1354,7 @@ impl Follow {
         task_id: String,
         modern: bool,
         options: RequestOptions,
-        deadline: Option<Instant>,
+        (since, deadline, max_wait): (Instant, Option<Instant>, Option<Duration>),
         progress_id: u64,
         cancel_ok: bool,
     ) -> Follow {
@@ -1295,6 +1363,10 @@ impl Follow {
             modern,
             options,
             deadline,
+            gives_up: max_wait
+                .and_then(|d| since.checked_add(d))
+                .map(|at| (at, GiveUp::MaxWait)),
+            since,
             progress_id,
             cancel_ok,
             refetched: false,

@@ -37,6 +37,11 @@ pub struct ClientConfig {
     /// extension on 2026-07-28 requests, and calls 2025-11-25 tools whose
     /// `execution.taskSupport` is `required` as tasks.
     pub tasks: bool,
+    /// The longest a followed task is waited for, whatever its call's own
+    /// timeout (default 24 h; `None`: no limit but the task's `ttl`). Past
+    /// it, or past the task's `ttl`, the task is cancelled and the call
+    /// fails with [`RequestError::TaskExpired`](crate::RequestError::TaskExpired).
+    pub max_task_wait: Option<std::time::Duration>,
 }
 
 impl Default for ClientConfig {
@@ -46,6 +51,7 @@ impl Default for ClientConfig {
             capabilities: ClientCapabilities::default(),
             protocol_version: LATEST_PROTOCOL_VERSION.to_string(),
             tasks: true,
+            max_task_wait: Some(std::time::Duration::from_secs(24 * 3600)),
         }
     }
 }

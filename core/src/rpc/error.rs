@@ -108,6 +108,16 @@ pub enum RequestError {
     /// (Boxed: it names URLs, and every `Result` carries this type.)
     #[error(transparent)]
     Redirect(Box<crate::exchange::RedirectError>),
+    /// A task followed for the call was given up: it outlived its `ttl`
+    /// (the server keeps it no longer) or the client's longest wait for a
+    /// task, still not ended. It was cancelled on the server.
+    #[error("{message}")]
+    TaskExpired {
+        /// The task.
+        task_id: String,
+        /// Which limit, after how long, in what state.
+        message: String,
+    },
     /// The connection closed before a response came.
     #[error("Transport closed{}", Suffix(.reason))]
     Closed {

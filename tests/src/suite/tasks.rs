@@ -212,6 +212,22 @@ pub async fn stdio_a_task_outlived_or_cancelled_is_cancelled_on_the_server<A: Ad
             A::sleep(Duration::from_millis(20)).await;
         }
     }
+    // A task past its ttl (kept 500 ms, still working): nothing will end
+    // it, so it is given up a second later and cancelled.
+    let seen = Seen::default();
+    let args = json!({"ms": 10_000, "ttl_ms": 500});
+    let e = client
+        .call_tool_with("task_required", args, observed(&seen))
+        .await
+        .unwrap_err();
+    match &e {
+        Error::Request(RequestError::TaskExpired { task_id, message }) => {
+            assert_eq!(*task_id, seen.lock().unwrap()[0].1);
+            assert!(message.contains("ttl"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    ids.push(seen.lock().unwrap()[0].1.clone());
     for id in &ids {
         let status = client.get_task(id).await.unwrap().status;
         assert_eq!(status, TaskStatus::Cancelled, "task {id}");
