@@ -268,6 +268,34 @@ fn exit_code_4_on_timeout() {
     assert!(t.elapsed() < Duration::from_secs(20));
 }
 
+/// A task the server keeps saying is `working` does not poll for ever:
+/// past its ttl, or past `--max-task-wait`, it is cancelled on the server
+/// and the command exits 4.
+#[test]
+fn a_task_that_never_ends_is_given_up_and_exits_4() {
+    let ts = test_server();
+    for (args, says) in [
+        (vec!["ms=60000", "ttl_ms=500"], "ttl of 500 ms"),
+        (vec!["ms=60000", "--max-task-wait", "1"], "at most 1 s"),
+    ] {
+        let log = temp_log("task-expired");
+        let _ = std::fs::remove_file(&log);
+        let t = Instant::now();
+        let mut argv = vec!["call", "task_required"];
+        argv.extend(args);
+        argv.extend(["--", &ts, "--log-file", log.to_str().unwrap()]);
+        let o = run(&argv);
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+        assert!(t.elapsed() < Duration::from_secs(30));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.lines().any(|l| l.contains("tasks/cancel")),
+            "cancelled on the server: {text}"
+        );
+    }
+}
+
 #[test]
 fn sigint_cancels_the_call_and_exits_130() {
     let ts = test_server();

@@ -519,10 +519,13 @@ impl Tasks {
                 format!("{s:?}").to_lowercase()
             });
             let why = match f.gives_up.map(|(_, why)| why) {
-                Some(GiveUp::Ttl(ms)) => format!(
+                Some(GiveUp::Ttl(ms)) if ms % 1000 == 0 => format!(
                     "it outlived its ttl of {} s, the time the server keeps it",
                     ms / 1000
                 ),
+                Some(GiveUp::Ttl(ms)) => {
+                    format!("it outlived its ttl of {ms} ms, the time the server keeps it")
+                }
                 _ => format!(
                     "the client waits for a task at most {} s (ClientConfig::max_task_wait)",
                     self.max_wait.map_or(0, |d| d.as_secs())
