@@ -40,7 +40,7 @@ pub struct ClientConfig {
     /// The longest a followed task is waited for, whatever its call's own
     /// timeout (default 24 h; `None`: no limit but the task's `ttl`). Past
     /// it, or past the task's `ttl`, the task is cancelled and the call
-    /// fails with [`RequestError::TaskExpired`](crate::RequestError::TaskExpired).
+    /// fails with [`RequestError::TaskExpired`](crate::rpc::RequestError::TaskExpired).
     pub max_task_wait: Option<std::time::Duration>,
 }
 
