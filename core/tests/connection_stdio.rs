@@ -2742,6 +2742,25 @@ fn a_server_that_cannot_be_started_again_closes_the_connection() {
         .any(|e| matches!(e, Output::Closed(_))));
 }
 
+/// A start the connection never asked for, reported by an executor,
+/// changes nothing: the process still runs and a close still ends
+/// (found by the connection fuzz target).
+#[test]
+fn a_stray_spawn_report_changes_nothing() {
+    for stray in [Input::SpawnFailed("no such file"), Input::Spawned] {
+        let mut sim = Sim::probing(ConnectionConfig::default());
+        sim.input(stray);
+        assert!(!sim.conn.is_closed());
+        sim.conn.close(sim.now);
+        sim.drain();
+        sim.exit(ExitStatus {
+            code: Some(0),
+            signal: None,
+        });
+        assert!(sim.conn.is_closed(), "{:?}", sim.take_events());
+    }
+}
+
 #[test]
 fn a_close_during_the_restart_stops_the_new_process_too() {
     let mut sim = Sim::probing(ConnectionConfig::default());

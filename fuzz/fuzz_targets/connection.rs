@@ -745,6 +745,10 @@ fuzz_target!(|input: FuzzInput| {
             break;
         }
         if h.kind == Kind::Stdio {
+            // An executor answers every Output::Spawn (a start asked for
+            // and never reported keeps the close waiting for it); one
+            // not asked for is ignored.
+            h.input(Input::Spawned);
             h.input(Input::StdoutEof);
             h.input(Input::StderrEof);
             h.input(Input::Exited(ExitStatus {

@@ -205,7 +205,7 @@ impl Wire {
                 return Fed::Respawned;
             }
             (Transport::Stdio(s), Input::SpawnFailed(error)) => {
-                return Fed::Died(s.handle_spawn_failed(error))
+                return s.handle_spawn_failed(error).map_or(Fed::Taken, Fed::Died);
             }
             (Transport::Http(h), Input::HttpHead { exchange, head }) => {
                 h.handle_head(now, exchange, head, deliver)

@@ -310,13 +310,17 @@ impl Stdio {
     }
 
     /// The new process could not be started: there is nothing left to
-    /// stop. The message for the caller.
-    pub fn handle_spawn_failed(&mut self, error: &str) -> String {
+    /// stop. The message for the caller; `None` when no start was asked
+    /// for (an executor's stray report changes nothing).
+    pub fn handle_spawn_failed(&mut self, error: &str) -> Option<String> {
+        if self.phase != Phase::Spawning {
+            return None;
+        }
         self.phase = Phase::Exited;
         self.restart = Restart::No;
         let mut message = format!("could not start the server again: {error}");
         self.push_previous(&mut message);
-        message
+        Some(message)
     }
 
     /// Appends what the process before this one said, if it was replaced.
