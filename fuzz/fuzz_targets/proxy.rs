@@ -35,6 +35,13 @@ fuzz_target!(|data: &[u8]| {
     let _ = list.matches(&text, 443);
     let _ = list.matches("[::1]", 1);
     for candidate in [text.to_string(), format!("http://u:{PASSWORD}@{text}")] {
+        // Only a password in the URL's userinfo is known to be one: text
+        // that merely contains the string (a host name, say, lowercased)
+        // is echoed.
+        if text.to_ascii_lowercase().contains(PASSWORD) {
+            let _ = ProxyUrl::parse(&candidate, "fuzz");
+            continue;
+        }
         match ProxyUrl::parse(&candidate, "fuzz") {
             Ok(p) => {
                 assert!(!p.to_string().contains(PASSWORD));
@@ -60,8 +67,13 @@ fuzz_target!(|data: &[u8]| {
         whole_kind == chunked_kind || late_bytes,
         "{whole:?} / {outcome:?}"
     );
-    if let Err(e) = &whole {
+    // The proxy's own bytes may be quoted; only ours must not leak.
+    let echoed = answer
+        .windows(PASSWORD.len())
+        .any(|w| w.eq_ignore_ascii_case(PASSWORD.as_bytes()));
+    if let (Err(e), false) = (&whole, echoed) {
         assert!(!e.to_string().contains(PASSWORD), "{e}");
     }
-    assert!(!chunked.finish_eof().to_string().contains(PASSWORD));
+    let eof = chunked.finish_eof().to_string();
+    assert!(echoed || !eof.contains(PASSWORD), "{eof}");
 });
