@@ -13,13 +13,13 @@
 //! ```text
 //!   connection/  one connection: routes engine, wire, auth, the era    imports every floor below
 //!   config       an mcpServers entry and the transport it selects      imports modern
-//!   transport/   stdio | Streamable HTTP | legacy HTTP+SSE machines    imports exchange, rpc, codec
+//!   transport/   stdio | Streamable HTTP | legacy HTTP+SSE machines    imports exchange, rpc, codec, mcp
 //!   auth/        OAuth 2.1 as a sans-IO flow                           imports exchange
 //!   modern/      the 2026-07-28 era: _meta, discover, MRTR, headers    imports mcp, rpc
-//!   mcp/         the MCP surface: methods, types, handshake            imports nothing
-//!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec, exchange
+//!   rpc/         JSON-RPC engine: ids, deadlines, exactly-once         imports codec, exchange, mcp
 //!   exchange/    HTTP exchanges: request, head, URL, redirects, auth   imports codec
 //!   codec/       jsonl | sse | http1 | glimpse (bytes <-> frames)      imports nothing
+//!   mcp/         the MCP surface: methods and their descriptors, types imports nothing
 //! ```
 //!
 //! The adapters (`mcpwire-tokio`, `mcpwire-smol`, `mcpwire-blocking`) own a

@@ -6,14 +6,16 @@ use std::path::Path;
 
 /// Bottom first, with the floors each may import.
 const FLOORS: &[(&str, &[&str])] = &[
+    // The MCP surface is data at the bottom: every floor reads method
+    // names and their descriptors from it.
+    ("mcp", &[]),
     ("codec", &[]),
     ("exchange", &["codec"]),
     // `exchange` for the typed redirect error a request can end with.
-    ("rpc", &["codec", "exchange"]),
-    ("mcp", &[]),
+    ("rpc", &["codec", "exchange", "mcp"]),
     ("modern", &["mcp", "rpc"]),
     ("auth", &["exchange"]),
-    ("transport", &["exchange", "rpc", "codec"]),
+    ("transport", &["exchange", "rpc", "codec", "mcp"]),
     ("config", &["modern"]),
     (
         "connection",
@@ -63,6 +65,45 @@ fn each_floor_imports_only_the_floors_below_it() {
         }
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// Method identity is data: outside `mcp/` (and tests) no code line names
+/// an MCP method or notification in a string literal; decisions read the
+/// method table (`mcp::methods::METHODS`, `notifications`,
+/// `ServerRequestKind`) instead.
+#[test]
+fn no_method_name_is_written_outside_the_method_table() {
+    use mcpwire::mcp::methods::{notifications, ServerRequestKind, METHODS};
+    let mut names: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
+    names.extend_from_slice(notifications::ALL);
+    names.extend(
+        [
+            ServerRequestKind::Ping,
+            ServerRequestKind::ListRoots,
+            ServerRequestKind::CreateMessage,
+            ServerRequestKind::Elicit,
+        ]
+        .map(ServerRequestKind::method),
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.starts_with(src.join("mcp"))) {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in code_lines(&text) {
+            for name in &names {
+                if line.contains(&format!("\"{name}\"")) {
+                    found.push(format!("{}:{n}: {name}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "method names written outside mcp/:\n{}",
+        found.join("\n")
+    );
 }
 
 /// Every `.rs` file under `dir` but test files.

@@ -65,9 +65,9 @@ use serde_json::value::RawValue;
 use crate::auth::AuthState;
 use crate::config::ServerConfig;
 use crate::mcp::handshake::{accept_result, HandshakeError};
-use crate::mcp::methods::{Capability, TaskResult};
+use crate::mcp::methods::{check_spec, notifications, Capability, MethodId, MethodSpec};
 use crate::mcp::types::InitializeResult;
-use crate::mcp::{check_capability, ClientConfig, Method, ServerNotification};
+use crate::mcp::{ClientConfig, Method, ServerNotification};
 use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
 use crate::rpc::{
     self, Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
@@ -391,9 +391,12 @@ impl Connection {
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
-        self.check_open(method)?;
+        // The method is resolved once: every decision below reads its row.
+        let id_of = MethodId::of(method);
+        let spec = id_of.map(MethodId::spec);
+        self.check_open(id_of)?;
         if let Some(server) = &self.server {
-            check_capability(method, &server.capabilities).map_err(|capability| {
+            check_spec(spec, &server.capabilities).map_err(|capability| {
                 CallError::NotSupported {
                     method: method.to_string(),
                     capability: capability.name(),
@@ -402,7 +405,7 @@ impl Connection {
         }
         let caps = self.server.as_ref().map(|s| &s.capabilities);
         let modern = self.modern.is_some();
-        if modern && !self.client.tasks && method.starts_with("tasks/") {
+        if modern && !self.client.tasks && spec.is_some_and(MethodSpec::is_task_method) {
             // The extension is not declared: the server would refuse.
             return Err(CallError::TurnedOff {
                 method: method.to_owned(),
@@ -412,7 +415,7 @@ impl Connection {
         }
         // Awaiting a task (checked only for that method: this is every
         // call's path).
-        let awaits = (method == TaskResult::NAME)
+        let awaits = (id_of == Some(MethodId::TaskResult))
             .then(|| caps.filter(|c| Capability::Tasks.declared_in(c)))
             .flatten();
         if let Some(caps) = awaits {
@@ -425,7 +428,7 @@ impl Connection {
             return Ok(id);
         }
         let augment = match (modern, caps) {
-            (false, Some(caps)) => self.tasks.augment(method, params, &options, caps),
+            (false, Some(caps)) => self.tasks.augment(id_of, params, &options, caps),
             _ => Augment::Plain,
         };
         let (augmented, retry) = match augment {
@@ -435,7 +438,7 @@ impl Connection {
         };
         let params = augmented.as_deref().or(params);
         let id = match self.modern.as_mut() {
-            Some(m) => m.request(now, outbox!(self), method, params, options)?,
+            Some(m) => m.request(now, outbox!(self), method, id_of, params, options)?,
             None => {
                 let id = self.engine.request(now, method, params, options)?;
                 self.note_request(id, method, params);
@@ -445,7 +448,7 @@ impl Connection {
         if let Some(caps) = self.server.as_ref().map(|s| &s.capabilities) {
             let augmented = augmented.is_some();
             self.tasks
-                .requested(now, id, method, options, caps, augmented, retry, modern);
+                .requested(now, id, id_of, options, caps, augmented, retry, modern);
         }
         self.pump(now);
         Ok(id)
@@ -499,7 +502,7 @@ impl Connection {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), CallError> {
-        self.check_open(method)?;
+        self.check_open(None)?;
         self.notify_engine(method, params)?;
         self.pump(now);
         Ok(())
@@ -928,12 +931,14 @@ impl Connection {
 
     fn start_handshake(&mut self, now: Instant, reinit: bool) {
         let params = self.client.initialize_params();
-        match self
-            .engine
-            .request(now, "initialize", Some(&params), RequestOptions::default())
-        {
+        match self.engine.request(
+            now,
+            MethodId::Initialize.name(),
+            Some(&params),
+            RequestOptions::default(),
+        ) {
             Ok(id) => {
-                self.note_request(id, "initialize", None);
+                self.note_request(id, MethodId::Initialize.name(), None);
                 self.phase = Phase::Initializing { id, reinit };
                 self.initialize_id = Some(id);
             }
@@ -961,7 +966,7 @@ impl Connection {
                 let version = result.protocol_version.clone();
                 self.engine.set_accept_batches(version == "2025-03-26");
                 self.server = Some(result);
-                if let Err(e) = self.notify_engine("notifications/initialized", None) {
+                if let Err(e) = self.notify_engine(notifications::INITIALIZED, None) {
                     self.shut_down(now, CloseReason::Handshake(format!("initialized: {e}")));
                     return;
                 }
@@ -1128,11 +1133,15 @@ impl Connection {
         ))
     }
 
-    fn check_open(&self, method: &str) -> Result<(), CallError> {
+    fn check_open(&self, method: Option<MethodId>) -> Result<(), CallError> {
         match self.phase {
             Phase::Ready => Ok(()),
             Phase::Initializing { reinit: true, .. } => Ok(()),
-            Phase::Initializing { .. } | Phase::Probing { .. } if method == "ping" => Ok(()),
+            Phase::Initializing { .. } | Phase::Probing { .. }
+                if method == Some(MethodId::Ping) =>
+            {
+                Ok(())
+            }
             Phase::Initializing { .. } | Phase::Probing { .. } | Phase::Respawning => {
                 Err(CallError::NotReady)
             }
@@ -1197,7 +1206,10 @@ impl Connection {
             let method = send.method();
             let raw = serde_json::value::to_raw_value(&send.params).expect("JSON serializes");
             let sent = match self.modern.as_mut() {
-                Some(m) => m.request(now, outbox!(self), method, Some(&raw), send.options),
+                Some(m) => {
+                    let id = Some(send.method_id());
+                    m.request(now, outbox!(self), method, id, Some(&raw), send.options)
+                }
                 None => match self.engine.request(now, method, Some(&raw), send.options) {
                     Ok(id) => {
                         self.note_request(id, method, Some(&raw));

@@ -38,14 +38,13 @@ use serde_json::{Map, Value};
 use super::inputs::Inputs;
 use super::types::{CallError, Diagnostic, Output};
 use super::wire::Wire;
+use crate::mcp::methods::{notifications, MethodId};
 use crate::mcp::types::ServerCapabilities;
 use crate::mcp::ClientConfig;
 use crate::modern::cache::ResultCache;
-use crate::modern::mrtr::INPUT_REQUIRED_METHODS;
 use crate::modern::{
     classify, param_headers, retry_params, with_meta, InputRequest, InputRequired, RequestMeta,
-    ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION,
-    SUBSCRIPTIONS_LISTEN_METHOD,
+    ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_LISTEN_METHOD,
 };
 use crate::rpc::{
     Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
@@ -83,6 +82,8 @@ type Outcome = Result<Box<RawValue>, RequestError>;
 #[derive(Debug)]
 struct Call {
     method: String,
+    /// Its row of the method table, if the method is known.
+    id: Option<MethodId>,
     /// Whether `input_required` applies to it.
     mrtr: bool,
     /// The params as the application gave them (no envelope).
@@ -373,7 +374,7 @@ impl Modern {
     /// Whether `method` is the subscription's acknowledgement (not for the
     /// application).
     pub(super) fn is_internal_notification(&self, method: &str) -> bool {
-        method == SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION
+        method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED
     }
 
     /// The subscription is (again) in place: its reopens start over, and
@@ -438,30 +439,40 @@ impl Modern {
         now: Instant,
         ob: &mut Outbox<'_>,
         method: &str,
+        id_of: Option<MethodId>,
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
-        // `logging/setLevel` is gone too: the level rides on every later
-        // request's `_meta` (without it a server sends no log messages);
-        // the call itself is carried by a discover.
-        if method == "logging/setLevel" {
-            let level = params
-                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                .and_then(|v| v.get("level").and_then(Value::as_str).map(str::to_owned))
-                .ok_or(LocalError::InvalidParams("logging/setLevel needs a level"))?;
-            self.meta.log_level = Some(level);
-            return self.request(now, ob, DISCOVER_METHOD, None, options);
-        }
-        let method = if method == "ping" {
-            DISCOVER_METHOD
-        } else {
-            method
+        let (method, id_of) = match id_of {
+            // `logging/setLevel` is gone too: the level rides on every
+            // later request's `_meta` (without it a server sends no log
+            // messages); the call itself is carried by a discover.
+            Some(MethodId::SetLoggingLevel) => {
+                #[derive(serde::Deserialize)]
+                struct Level {
+                    level: String,
+                }
+                let level = params
+                    .and_then(|p| serde_json::from_str::<Level>(p.get()).ok())
+                    .ok_or(LocalError::InvalidParams("logging/setLevel needs a level"))?;
+                self.meta.log_level = Some(level.level);
+                return self.request(
+                    now,
+                    ob,
+                    DISCOVER_METHOD,
+                    Some(MethodId::Discover),
+                    None,
+                    options,
+                );
+            }
+            Some(MethodId::Ping) => (DISCOVER_METHOD, Some(MethodId::Discover)),
+            Some(MethodId::Subscribe | MethodId::Unsubscribe) => {
+                let value = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+                let subscribe = id_of == Some(MethodId::Subscribe);
+                return self.resource_subscription(now, ob, subscribe, value.as_ref());
+            }
+            _ => (method, id_of),
         };
-        if method == "resources/subscribe" || method == "resources/unsubscribe" {
-            let value = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
-            let subscribe = method == "resources/subscribe";
-            return self.resource_subscription(now, ob, subscribe, value.as_ref());
-        }
         let value = match params {
             None => None,
             Some(p) => Some(
@@ -471,7 +482,7 @@ impl Modern {
         };
         // A fresh cached result answers at once, without a round trip.
         if !options.bypass_cache {
-            let hit = ResultCache::key(method, value.as_ref().unwrap_or(&Value::Null))
+            let hit = ResultCache::key(id_of, value.as_ref().unwrap_or(&Value::Null))
                 .and_then(|key| self.cache.get(&key, now));
             if let Some(raw) = hit {
                 let id = ob.engine.reserve_id()?;
@@ -490,14 +501,15 @@ impl Modern {
         let id = ob.engine.request(now, method, Some(&raw), options)?;
         ob.wire
             .note_request(id, method, Some(&stamped), &self.tools);
-        if method == "tools/list" && ob.wire.is_http() {
+        if id_of == Some(MethodId::ListTools) && ob.wire.is_http() {
             self.tool_lists.insert(id);
         }
         self.calls.insert(
             id,
             Call {
                 method: method.to_owned(),
-                mrtr: INPUT_REQUIRED_METHODS.contains(&method),
+                id: id_of,
+                mrtr: id_of.is_some_and(|m| m.spec().input_rounds),
                 params: value.unwrap_or(Value::Null),
                 sent: stamped,
                 options,
@@ -567,7 +579,7 @@ impl Modern {
                     .note_request(id, &method, Some(&call.sent), &self.tools);
                 call.engine_id = Some(id);
                 self.alias.insert(id, app);
-                if method == "tools/list" && ob.wire.is_http() {
+                if call.id == Some(MethodId::ListTools) && ob.wire.is_http() {
                     self.tool_lists.insert(id);
                 }
             }
@@ -737,7 +749,7 @@ impl Modern {
             }
         };
         if !call.mrtr {
-            self.cache.store(&call.method, &call.params, &raw, now);
+            self.cache.store(call.id, &call.params, &raw, now);
             self.calls.remove(&app);
             return Some((app, Ok(raw)));
         }
@@ -749,12 +761,12 @@ impl Modern {
         match classify(&call.method, &value) {
             Ok(ResultKind::Complete) => {
                 if call.rounds == 0 {
-                    self.cache.store(&call.method, &call.params, &raw, now);
+                    self.cache.store(call.id, &call.params, &raw, now);
                 }
                 self.calls.remove(&app);
                 Some((app, Ok(raw)))
             }
-            Ok(ResultKind::Unknown(t)) if t == "task" && call.method == "tools/call" => {
+            Ok(ResultKind::Unknown(t)) if t == "task" && call.id == Some(MethodId::CallTool) => {
                 self.calls.remove(&app);
                 if client.tasks {
                     // The tasks extension: the connection's tasks follow it.

@@ -38,6 +38,7 @@ use serde_json::{Map, Value};
 
 use super::inputs::Inputs;
 use super::types::{Diagnostic, Output};
+use crate::mcp::methods::{notifications, MethodId};
 use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport};
 use crate::mcp::ClientConfig;
 use crate::rpc::{ErrorObject, Progress, RequestError, RequestId, RequestOptions, RespondStatus};
@@ -82,13 +83,13 @@ pub(super) enum Purpose {
 }
 
 impl Purpose {
-    fn method(self) -> &'static str {
+    fn id(self) -> MethodId {
         match self {
-            Purpose::Get => "tasks/get",
-            Purpose::Result => "tasks/result",
-            Purpose::Update => "tasks/update",
-            Purpose::Cancel => "tasks/cancel",
-            Purpose::Call => "tools/call",
+            Purpose::Get => MethodId::GetTask,
+            Purpose::Result => MethodId::TaskResult,
+            Purpose::Update => MethodId::UpdateTask,
+            Purpose::Cancel => MethodId::CancelTask,
+            Purpose::Call => MethodId::CallTool,
         }
     }
 }
@@ -148,8 +149,12 @@ pub(super) struct Send {
 }
 
 impl Send {
+    pub(super) fn method_id(&self) -> MethodId {
+        self.purpose.id()
+    }
+
     pub(super) fn method(&self) -> &'static str {
-        self.purpose.method()
+        self.purpose.id().name()
     }
 }
 
@@ -293,12 +298,13 @@ impl Tasks {
     /// tasks (see [`Augment`]). One parse of the params decides it.
     pub(super) fn augment(
         &self,
-        method: &str,
+        method: Option<MethodId>,
         params: Option<&RawValue>,
         options: &RequestOptions,
         caps: &ServerCapabilities,
     ) -> Augment {
-        if !self.enabled || method != "tools/call" || !caps.tasks_for_tool_calls() {
+        let augmentable = method.is_some_and(|m| m.spec().task_augmentable);
+        if !self.enabled || !augmentable || !caps.tasks_for_tool_calls() {
             return Augment::Plain;
         }
         let Some(value) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
@@ -339,7 +345,7 @@ impl Tasks {
         &mut self,
         now: Instant,
         id: u64,
-        method: &str,
+        method: Option<MethodId>,
         options: RequestOptions,
         caps: &ServerCapabilities,
         augmented: bool,
@@ -347,7 +353,9 @@ impl Tasks {
         modern: bool,
     ) {
         match method {
-            "tools/call" if augmented || retry.is_some() || (self.enabled && modern) => {
+            Some(MethodId::CallTool)
+                if augmented || retry.is_some() || (self.enabled && modern) =>
+            {
                 let deadline = options.timeout.and_then(|t| now.checked_add(t));
                 let creating = Creating {
                     options,
@@ -357,7 +365,7 @@ impl Tasks {
                 };
                 self.creating.insert(id, creating);
             }
-            "tools/list" if self.enabled && !modern && caps.tasks_for_tool_calls() => {
+            Some(MethodId::ListTools) if self.enabled && !modern && caps.tasks_for_tool_calls() => {
                 self.tool_lists.insert(id);
             }
             _ => {}
@@ -1181,7 +1189,7 @@ impl Tasks {
         method: &str,
         params: Option<&RawValue>,
     ) {
-        if !matches!(method, "notifications/tasks/status" | "notifications/tasks")
+        if !matches!(method, notifications::TASK_STATUS | notifications::TASKS)
             || self.follows.is_empty()
         {
             return;

@@ -33,7 +33,7 @@ use crate::transport::{HttpConfig, RequestFailure};
 
 /// The notification the engine builds by itself, when a request is
 /// cancelled or times out.
-const CANCELLED_NOTIFICATION: &str = "notifications/cancelled";
+const CANCELLED_NOTIFICATION: &str = crate::mcp::methods::notifications::CANCELLED;
 
 /// What the wire asks of the connection.
 #[derive(Debug)]

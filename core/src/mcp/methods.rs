@@ -133,16 +133,93 @@ pub trait Paged: Method {
     fn split(page: Self::Result) -> (Vec<Self::Item>, Option<String>);
 }
 
-/// What every method of the table says about itself.
+/// Which method: a known name resolved once ([`MethodId::of`]) into the
+/// row of [`METHODS`] that every decision about it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MethodId {
+    /// `initialize` (2025 handshake).
+    Initialize,
+    /// `ping`.
+    Ping,
+    /// `server/discover` (2026-07-28).
+    Discover,
+    /// `subscriptions/listen` (2026-07-28).
+    SubscriptionsListen,
+    /// `tools/call`.
+    CallTool,
+    /// `tools/list`.
+    ListTools,
+    /// `resources/list`.
+    ListResources,
+    /// `resources/templates/list`.
+    ListResourceTemplates,
+    /// `resources/read`.
+    ReadResource,
+    /// `resources/subscribe`.
+    Subscribe,
+    /// `resources/unsubscribe`.
+    Unsubscribe,
+    /// `prompts/list`.
+    ListPrompts,
+    /// `prompts/get`.
+    GetPrompt,
+    /// `completion/complete`.
+    Complete,
+    /// `logging/setLevel`.
+    SetLoggingLevel,
+    /// `tasks/get`.
+    GetTask,
+    /// `tasks/result`.
+    TaskResult,
+    /// `tasks/update` (the 2026-07-28 tasks extension).
+    UpdateTask,
+    /// `tasks/cancel`.
+    CancelTask,
+    /// `tasks/list`.
+    ListTasks,
+}
+
+/// The protocol eras a method exists in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Eras {
+    /// Both the handshake era (2025-11-25 and before) and 2026-07-28.
+    Both,
+    /// The handshake era only: removed in 2026-07-28 (never sent to a
+    /// 2026-07-28 server as itself).
+    Handshake,
+    /// 2026-07-28 only.
+    Modern,
+}
+
+/// What the client knows about one client→server method: the row of
+/// [`METHODS`] every decision reads instead of comparing names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MethodInfo {
+#[non_exhaustive]
+pub struct MethodSpec {
+    /// Which method.
+    pub id: MethodId,
     /// The method name.
     pub name: &'static str,
     /// The server capability it needs.
     pub capability: Option<Capability>,
     /// Whether it is paged.
     pub paged: bool,
+    /// The eras it exists in.
+    pub eras: Eras,
+    /// Whether its result may carry caching hints (`ttlMs`, SEP-2549).
+    pub cacheable: bool,
+    /// Whether a 2026-07-28 server may answer it with an input round
+    /// (multi round-trip requests).
+    pub input_rounds: bool,
+    /// The param a 2026-07-28 HTTP request repeats in `Mcp-Name`.
+    pub header_param: Option<&'static str>,
+    /// Whether it may run as a task (`params.task`, or a task result).
+    pub task_augmentable: bool,
 }
+
+/// The name of the table kept for callers of the first version.
+pub type MethodInfo = MethodSpec;
 
 /// A result without content (`{}`, with whatever `_meta` the server adds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -152,46 +229,147 @@ pub struct EmptyResult {
     pub extra: Extra,
 }
 
-/// Declares each method once: its struct implements [`Method`] (and
-/// [`Paged`] where it lists), and it gets a row in [`METHODS`].
+/// Declares each method once: its row in [`METHODS`] (indexed by its
+/// [`MethodId`]), and, for a method with a typed request, its struct's
+/// [`Method`] (and [`Paged`] where it lists).
 macro_rules! methods {
     ($(
-        $(#[$doc:meta])*
-        $ty:ident = $name:literal, $result:ty, $cap:expr, $paged:literal;
+        $id:ident = $name:literal $(as $ty:ident -> $result:ty)?, {
+            cap: $cap:expr, paged: $paged:literal, eras: $eras:ident,
+            cache: $cache:literal, rounds: $rounds:literal,
+            header: $header:expr, task: $task:literal $(,)?
+        };
     )*) => {
-        $(
+        $($(
             impl Method for $ty {
                 const NAME: &'static str = $name;
                 const CAPABILITY: Option<Capability> = $cap;
                 const PAGED: bool = $paged;
                 type Result = $result;
             }
-        )*
-        /// Every client→server method this crate knows, in the spec's order.
-        pub const METHODS: &[MethodInfo] = &[$(
-            MethodInfo { name: $name, capability: $cap, paged: $paged },
+        )?)*
+        /// Every client→server method this crate knows, in [`MethodId`]'s
+        /// order.
+        pub const METHODS: &[MethodSpec] = &[$(
+            MethodSpec {
+                id: MethodId::$id,
+                name: $name,
+                capability: $cap,
+                paged: $paged,
+                eras: Eras::$eras,
+                cacheable: $cache,
+                input_rounds: $rounds,
+                header_param: $header,
+                task_augmentable: $task,
+            },
         )*];
+
+        impl MethodId {
+            /// The method called `name`, if this crate knows it.
+            pub fn of(name: &str) -> Option<MethodId> {
+                match name {
+                    $($name => Some(MethodId::$id),)*
+                    _ => None,
+                }
+            }
+        }
     };
 }
 
 methods! {
-    CallTool = "tools/call", CallToolResult, Some(Capability::Tools), false;
-    ListTools = "tools/list", ListToolsResult, Some(Capability::Tools), true;
-    ListResources = "resources/list", ListResourcesResult, Some(Capability::Resources), true;
-    ListResourceTemplates = "resources/templates/list", ListResourceTemplatesResult,
-        Some(Capability::Resources), true;
-    ReadResource = "resources/read", ReadResourceResult, Some(Capability::Resources), false;
-    Subscribe = "resources/subscribe", EmptyResult, Some(Capability::ResourcesSubscribe), false;
-    Unsubscribe = "resources/unsubscribe", EmptyResult,
-        Some(Capability::ResourcesSubscribe), false;
-    ListPrompts = "prompts/list", ListPromptsResult, Some(Capability::Prompts), true;
-    GetPrompt = "prompts/get", GetPromptResult, Some(Capability::Prompts), false;
-    Complete = "completion/complete", CompleteResult, Some(Capability::Completions), false;
-    SetLoggingLevel = "logging/setLevel", EmptyResult, Some(Capability::Logging), false;
-    GetTask = "tasks/get", Task, Some(Capability::Tasks), false;
-    TaskResult = "tasks/result", CallToolResult, Some(Capability::Tasks), false;
-    CancelTask = "tasks/cancel", EmptyResult, Some(Capability::TasksCancel), false;
-    ListTasks = "tasks/list", ListTasksResult, Some(Capability::TasksList), true;
+    Initialize = "initialize", {
+        cap: None, paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    Ping = "ping", {
+        cap: None, paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    Discover = "server/discover", {
+        cap: None, paged: false, eras: Modern,
+        cache: false, rounds: false, header: None, task: false };
+    SubscriptionsListen = "subscriptions/listen", {
+        cap: None, paged: false, eras: Modern,
+        cache: false, rounds: false, header: None, task: false };
+    CallTool = "tools/call" as CallTool -> CallToolResult, {
+        cap: Some(Capability::Tools), paged: false, eras: Both,
+        cache: false, rounds: true, header: Some("name"), task: true };
+    ListTools = "tools/list" as ListTools -> ListToolsResult, {
+        cap: Some(Capability::Tools), paged: true, eras: Both,
+        cache: true, rounds: false, header: None, task: false };
+    ListResources = "resources/list" as ListResources -> ListResourcesResult, {
+        cap: Some(Capability::Resources), paged: true, eras: Both,
+        cache: true, rounds: false, header: None, task: false };
+    ListResourceTemplates = "resources/templates/list"
+        as ListResourceTemplates -> ListResourceTemplatesResult, {
+        cap: Some(Capability::Resources), paged: true, eras: Both,
+        cache: true, rounds: false, header: None, task: false };
+    ReadResource = "resources/read" as ReadResource -> ReadResourceResult, {
+        cap: Some(Capability::Resources), paged: false, eras: Both,
+        cache: true, rounds: true, header: Some("uri"), task: false };
+    Subscribe = "resources/subscribe" as Subscribe -> EmptyResult, {
+        cap: Some(Capability::ResourcesSubscribe), paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    Unsubscribe = "resources/unsubscribe" as Unsubscribe -> EmptyResult, {
+        cap: Some(Capability::ResourcesSubscribe), paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    ListPrompts = "prompts/list" as ListPrompts -> ListPromptsResult, {
+        cap: Some(Capability::Prompts), paged: true, eras: Both,
+        cache: true, rounds: false, header: None, task: false };
+    GetPrompt = "prompts/get" as GetPrompt -> GetPromptResult, {
+        cap: Some(Capability::Prompts), paged: false, eras: Both,
+        cache: false, rounds: true, header: Some("name"), task: false };
+    Complete = "completion/complete" as Complete -> CompleteResult, {
+        cap: Some(Capability::Completions), paged: false, eras: Both,
+        cache: false, rounds: false, header: None, task: false };
+    SetLoggingLevel = "logging/setLevel" as SetLoggingLevel -> EmptyResult, {
+        cap: Some(Capability::Logging), paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    GetTask = "tasks/get" as GetTask -> Task, {
+        cap: Some(Capability::Tasks), paged: false, eras: Both,
+        cache: false, rounds: false, header: Some("taskId"), task: false };
+    TaskResult = "tasks/result" as TaskResult -> CallToolResult, {
+        cap: Some(Capability::Tasks), paged: false, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+    UpdateTask = "tasks/update", {
+        cap: None, paged: false, eras: Modern,
+        cache: false, rounds: false, header: Some("taskId"), task: false };
+    CancelTask = "tasks/cancel" as CancelTask -> EmptyResult, {
+        cap: Some(Capability::TasksCancel), paged: false, eras: Both,
+        cache: false, rounds: false, header: Some("taskId"), task: false };
+    ListTasks = "tasks/list" as ListTasks -> ListTasksResult, {
+        cap: Some(Capability::TasksList), paged: true, eras: Handshake,
+        cache: false, rounds: false, header: None, task: false };
+}
+
+impl MethodId {
+    /// Its row of [`METHODS`].
+    pub const fn spec(self) -> &'static MethodSpec {
+        &METHODS[self as usize]
+    }
+
+    /// Its name.
+    pub const fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Whether it exists in the 2026-07-28 era (as itself).
+    pub fn in_modern(self) -> bool {
+        self.spec().eras != Eras::Handshake
+    }
+}
+
+impl MethodSpec {
+    /// Whether it is one of the `tasks/*` methods (declared by the tasks
+    /// capability in 2025-11-25, by the tasks extension in 2026-07-28).
+    pub fn is_task_method(&self) -> bool {
+        matches!(
+            self.id,
+            MethodId::GetTask
+                | MethodId::TaskResult
+                | MethodId::UpdateTask
+                | MethodId::CancelTask
+                | MethodId::ListTasks
+        )
+    }
 }
 
 /// `ping` (no capability needed; answered by every server).
@@ -199,7 +377,7 @@ methods! {
 pub struct Ping;
 
 impl Method for Ping {
-    const NAME: &'static str = "ping";
+    const NAME: &'static str = MethodId::Ping.name();
     const CAPABILITY: Option<Capability> = None;
     const PAGED: bool = false;
     type Result = EmptyResult;
@@ -210,8 +388,8 @@ impl Method for Ping {
 }
 
 /// The row of [`METHODS`] for `name`, if it is a method this crate knows.
-pub fn info(name: &str) -> Option<&'static MethodInfo> {
-    METHODS.iter().find(|m| m.name == name)
+pub fn info(name: &str) -> Option<&'static MethodSpec> {
+    MethodId::of(name).map(MethodId::spec)
 }
 
 /// The server capability `method` needs, if the spec ties it to one.
@@ -220,7 +398,15 @@ pub fn info(name: &str) -> Option<&'static MethodInfo> {
 /// without `capabilities.tools` gives `Err(Capability::Tools)`. Methods
 /// this crate does not know need nothing.
 pub fn check_capability(method: &str, caps: &ServerCapabilities) -> Result<(), Capability> {
-    match info(method).and_then(|m| m.capability) {
+    check_spec(info(method), caps)
+}
+
+/// [`check_capability`] for a method already resolved.
+pub fn check_spec(
+    spec: Option<&'static MethodSpec>,
+    caps: &ServerCapabilities,
+) -> Result<(), Capability> {
+    match spec.and_then(|m| m.capability) {
         Some(cap) if !cap.declared_in(caps) => Err(cap),
         _ => Ok(()),
     }
@@ -420,6 +606,49 @@ pub struct SetLoggingLevel {
     pub level: LoggingLevel,
 }
 
+/// The notifications the client's own machinery writes or reads, by name.
+pub mod notifications {
+    /// `notifications/initialized`: the 2025 handshake's last step
+    /// (removed in 2026-07-28).
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// `notifications/cancelled`: a request given up (either side).
+    pub const CANCELLED: &str = "notifications/cancelled";
+    /// `notifications/progress`.
+    pub const PROGRESS: &str = "notifications/progress";
+    /// `notifications/roots/list_changed` (removed in 2026-07-28).
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// `notifications/tools/list_changed`.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// `notifications/prompts/list_changed`.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// `notifications/resources/list_changed`.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// `notifications/resources/updated`.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// `notifications/tasks/status` (2025-11-25 tasks).
+    pub const TASK_STATUS: &str = "notifications/tasks/status";
+    /// `notifications/tasks` (the 2026-07-28 tasks extension).
+    pub const TASKS: &str = "notifications/tasks";
+    /// `notifications/subscriptions/acknowledged`: the first message on a
+    /// 2026-07-28 `subscriptions/listen` stream.
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+    /// Every name above.
+    pub const ALL: &[&str] = &[
+        INITIALIZED,
+        CANCELLED,
+        PROGRESS,
+        ROOTS_LIST_CHANGED,
+        TOOLS_LIST_CHANGED,
+        PROMPTS_LIST_CHANGED,
+        RESOURCES_LIST_CHANGED,
+        RESOURCES_UPDATED,
+        TASK_STATUS,
+        TASKS,
+        SUBSCRIPTIONS_ACKNOWLEDGED,
+    ];
+}
+
 /// A notification the client sends.
 pub trait ClientNotification: Serialize {
     /// The JSON-RPC method name.
@@ -436,7 +665,7 @@ pub trait ClientNotification: Serialize {
 pub struct RootsListChanged;
 
 impl ClientNotification for RootsListChanged {
-    const NAME: &'static str = "notifications/roots/list_changed";
+    const NAME: &'static str = notifications::ROOTS_LIST_CHANGED;
 
     fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
         Ok(None)
@@ -621,7 +850,14 @@ mod tests {
         assert_eq!(names.len(), METHODS.len());
         assert_eq!(info(ListTools::NAME).map(|m| m.paged), Some(true));
         assert_eq!(info(CallTool::NAME).map(|m| m.paged), Some(false));
-        assert_eq!(info("ping"), None);
+        assert_eq!(info("ping").map(|m| m.capability), Some(None));
+        assert_eq!(info("vendor/x"), None);
+        for (i, m) in METHODS.iter().enumerate() {
+            assert_eq!(m.id as usize, i, "{} out of MethodId's order", m.name);
+            assert_eq!(MethodId::of(m.name), Some(m.id));
+            assert_eq!(m.id.name(), m.name);
+        }
+        assert!(!MethodId::Ping.in_modern() && MethodId::Discover.in_modern());
     }
 
     #[test]

@@ -31,14 +31,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// The methods whose results may carry caching hints.
-pub const CACHEABLE_METHODS: [&str; 5] = [
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
+use crate::mcp::methods::{notifications, MethodId};
 
 /// Most results kept.
 pub const MAX_ENTRIES: usize = 256;
@@ -51,7 +44,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 #[derive(Debug)]
 struct Entry {
-    method: &'static str,
+    method: MethodId,
     /// The `uri` of a `resources/read`.
     uri: Option<String>,
     raw: Box<RawValue>,
@@ -80,10 +73,8 @@ impl ResultCache {
 
     /// The key of `method` with the caller's `params`, if its result may be
     /// cached (a cacheable method, not an MRTR retry).
-    pub fn key(method: &str, params: &Value) -> Option<String> {
-        if !CACHEABLE_METHODS.contains(&method) {
-            return None;
-        }
+    pub fn key(method: Option<MethodId>, params: &Value) -> Option<String> {
+        let method = method.filter(|m| m.spec().cacheable)?.name();
         if params.get("inputResponses").is_some() || params.get("requestState").is_some() {
             return None;
         }
@@ -121,7 +112,13 @@ impl ResultCache {
     /// at `now`: kept for its `ttlMs` if positive; otherwise (and for
     /// results that may not be cached) an older result under the same key
     /// is dropped.
-    pub fn store(&mut self, method: &str, params: &Value, raw: &RawValue, now: Instant) {
+    pub fn store(
+        &mut self,
+        method: Option<MethodId>,
+        params: &Value,
+        raw: &RawValue,
+        now: Instant,
+    ) {
         let Some(key) = Self::key(method, params) else {
             return;
         };
@@ -140,12 +137,10 @@ impl ResultCache {
         let Some(fresh_until) = now.checked_add(Duration::from_millis(ttl).min(MAX_TTL)) else {
             return;
         };
-        let method = CACHEABLE_METHODS
-            .iter()
-            .copied()
-            .find(|m| *m == method)
-            .expect("key() accepted it");
-        let uri = (method == "resources/read")
+        let Some(method) = method else {
+            return; // key() accepted it: never
+        };
+        let uri = (method == MethodId::ReadResource)
             .then(|| params.get("uri").and_then(Value::as_str).map(str::to_owned))
             .flatten();
         while !self.entries.is_empty()
@@ -176,18 +171,18 @@ impl ResultCache {
     /// A server notification: drops what it says has changed. Whether
     /// anything was dropped.
     pub fn invalidate(&mut self, notification: &str, params: Option<&RawValue>) -> bool {
-        let lists: &[&str] = match notification {
-            "notifications/tools/list_changed" => &["tools/list"],
-            "notifications/prompts/list_changed" => &["prompts/list"],
-            "notifications/resources/list_changed" => {
-                &["resources/list", "resources/templates/list"]
+        let lists: &[MethodId] = match notification {
+            notifications::TOOLS_LIST_CHANGED => &[MethodId::ListTools],
+            notifications::PROMPTS_LIST_CHANGED => &[MethodId::ListPrompts],
+            notifications::RESOURCES_LIST_CHANGED => {
+                &[MethodId::ListResources, MethodId::ListResourceTemplates]
             }
-            "notifications/resources/updated" => {
+            notifications::RESOURCES_UPDATED => {
                 let uri = params
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                     .and_then(|v| v.get("uri").and_then(Value::as_str).map(str::to_owned));
                 return self.drop_where(|e| {
-                    e.method == "resources/read" && (uri.is_none() || e.uri == uri)
+                    e.method == MethodId::ReadResource && (uri.is_none() || e.uri == uri)
                 });
             }
             _ => return false,
@@ -220,6 +215,7 @@ impl ResultCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::methods::MethodId;
     use serde_json::json;
 
     fn raw(v: Value) -> Box<RawValue> {
@@ -232,15 +228,18 @@ mod tests {
         let mut c = ResultCache::new();
         let page = json!({"cursor": "2"});
         c.store(
-            "tools/list",
+            MethodId::of("tools/list"),
             &page,
             &raw(json!({"tools": [], "ttlMs": 1000, "cacheScope": "private"})),
             t0,
         );
-        let key = ResultCache::key("tools/list", &page).unwrap();
+        let key = ResultCache::key(MethodId::of("tools/list"), &page).unwrap();
         assert!(c.get(&key, t0 + Duration::from_millis(999)).is_some());
         assert_eq!(c.hits(), 1);
-        assert!(ResultCache::key("tools/list", &json!({"cursor": "3"})) != Some(key.clone()));
+        assert!(
+            ResultCache::key(MethodId::of("tools/list"), &json!({"cursor": "3"}))
+                != Some(key.clone())
+        );
         assert!(c.get(&key, t0 + Duration::from_millis(1000)).is_none());
         assert!(c.is_empty(), "a stale entry is dropped");
         assert_eq!(c.bytes, 0);
@@ -252,34 +251,44 @@ mod tests {
         let mut c = ResultCache::new();
         let none = json!(null);
         c.store(
-            "tools/list",
+            MethodId::of("tools/list"),
             &none,
             &raw(json!({"tools": [], "ttlMs": 0})),
             t0,
         );
-        c.store("prompts/list", &none, &raw(json!({"prompts": []})), t0);
         c.store(
-            "resources/list",
+            MethodId::of("prompts/list"),
+            &none,
+            &raw(json!({"prompts": []})),
+            t0,
+        );
+        c.store(
+            MethodId::of("resources/list"),
             &none,
             &raw(json!({"resources": [], "ttlMs": -5})),
             t0,
         );
         c.store(
-            "resources/list",
+            MethodId::of("resources/list"),
             &none,
             &raw(json!({"resources": [], "ttlMs": "9"})),
             t0,
         );
         c.store(
-            "tools/call",
+            MethodId::of("tools/call"),
             &none,
             &raw(json!({"content": [], "ttlMs": 9000})),
             t0,
         );
-        c.store("server/discover", &none, &raw(json!({"ttlMs": 9000})), t0);
+        c.store(
+            MethodId::of("server/discover"),
+            &none,
+            &raw(json!({"ttlMs": 9000})),
+            t0,
+        );
         let retry = json!({"uri": "a://b", "requestState": "x"});
         c.store(
-            "resources/read",
+            MethodId::of("resources/read"),
             &retry,
             &raw(json!({"contents": [], "ttlMs": 9000})),
             t0,
@@ -287,13 +296,18 @@ mod tests {
         assert!(c.is_empty(), "{c:?}");
         // A new answer without a TTL drops the old one.
         c.store(
-            "tools/list",
+            MethodId::of("tools/list"),
             &none,
             &raw(json!({"tools": [], "ttlMs": 9000})),
             t0,
         );
         assert_eq!(c.len(), 1);
-        c.store("tools/list", &none, &raw(json!({"tools": []})), t0);
+        c.store(
+            MethodId::of("tools/list"),
+            &none,
+            &raw(json!({"tools": []})),
+            t0,
+        );
         assert!(c.is_empty());
     }
 
@@ -306,33 +320,38 @@ mod tests {
             b["ttlMs"] = json!(60_000);
             raw(b)
         };
-        c.store("tools/list", &json!(null), &long(json!({"tools": []})), t0);
         c.store(
-            "tools/list",
+            MethodId::of("tools/list"),
+            &json!(null),
+            &long(json!({"tools": []})),
+            t0,
+        );
+        c.store(
+            MethodId::of("tools/list"),
             &json!({"cursor": "2"}),
             &long(json!({"tools": []})),
             t0,
         );
         c.store(
-            "prompts/list",
+            MethodId::of("prompts/list"),
             &json!(null),
             &long(json!({"prompts": []})),
             t0,
         );
         c.store(
-            "resources/templates/list",
+            MethodId::of("resources/templates/list"),
             &json!(null),
             &long(json!({"resourceTemplates": []})),
             t0,
         );
         c.store(
-            "resources/read",
+            MethodId::of("resources/read"),
             &json!({"uri": "a://1"}),
             &long(json!({"contents": []})),
             t0,
         );
         c.store(
-            "resources/read",
+            MethodId::of("resources/read"),
             &json!({"uri": "a://2"}),
             &long(json!({"contents": []})),
             t0,
@@ -358,32 +377,33 @@ mod tests {
         for i in 0..(MAX_ENTRIES + 10) {
             let ttl = 1000 + i as u64;
             c.store(
-                "resources/read",
+                MethodId::of("resources/read"),
                 &json!({"uri": format!("a://{i}")}),
                 &raw(json!({"contents": [], "ttlMs": ttl})),
                 t0,
             );
         }
         assert_eq!(c.len(), MAX_ENTRIES);
-        let first = ResultCache::key("resources/read", &json!({"uri": "a://0"})).unwrap();
+        let first =
+            ResultCache::key(MethodId::of("resources/read"), &json!({"uri": "a://0"})).unwrap();
         assert!(c.get(&first, t0).is_none(), "the soonest stale went first");
         let big = "x".repeat(MAX_ENTRY_BYTES + 1);
         c.store(
-            "resources/read",
+            MethodId::of("resources/read"),
             &json!({"uri": "big"}),
             &raw(json!({"contents": [{"text": big}], "ttlMs": 5000})),
             t0,
         );
         assert!(c
             .get(
-                &ResultCache::key("resources/read", &json!({"uri": "big"})).unwrap(),
+                &ResultCache::key(MethodId::of("resources/read"), &json!({"uri": "big"})).unwrap(),
                 t0
             )
             .is_none());
         assert!(c.bytes <= MAX_BYTES);
-        let k = ResultCache::key("prompts/list", &json!(null)).unwrap();
+        let k = ResultCache::key(MethodId::of("prompts/list"), &json!(null)).unwrap();
         c.store(
-            "prompts/list",
+            MethodId::of("prompts/list"),
             &json!(null),
             &raw(json!({"prompts": [], "ttlMs": u64::MAX})),
             t0,

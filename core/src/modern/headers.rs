@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::meta::declared_version;
+use crate::mcp::methods::MethodId;
 
 /// `MCP-Protocol-Version`.
 pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
@@ -23,15 +24,12 @@ pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
 /// The schema keyword that designates a mirrored parameter.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
-/// The params member mirrored as `Mcp-Name` for `method`, if any.
+/// The params member mirrored as `Mcp-Name` for `method`, if any (the
+/// method table's `header_param`: `name` of `tools/call` and
+/// `prompts/get`, `uri` of `resources/read`, and, in the tasks extension,
+/// `taskId`, which routes a task's requests to its instance).
 pub fn name_source(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        // The tasks extension: routes a task's requests to its instance.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
+    MethodId::of(method).and_then(|m| m.spec().header_param)
 }
 
 /// Why headers could not be built.
@@ -337,14 +335,15 @@ pub fn message_headers(
     tools: &ToolHeaders,
 ) -> Vec<(String, String)> {
     let mut h = vec![(METHOD_HEADER.to_owned(), encode_header_value(method))];
-    let Some(field) = name_source(method) else {
+    let id = MethodId::of(method);
+    let Some(field) = id.and_then(|m| m.spec().header_param) else {
         return h;
     };
     let Some(name) = params.and_then(|p| p.get(field)).and_then(Value::as_str) else {
         return h;
     };
     h.push((NAME_HEADER.to_owned(), encode_header_value(name)));
-    let specs = tools.get(name).filter(|_| method == "tools/call");
+    let specs = tools.get(name).filter(|_| id == Some(MethodId::CallTool));
     let args = params
         .and_then(|p| p.get("arguments"))
         .and_then(Value::as_object);

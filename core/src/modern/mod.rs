@@ -26,6 +26,7 @@ pub mod meta;
 pub mod mrtr;
 pub mod probe;
 
+use crate::mcp::methods::{notifications, MethodId};
 pub use discover::{select_version, DiscoverResult, SUPPORTED_MODERN_VERSIONS};
 pub use errors::{
     ModernError, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
@@ -35,6 +36,7 @@ pub use headers::{
     HeaderError, ParamHeader, ToolHeaders,
 };
 pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
+
 pub use mrtr::{
     classify, retry_params, InputRequest, InputRequired, MrtrError, ResultKind, ResultType,
 };
@@ -46,23 +48,25 @@ pub use probe::{
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 
 /// The method that advertises a modern server's versions and capabilities.
-pub const DISCOVER_METHOD: &str = "server/discover";
+pub const DISCOVER_METHOD: &str = MethodId::Discover.name();
 
 /// The method that opens a long-lived notification stream (replaces the
 /// HTTP GET stream and `resources/subscribe`).
-pub const SUBSCRIPTIONS_LISTEN_METHOD: &str = "subscriptions/listen";
+pub const SUBSCRIPTIONS_LISTEN_METHOD: &str = MethodId::SubscriptionsListen.name();
 
 /// The first message on a `subscriptions/listen` stream.
-pub const SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION: &str =
-    "notifications/subscriptions/acknowledged";
+pub const SUBSCRIPTIONS_ACKNOWLEDGED_NOTIFICATION: &str = notifications::SUBSCRIPTIONS_ACKNOWLEDGED;
 
-/// Methods removed in the modern era: never send them to a modern server.
-pub const REMOVED_METHODS: &[&str] = &[
-    "initialize",
-    "notifications/initialized",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "notifications/roots/list_changed",
-];
+/// Whether `method` was removed in the modern era (never sent to a modern
+/// server as itself): the requests the method table marks
+/// [`Eras::Handshake`](crate::mcp::methods::Eras::Handshake), and the
+/// notifications `initialized` and `roots/list_changed`.
+pub fn removed_in_modern(method: &str) -> bool {
+    match MethodId::of(method) {
+        Some(m) => !m.in_modern(),
+        None => matches!(
+            method,
+            notifications::INITIALIZED | notifications::ROOTS_LIST_CHANGED
+        ),
+    }
+}

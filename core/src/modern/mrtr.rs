@@ -15,8 +15,14 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// The methods that may answer `input_required` (servers MUST NOT on others).
-pub const INPUT_REQUIRED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+use crate::mcp::methods::{MethodId, ServerRequestKind};
+
+/// Whether `method` may answer `input_required` (servers MUST NOT on
+/// others): the method table's `input_rounds` (`tools/call`,
+/// `prompts/get`, `resources/read`).
+pub fn input_rounds(method: &str) -> bool {
+    MethodId::of(method).is_some_and(|m| m.spec().input_rounds)
+}
 
 /// Default bound on input requests read from one result.
 pub const MAX_INPUT_REQUESTS: usize = 64;
@@ -99,9 +105,9 @@ impl InputRequest {
     /// The method name.
     pub fn method(&self) -> &str {
         match self {
-            InputRequest::Elicitation { .. } => "elicitation/create",
-            InputRequest::Sampling { .. } => "sampling/createMessage",
-            InputRequest::ListRoots => "roots/list",
+            InputRequest::Elicitation { .. } => ServerRequestKind::Elicit.method(),
+            InputRequest::Sampling { .. } => ServerRequestKind::CreateMessage.method(),
+            InputRequest::ListRoots => ServerRequestKind::ListRoots.method(),
             InputRequest::Other { method, .. } => method,
         }
     }
@@ -202,7 +208,7 @@ impl InputRequired {
 
     /// Checks the method of the original request may carry this flow.
     pub fn check_method(method: &str) -> Result<(), MrtrError> {
-        if INPUT_REQUIRED_METHODS.contains(&method) {
+        if input_rounds(method) {
             Ok(())
         } else {
             Err(MrtrError::MethodNotAllowed(method.to_string()))
@@ -224,16 +230,16 @@ fn parse_request(key: &str, req: &Value) -> Result<InputRequest, MrtrError> {
             )))
         }
     };
-    Ok(match method {
-        "elicitation/create" => InputRequest::Elicitation {
+    Ok(match ServerRequestKind::of(method) {
+        Some(ServerRequestKind::Elicit) => InputRequest::Elicitation {
             params: params.unwrap_or_default(),
         },
-        "sampling/createMessage" => InputRequest::Sampling {
+        Some(ServerRequestKind::CreateMessage) => InputRequest::Sampling {
             params: params.unwrap_or_default(),
         },
-        "roots/list" => InputRequest::ListRoots,
-        other => InputRequest::Other {
-            method: other.to_string(),
+        Some(ServerRequestKind::ListRoots) => InputRequest::ListRoots,
+        _ => InputRequest::Other {
+            method: method.to_string(),
             params,
         },
     })

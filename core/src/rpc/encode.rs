@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use super::error::LocalError;
 use super::message::{ErrorObject, RequestId};
+use crate::mcp::methods::notifications::CANCELLED;
 
 const HEAD: &[u8] = br#"{"jsonrpc":"2.0""#;
 
@@ -166,7 +167,9 @@ pub(crate) fn notification(out: &mut Vec<u8>, method: &str, params: Option<&RawV
 /// `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":ID,"reason":R}}`.
 pub(crate) fn cancelled(out: &mut Vec<u8>, id: u64, reason: &str) {
     out.extend_from_slice(HEAD);
-    out.extend_from_slice(br#","method":"notifications/cancelled","params":{"requestId":"#);
+    out.extend_from_slice(br#","method":""#);
+    out.extend_from_slice(CANCELLED.as_bytes());
+    out.extend_from_slice(br#"","params":{"requestId":"#);
     write_u64(out, id);
     out.extend_from_slice(br#","reason":"#);
     write_str(out, reason);

@@ -29,6 +29,7 @@ use super::message::{
 };
 use super::output::{Diagnostic, Output, Progress, SendKind, Stats};
 use crate::codec::glimpse::Glimpse;
+use crate::mcp::methods::{notifications, MethodId};
 
 /// Bytes of the received text quoted in a diagnostic.
 const PREVIEW_BYTES: usize = 200;
@@ -260,7 +261,7 @@ impl Engine {
                 None
             });
         let mut flags = 0;
-        if opts.quiet || method == "initialize" {
+        if opts.quiet || method == MethodId::Initialize.name() {
             flags |= F_QUIET;
         }
         if progress {
@@ -788,7 +789,7 @@ impl Engine {
             });
             return;
         }
-        if method == "ping" {
+        if method == MethodId::Ping.name() {
             self.stats.pings_answered += 1;
             self.send_response(id, Ok(empty_object()));
             return;
@@ -824,8 +825,8 @@ impl Engine {
 
     fn on_notification(&mut self, now: Instant, method: &str, params: Option<&RawValue>) {
         match method {
-            "notifications/progress" => self.on_progress(now, params),
-            "notifications/cancelled" => self.on_server_cancelled(params),
+            notifications::PROGRESS => self.on_progress(now, params),
+            notifications::CANCELLED => self.on_server_cancelled(params),
             _ => {
                 self.stats.notifications_received += 1;
                 self.out.push_back(Output::Notification {

@@ -60,6 +60,7 @@ use crate::codec::glimpse::Glimpse;
 use crate::codec::sse::{SseConfig, SseDecoder};
 use crate::exchange::dpop::{DpopBinding, ProofRequest};
 use crate::exchange::redirect::{is_credential, Redirects};
+use crate::mcp::methods::notifications;
 use crate::rpc::{parse_message, Message, SendKind};
 
 /// `Accept` of every POST.
@@ -1350,7 +1351,7 @@ pub(crate) fn is_initialized_notification(message: &[u8], kind: &SendKind) -> bo
         && std::str::from_utf8(message).is_ok_and(|text| {
             matches!(
                 parse_message(text),
-                Ok(Message::Notification { method, .. }) if method == "notifications/initialized"
+                Ok(Message::Notification { method, .. }) if method == notifications::INITIALIZED
             )
         })
 }
