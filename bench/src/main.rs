@@ -54,7 +54,7 @@ pub struct Row {
 
 const USAGE: &str =
     "usage: mcpwire-bench [profile] [all | seq | inflight | big | http | connect]... \
-[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N] [--exe PATH] (the last two: profile)";
+[--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N] [--exe PATH] (the last two: profile) [--svg FILE]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -75,6 +75,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     let mut profiling = false;
     let mut profile_calls = 2_000;
     let mut profile_exe: Option<std::path::PathBuf> = None;
+    let mut svg_path = clients::peers::root().join("target/mcpwire-bench.svg");
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -88,6 +89,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
             }
             "--exe" => profile_exe = Some(it.next().ok_or(USAGE)?.into()),
             "--smoke" => smoke = true,
+            "--svg" => svg_path = it.next().ok_or(USAGE)?.into(),
             "--clients" => {
                 let list = it.next().ok_or(USAGE)?;
                 clients = list
@@ -131,6 +133,22 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let server = exe.with_file_name("bench-echo-server");
     build_server()?;
+    // The peers (TypeScript and Python SDK clients) are installed before
+    // anything is timed; one that cannot be is left out, saying why.
+    if clients.iter().any(|c| clients::peers::PEERS.contains(c)) {
+        let install = clients::peers::root().join("bench/peers/install");
+        let _ = Command::new(&install).stdin(Stdio::null()).status();
+        clients.retain(|c| {
+            let ok = clients::peers::installed(c);
+            if !ok {
+                eprintln!(
+                    "mcpwire-bench: {c} left out: {} could not install it",
+                    install.display()
+                );
+            }
+            ok
+        });
+    }
     if !server.exists() {
         return Err(format!(
             "{} not found: build it with `cargo build --release -p mcpwire-bench` (all binaries)",
@@ -209,7 +227,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
         }
     }
     let failed = rows.iter().filter(|r| r.result.is_err()).count();
-    report::print(&report::Report {
+    let report = report::Report {
         variants: &variants,
         rows: &rows,
         modes: &modes,
@@ -217,7 +235,15 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
         load_before,
         load_after: report::loadavg(),
         elapsed: started.elapsed(),
-    });
+    };
+    report::print(&report);
+    // The chart of the first mode run (pinned, when it ran).
+    if let Some(&mode) = modes.first() {
+        match std::fs::write(&svg_path, report::svg(&report, mode)) {
+            Ok(()) => eprintln!("mcpwire-bench: chart written to {}", svg_path.display()),
+            Err(e) => eprintln!("mcpwire-bench: could not write {}: {e}", svg_path.display()),
+        }
+    }
     if failed > 0 {
         return Err(format!("{failed} of {total} client runs failed"));
     }

@@ -117,6 +117,89 @@ pub fn print(r: &Report) {
     print!("{s}");
 }
 
+/// The calls/s of every client in every variant of `mode`, as an SVG
+/// chart: a group of bars per variant, each bar's length its calls/s over
+/// the fastest client's in that group, labelled with the figure.
+pub fn svg(r: &Report, mode: Mode) -> String {
+    const PALETTE: &[&str] = &[
+        "#1f77b4", "#2ca02c", "#17becf", "#d62728", "#ff7f0e", "#9467bd", "#e377c2", "#7f7f7f",
+    ];
+    const LEFT: f64 = 150.0;
+    const BAR_W: f64 = 520.0;
+    const BAR_H: f64 = 14.0;
+    const GAP: f64 = 18.0;
+    let mut clients: Vec<&str> = Vec::new();
+    for row in r.rows.iter().filter(|x| x.mode == mode) {
+        if !clients.contains(&row.client) {
+            clients.push(row.client);
+        }
+    }
+    let color =
+        |c: &str| PALETTE[clients.iter().position(|x| *x == c).unwrap_or(0) % PALETTE.len()];
+    let mut body = String::new();
+    let mut y = 54.0;
+    for (vi, v) in r.variants.iter().enumerate() {
+        let rows: Vec<(&str, f64)> = r
+            .rows
+            .iter()
+            .filter(|x| x.variant == vi && x.mode == mode)
+            .filter_map(|x| x.result.as_ref().ok().map(|m| (x.client, median(&m.rates))))
+            .collect();
+        let Some(best) = rows
+            .iter()
+            .map(|x| x.1)
+            .reduce(f64::max)
+            .filter(|b| *b > 0.0)
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            body,
+            r#"<text x="8" y="{:.0}" font-weight="bold">({}) {}</text>"#,
+            y,
+            v.scenario,
+            escape(&v.label)
+        );
+        y += 6.0;
+        for (client, rate) in rows {
+            let w = (rate / best * BAR_W).max(1.0);
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.0}" y="{:.0}" text-anchor="end">{client}</text><rect x="{LEFT}" y="{:.0}" width="{w:.1}" height="{BAR_H}" fill="{}"/><text x="{:.1}" y="{:.0}">{}/s</text>"#,
+                LEFT - 6.0,
+                y + BAR_H - 3.0,
+                y,
+                color(client),
+                LEFT + w + 4.0,
+                y + BAR_H - 3.0,
+                thousands(rate)
+            );
+            y += BAR_H + 3.0;
+        }
+        y += GAP;
+    }
+    let title = match mode {
+        Mode::Pinned => {
+            "MCP clients, calls/s (client and server pinned to one core; longer is faster)"
+        }
+        Mode::Unpinned => "MCP clients, calls/s (unpinned; longer is faster)",
+    };
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{:.0}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"8\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n{body}</svg>\n",
+        LEFT + BAR_W + 110.0,
+        y,
+        escape(title)
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The goals, each with its numbers and `met` or `MISSED`.
 fn goals(r: &Report) -> Vec<String> {
     let mut out = Vec::new();

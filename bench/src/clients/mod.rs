@@ -14,6 +14,7 @@ use crate::scenario::{Job, Measured};
 mod mcpwire_blocking;
 mod mcpwire_smol;
 mod mcpwire_tokio;
+pub mod peers;
 mod raw;
 mod rmcp;
 
@@ -27,7 +28,8 @@ pub struct ClientDef {
     pub http_only: bool,
 }
 
-/// Every client, in table order. `raw` and `rmcp` are the references the
+/// Every client, in table order. `ts-sdk` and `py-sdk` are the official
+/// TypeScript and Python SDKs' clients (see [`peers`]). `raw` and `rmcp` are the references the
 /// ratio columns divide by. `rmcp-pooled` is rmcp over HTTP with a reqwest
 /// client that keeps connections (its default client opens a new TCP
 /// connection per POST, on purpose: see `default_http_client` in rmcp).
@@ -56,6 +58,16 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "rmcp-pooled",
         run: rmcp::run_pooled,
         http_only: true,
+    },
+    ClientDef {
+        name: "ts-sdk",
+        run: peers::run_ts,
+        http_only: false,
+    },
+    ClientDef {
+        name: "py-sdk",
+        run: peers::run_py,
+        http_only: false,
     },
     ClientDef {
         name: "raw",
