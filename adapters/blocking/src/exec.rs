@@ -307,7 +307,6 @@ impl Shared {
                         state.session.store_locked(now, (None, None));
                     }
                 }
-                _ => {}
             }
         }
         // Whoever sleeps must hear of what changes its wait: a leader in

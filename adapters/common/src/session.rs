@@ -49,7 +49,9 @@ use crate::Notifications;
 pub type Outcome = Result<Box<RawValue>, RequestError>;
 
 /// What the executor must perform for the session.
-#[non_exhaustive]
+///
+/// Exhaustive on purpose: a new effect is a compile error in every
+/// executor, never an effect silently dropped.
 pub enum Effect {
     /// Write these bytes to the child's stdin, in order.
     Write(Vec<u8>),
@@ -654,7 +656,6 @@ impl Session {
                 },
                 Output::UnlockTokens => self.store_lock = None,
                 Output::Closed(reason) => self.on_closed(reason),
-                other => tracing::warn!("unhandled output {other:?}"),
             }
         }
     }

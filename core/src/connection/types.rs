@@ -167,8 +167,10 @@ impl Input<'_> {
 }
 
 /// What the driver must do, or report to the application.
+///
+/// Exhaustive on purpose: a new output is a compile error in every driver
+/// that matches on it, never an output logged and dropped.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Output {
     /// Write all of these bytes to the child's stdin, in order, before any
     /// later `Write` (await the write: that is the backpressure).
