@@ -25,7 +25,7 @@
 //! over from an owner thread, which is the difference between a raw pipe
 //! loop and an MCP client here.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use mcpwire_adapter::session::{Guard, HoldsSession};
 use std::task::Poll;
@@ -38,18 +38,14 @@ use mcpwire::transport::stdio::ExitStatus;
 use mcpwire_adapter::session::{Effect, Info, Outcome, Session};
 use mcpwire_adapter::wait::thread_waker;
 
-use crate::http::{Exchange, Http, HttpEvent};
+use crate::http::{Exchange, Http, HttpEvent, Report};
+use crate::lock;
 use crate::pipes::{PipeEvent, Pipes};
 
 /// How long the background thread leaves the pipes to callers after the
 /// last one led, before it leads them itself (a burst of calls keeps the
 /// lead with the callers; an idle connection is read by the background).
 const LINGER: Duration = Duration::from_millis(20);
-
-/// Locks, ignoring poisoning (nothing here panics while holding a lock).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Who reads the pipes now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +87,12 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) info: Arc<Info>,
     background: Mutex<Option<Thread>>,
+}
+
+impl Report for Shared {
+    fn event(self: Arc<Self>, id: ExchangeId, event: HttpEvent<'_>) -> bool {
+        self.http_event(id, event, None).0
+    }
 }
 
 impl Shared {
@@ -255,7 +257,9 @@ impl Shared {
                     if mine.is_some() && req.carries == mine {
                         inline.push(http.inline(req));
                     } else {
-                        http.dispatch(Arc::downgrade(self), req);
+                        let report: std::sync::Weak<dyn Report> =
+                            Arc::downgrade(self) as std::sync::Weak<Shared>;
+                        http.dispatch(report, req);
                     }
                 }
                 Effect::AbortHttp(id) => {
@@ -355,6 +359,8 @@ impl Shared {
 
     /// An event of exchange `id`, from the thread running it: whether to go
     /// on, and the exchanges that bring `mine`'s answer.
+    /// An exchange's event, from the worker running it (or from a caller
+    /// running it itself: `mine`).
     pub(crate) fn http_event(
         self: &Arc<Self>,
         id: ExchangeId,

@@ -29,7 +29,11 @@ use mcpwire_adapter::net::Network;
 use mcpwire_adapter::tls::ClientTls;
 use ureq::http;
 
-use crate::exec::Shared;
+/// Where a worker reports an exchange's events: the executor, which the
+/// HTTP layer knows only through this (no import cycle). `true`: go on.
+pub(crate) trait Report: Send + Sync {
+    fn event(self: Arc<Self>, id: ExchangeId, event: HttpEvent<'_>) -> bool;
+}
 
 /// How long an idle worker waits for an exchange before it ends.
 const WORKER_IDLE: Duration = Duration::from_secs(30);
@@ -194,7 +198,7 @@ impl Http {
     }
 
     /// Runs `req` on a worker.
-    pub(crate) fn dispatch(&mut self, shared: Weak<Shared>, req: HttpRequest) {
+    pub(crate) fn dispatch(&mut self, shared: Weak<dyn Report>, req: HttpRequest) {
         let exchange = self.inline(req);
         self.pool.submit(Job::Exchange { shared, exchange });
     }
@@ -487,7 +491,7 @@ fn proxy_failure(proxy: &ProxyUrl, target: &str, reason: &str) -> ProxyError {
 enum Job {
     /// An exchange, and where to report it.
     Exchange {
-        shared: Weak<Shared>,
+        shared: Weak<dyn Report>,
         exchange: Exchange,
     },
     /// The end of a body to read.
@@ -500,7 +504,7 @@ impl Job {
             Job::Exchange { shared, exchange } => {
                 let id = exchange.id();
                 let rest = exchange.run(|event| match shared.upgrade() {
-                    Some(shared) => shared.http_event(id, event, None).0,
+                    Some(shared) => shared.event(id, event),
                     None => false,
                 });
                 if let Some(rest) = rest {
@@ -523,7 +527,7 @@ impl Pool {
     /// Hands `job` to an idle worker, or to a new one.
     fn submit(self: &Arc<Self>, mut job: Job) {
         loop {
-            let Some((_, worker)) = crate::exec::lock(&self.idle).pop() else {
+            let Some((_, worker)) = crate::lock(&self.idle).pop() else {
                 break;
             };
             match worker.send(job) {
@@ -548,13 +552,13 @@ fn worker(pool: Weak<Pool>, first: Job) {
         j.run();
         let Some(p) = pool.upgrade() else { return };
         let me = p.next.fetch_add(1, Ordering::Relaxed);
-        crate::exec::lock(&p.idle).push((me, tx.clone()));
+        crate::lock(&p.idle).push((me, tx.clone()));
         drop(p);
         job = match rx.recv_timeout(WORKER_IDLE) {
             Ok(j) => Some(j),
             Err(RecvTimeoutError::Timeout) => {
                 let Some(p) = pool.upgrade() else { return };
-                let mut idle = crate::exec::lock(&p.idle);
+                let mut idle = crate::lock(&p.idle);
                 match idle.iter().position(|(k, _)| *k == me) {
                     Some(i) => {
                         idle.remove(i);

@@ -49,6 +49,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// Locks, ignoring poisoning (nothing here panics while holding a lock).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 mod call;
 mod client;
 mod exec;
