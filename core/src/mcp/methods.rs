@@ -133,53 +133,6 @@ pub trait Paged: Method {
     fn split(page: Self::Result) -> (Vec<Self::Item>, Option<String>);
 }
 
-/// Which method: a known name resolved once ([`MethodId::of`]) into the
-/// row of [`METHODS`] that every decision about it reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum MethodId {
-    /// `initialize` (2025 handshake).
-    Initialize,
-    /// `ping`.
-    Ping,
-    /// `server/discover` (2026-07-28).
-    Discover,
-    /// `subscriptions/listen` (2026-07-28).
-    SubscriptionsListen,
-    /// `tools/call`.
-    CallTool,
-    /// `tools/list`.
-    ListTools,
-    /// `resources/list`.
-    ListResources,
-    /// `resources/templates/list`.
-    ListResourceTemplates,
-    /// `resources/read`.
-    ReadResource,
-    /// `resources/subscribe`.
-    Subscribe,
-    /// `resources/unsubscribe`.
-    Unsubscribe,
-    /// `prompts/list`.
-    ListPrompts,
-    /// `prompts/get`.
-    GetPrompt,
-    /// `completion/complete`.
-    Complete,
-    /// `logging/setLevel`.
-    SetLoggingLevel,
-    /// `tasks/get`.
-    GetTask,
-    /// `tasks/result`.
-    TaskResult,
-    /// `tasks/update` (the 2026-07-28 tasks extension).
-    UpdateTask,
-    /// `tasks/cancel`.
-    CancelTask,
-    /// `tasks/list`.
-    ListTasks,
-}
-
 /// The protocol eras a method exists in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Eras {
@@ -218,9 +171,6 @@ pub struct MethodSpec {
     pub task_augmentable: bool,
 }
 
-/// The name of the table kept for callers of the first version.
-pub type MethodInfo = MethodSpec;
-
 /// A result without content (`{}`, with whatever `_meta` the server adds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmptyResult {
@@ -248,6 +198,19 @@ macro_rules! methods {
                 type Result = $result;
             }
         )?)*
+        /// Which method: a known name resolved once ([`MethodId::of`]) into
+        /// the row of [`METHODS`] that every decision about it reads. Its
+        /// variants are the table's rows, in the table's order, so
+        /// [`MethodId::spec`] indexes the table by construction.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum MethodId {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $id,
+            )*
+        }
+
         /// Every client→server method this crate knows, in [`MethodId`]'s
         /// order.
         pub const METHODS: &[MethodSpec] = &[$(

@@ -119,7 +119,7 @@ impl ResultCache {
         raw: &RawValue,
         now: Instant,
     ) {
-        let Some(key) = Self::key(method, params) else {
+        let (Some(method), Some(key)) = (method, Self::key(method, params)) else {
             return;
         };
         if let Some(old) = self.entries.remove(&key) {
@@ -136,9 +136,6 @@ impl ResultCache {
         }
         let Some(fresh_until) = now.checked_add(Duration::from_millis(ttl).min(MAX_TTL)) else {
             return;
-        };
-        let Some(method) = method else {
-            return; // key() accepted it: never
         };
         let uri = (method == MethodId::ReadResource)
             .then(|| params.get("uri").and_then(Value::as_str).map(str::to_owned))

@@ -36,7 +36,6 @@ pub use headers::{
     HeaderError, ParamHeader, ToolHeaders,
 };
 pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
-
 pub use mrtr::{
     classify, retry_params, InputRequest, InputRequired, MrtrError, ResultKind, ResultType,
 };
