@@ -306,19 +306,7 @@ fn spawn_client(
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| format!("spawn: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) {
-        Some(json) if out.status.success() => serde_json::from_str(json).map_err(|e| e.to_string()),
-        _ => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            Err(format!("{} {last}", out.status))
-        }
-    }
+    Measured::from_output(&out)
 }
 
 /// The hidden `__client <name> <job-json>` entry: one client, one job, in

@@ -272,3 +272,21 @@ pub struct Measured {
     /// RSS once connected, before the first call, KiB.
     pub idle_rss_kib: u64,
 }
+
+impl Measured {
+    /// Reads a finished client process's `RESULT <json>` line; a failed
+    /// process is its exit status and the last non-empty line of its stderr.
+    pub fn from_output(out: &std::process::Output) -> Result<Measured, String> {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) {
+            Some(json) if out.status.success() => {
+                serde_json::from_str(json).map_err(|e| e.to_string())
+            }
+            _ => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+                Err(format!("{}: {}", out.status, last.unwrap_or("no output")))
+            }
+        }
+    }
+}

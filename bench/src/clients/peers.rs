@@ -53,15 +53,7 @@ fn run_script(mut cmd: Command, job: &Job, target: &Target) -> Result<Measured, 
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) {
-        Some(json) if out.status.success() => Ok(serde_json::from_str(json)?),
-        _ => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-            Err(format!("{}: {}", out.status, last.unwrap_or("no output")).into())
-        }
-    }
+    Ok(Measured::from_output(&out)?)
 }
 
 /// The TypeScript SDK's `Client` (stdio and Streamable HTTP transports).
