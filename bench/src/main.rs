@@ -133,6 +133,29 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let server = exe.with_file_name("bench-echo-server");
     build_server()?;
+    if !server.exists() {
+        return Err(format!(
+            "{} not found: build it with `cargo build --release -p mcpwire-bench` (all binaries)",
+            server.display()
+        ));
+    }
+    if profiling {
+        // The peers run in their own runtime behind a `__client` wrapper;
+        // valgrind or strace on that wrapper would measure only the wrapper.
+        clients.retain(|c| {
+            let peer = clients::peers::PEERS.contains(c);
+            if peer {
+                eprintln!(
+                    "mcpwire-bench: {c} left out: profile measures this process's clients only"
+                );
+            }
+            !peer
+        });
+        // `--exe`: the clients of another build of this bench (an older
+        // commit's, say), measured the same way.
+        let exe = profile_exe.unwrap_or(exe);
+        return profile::run(&exe, &server, &scenarios, &clients, profile_calls);
+    }
     // The peers (TypeScript and Python SDK clients) are installed before
     // anything is timed; one that cannot be is left out, saying why.
     if clients.iter().any(|c| clients::peers::PEERS.contains(c)) {
@@ -148,18 +171,6 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
             }
             ok
         });
-    }
-    if !server.exists() {
-        return Err(format!(
-            "{} not found: build it with `cargo build --release -p mcpwire-bench` (all binaries)",
-            server.display()
-        ));
-    }
-    if profiling {
-        // `--exe`: the clients of another build of this bench (an older
-        // commit's, say), measured the same way.
-        let exe = profile_exe.unwrap_or(exe);
-        return profile::run(&exe, &server, &scenarios, &clients, profile_calls);
     }
     if modes.contains(&Mode::Pinned) && !taskset_works() {
         eprintln!("mcpwire-bench: `taskset -c 0` does not work here; pinned runs are skipped");
