@@ -257,8 +257,7 @@ impl Shared {
                     if mine.is_some() && req.carries == mine {
                         inline.push(http.inline(req));
                     } else {
-                        let report: std::sync::Weak<dyn Report> =
-                            Arc::downgrade(self) as std::sync::Weak<Shared>;
+                        let report: std::sync::Weak<dyn Report> = Arc::<Shared>::downgrade(self);
                         http.dispatch(report, req);
                     }
                 }
@@ -357,10 +356,9 @@ impl Shared {
         self.wake_background();
     }
 
-    /// An event of exchange `id`, from the thread running it: whether to go
-    /// on, and the exchanges that bring `mine`'s answer.
-    /// An exchange's event, from the worker running it (or from a caller
-    /// running it itself: `mine`).
+    /// An event of exchange `id`, from the worker running it or from a caller
+    /// running it itself (`mine`): whether to go on, and the exchanges that
+    /// bring `mine`'s answer.
     pub(crate) fn http_event(
         self: &Arc<Self>,
         id: ExchangeId,
