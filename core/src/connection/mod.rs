@@ -112,6 +112,53 @@ enum Phase {
     Closed,
 }
 
+/// The era spoken, and the 2026-07-28 era's state: one value, read by
+/// every decision that depends on the era.
+enum Spoken {
+    /// Not known yet: the probe or the first handshake is under way.
+    Unknown,
+    /// 2025-11-25 and earlier: the `initialize` handshake succeeded.
+    Legacy,
+    /// 2026-07-28: the probe found it (boxed: the other states are empty).
+    Modern(Box<Modern>),
+}
+
+impl Spoken {
+    fn modern(&self) -> Option<&Modern> {
+        match self {
+            Spoken::Modern(m) => Some(m.as_ref()),
+            _ => None,
+        }
+    }
+
+    fn modern_mut(&mut self) -> Option<&mut Modern> {
+        match self {
+            Spoken::Modern(m) => Some(m.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// The era the sub-states speak: 2025-11-25 until 2026-07-28 is found.
+    fn era(&self) -> Era {
+        match self {
+            Spoken::Modern(_) => Era::Modern,
+            Spoken::Unknown | Spoken::Legacy => Era::Legacy,
+        }
+    }
+}
+
+/// A [`tasks::Ctx`] over a connection's outputs and client settings.
+macro_rules! task_cx {
+    ($conn:ident, $now:expr) => {
+        &mut tasks::Ctx {
+            now: $now,
+            era: $conn.era.era(),
+            out: &mut $conn.out,
+            client: &$conn.client,
+        }
+    };
+}
+
 /// One MCP client connection. See the [module docs](self).
 pub struct Connection {
     engine: Engine,
@@ -129,8 +176,8 @@ pub struct Connection {
     ready_pending: bool,
     auth: Option<Auth>,
     prober: Prober,
-    /// The 2026-07-28 era, once the probe found it.
-    modern: Option<Modern>,
+    /// The era spoken, once known (the 2026-07-28 era's state with it).
+    era: Spoken,
     /// Whether `subscriptions/listen` may be opened.
     listen_enabled: bool,
     /// The stdio server was started again after the probe (once at most).
@@ -189,7 +236,7 @@ impl Connection {
             ready_pending: false,
             auth,
             prober: Prober::new(config.era, config.era_hint, probe_timeout),
-            modern: None,
+            era: Spoken::Unknown,
             listen_enabled,
             respawned: false,
             finding: None,
@@ -284,12 +331,15 @@ impl Connection {
             auth.handle_timeout(now);
         }
         if self.phase == Phase::Ready
-            && self.modern.as_mut().is_some_and(|m| m.take_listen_due(now))
+            && self
+                .era
+                .modern_mut()
+                .is_some_and(|m| m.take_listen_due(now))
         {
             self.open_listen(now);
         }
         if self.phase == Phase::Ready {
-            if let Some(m) = self.modern.as_mut() {
+            if let Some(m) = self.era.modern_mut() {
                 m.handle_timeout(now, outbox!(self));
             }
         }
@@ -324,8 +374,8 @@ impl Connection {
         // The 2026-07-28 timers (listen reopen, re-issues, acks) run in
         // Ready only: none is due while closing.
         let listen = self
-            .modern
-            .as_ref()
+            .era
+            .modern()
             .filter(|_| self.phase == Phase::Ready)
             .and_then(Modern::poll_timeout);
         let tasks = self.tasks.poll_timeout();
@@ -404,8 +454,9 @@ impl Connection {
             })?;
         }
         let caps = self.server.as_ref().map(|s| &s.capabilities);
-        let modern = self.modern.is_some();
-        if modern && !self.client.tasks && spec.is_some_and(MethodSpec::is_task_method) {
+        let era = self.era.era();
+        if era == Era::Modern && !self.client.tasks && spec.is_some_and(MethodSpec::is_task_method)
+        {
             // The extension is not declared: the server would refuse.
             return Err(CallError::TurnedOff {
                 method: method.to_owned(),
@@ -422,22 +473,20 @@ impl Connection {
             // Awaiting a task: the connection follows it (both eras).
             let id = self.engine.reserve_id()?;
             self.tasks
-                .await_task(now, id, params, options, caps, modern)
+                .await_task((now, era), id, params, options, caps)
                 .map_err(LocalError::InvalidParams)?;
             self.pump(now);
             return Ok(id);
         }
-        let augment = match (modern, caps) {
-            (false, Some(caps)) => self.tasks.augment(id_of, params, &options, caps),
+        let augment = match (era, caps) {
+            (Era::Legacy, Some(caps)) => self.tasks.augment(id_of, params, &options, caps),
             _ => Augment::Plain,
         };
-        let (augmented, retry) = match augment {
-            Augment::Plain => (None, None),
-            Augment::AsTask(p) => (Some(p), None),
-            Augment::RetryAsTask(name, p) => (None, Some((name, p))),
+        let params = match &augment {
+            Augment::AsTask(p) => Some(&**p),
+            _ => params,
         };
-        let params = augmented.as_deref().or(params);
-        let id = match self.modern.as_mut() {
+        let id = match self.era.modern_mut() {
             Some(m) => m.request(now, outbox!(self), method, id_of, params, options)?,
             None => {
                 let id = self.engine.request(now, method, params, options)?;
@@ -446,9 +495,8 @@ impl Connection {
             }
         };
         if let Some(caps) = self.server.as_ref().map(|s| &s.capabilities) {
-            let augmented = augmented.is_some();
             self.tasks
-                .requested(now, id, id_of, options, caps, augmented, retry, modern);
+                .requested((now, era), id, id_of, options, caps, augment);
         }
         self.pump(now);
         Ok(id)
@@ -528,8 +576,8 @@ impl Connection {
         let input = match self.tasks.respond(now, &mut self.out, &id, &response) {
             Some(status) => Some(status),
             None => self
-                .modern
-                .as_mut()
+                .era
+                .modern_mut()
                 .and_then(|m| m.respond(now, outbox!(self), &id, &response)),
         };
         if let Some(status) = input {
@@ -552,8 +600,8 @@ impl Connection {
             return true;
         }
         let done = match self
-            .modern
-            .as_mut()
+            .era
+            .modern_mut()
             .and_then(|m| m.cancel(now, outbox!(self), id, reason))
         {
             Some(done) => done,
@@ -586,12 +634,10 @@ impl Connection {
 
     /// The era spoken, once known.
     pub fn era(&self) -> Option<Era> {
-        if self.modern.is_some() {
-            Some(Era::Modern)
-        } else if self.server.is_some() {
-            Some(Era::Legacy)
-        } else {
-            None
+        match self.era {
+            Spoken::Unknown => None,
+            Spoken::Legacy => Some(Era::Legacy),
+            Spoken::Modern(_) => Some(Era::Modern),
         }
     }
 
@@ -603,7 +649,7 @@ impl Connection {
 
     /// The version spoken in the 2026-07-28 era.
     pub fn modern_version(&self) -> Option<&str> {
-        self.modern.as_ref().map(Modern::version)
+        self.era.modern().map(Modern::version)
     }
 
     /// Whether requests may be made.
@@ -630,7 +676,7 @@ impl Connection {
     /// The engine's counters.
     pub fn stats(&self) -> rpc::Stats {
         let mut stats = self.engine.stats();
-        stats.cache_hits = self.modern.as_ref().map_or(0, Modern::cache_hits);
+        stats.cache_hits = self.era.modern().map_or(0, Modern::cache_hits);
         stats
     }
 
@@ -702,22 +748,17 @@ impl Connection {
                 if self.prober.take_abandoned(id) {
                     return;
                 }
-                let (id, outcome) = match self.modern.as_mut() {
+                let (id, outcome) = match self.era.modern_mut() {
                     Some(m) => match m.complete(now, outbox!(self), &self.client, id, outcome) {
                         Some(delivered) => delivered,
                         None => return,
                     },
                     None => (id, outcome),
                 };
-                let modern = self.modern.is_some();
-                let (id, outcome) =
-                    match self
-                        .tasks
-                        .complete(now, &mut self.out, &self.client, id, outcome, modern)
-                    {
-                        Some(delivered) => delivered,
-                        None => return,
-                    };
+                let (id, outcome) = match self.tasks.complete(task_cx!(self, now), id, outcome) {
+                    Some(delivered) => delivered,
+                    None => return,
+                };
                 if self.initialize_id == Some(id) {
                     self.initialize_id = None;
                     // Closing: the handshake is over, and the app never
@@ -743,14 +784,14 @@ impl Connection {
                 .out
                 .push_back(Output::ServerRequestCancelled { id, reason }),
             rpc::Output::Notification { method, params } => {
-                if let Some(m) = self.modern.as_mut() {
+                if let Some(m) = self.era.modern_mut() {
                     if m.is_internal_notification(&method) {
                         return m.subscription_acknowledged(&mut self.out, params.as_deref());
                     }
                     m.notified(&method, params.as_deref());
                 }
                 self.tasks
-                    .notified(now, &mut self.out, &self.client, &method, params.as_deref());
+                    .notified(task_cx!(self, now), &method, params.as_deref());
                 self.out
                     .push_back(Output::Notification(ServerNotification::parse(
                         method, params,
@@ -776,7 +817,7 @@ impl Connection {
                 self.engine.fail(now, id, error);
             }
             WireOutput::Lost { id, error } => {
-                if let Some(m) = self.modern.as_mut() {
+                if let Some(m) = self.era.modern_mut() {
                     m.stream_lost(id);
                 }
                 self.engine.fail(now, id, error);
@@ -832,7 +873,7 @@ impl Connection {
         if let Some(app) = self.tasks.app_id(id) {
             return app;
         }
-        self.modern.as_ref().map_or(id, |m| m.app_id(id))
+        self.era.modern().map_or(id, |m| m.app_id(id))
     }
 
     // ----- messages the connection builds ---------------------------------
@@ -840,14 +881,14 @@ impl Connection {
     /// Notes the era headers of request `id` just built.
     fn note_request(&mut self, id: u64, method: &str, params: Option<&RawValue>) {
         let none = ToolHeaders::default();
-        let tools = self.modern.as_ref().map_or(&none, Modern::tools);
+        let tools = self.era.modern().map_or(&none, Modern::tools);
         self.wire.note_raw_request(id, method, params, tools);
     }
 
     /// Has the engine build notification `method`, noting its era headers.
     fn notify_engine(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), LocalError> {
         let none = ToolHeaders::default();
-        let tools = self.modern.as_ref().map_or(&none, Modern::tools);
+        let tools = self.era.modern().map_or(&none, Modern::tools);
         self.wire.note_notification(method, params, tools);
         let sent = self.engine.notify(method, params);
         if sent.is_err() {
@@ -896,7 +937,7 @@ impl Connection {
                 });
                 let meta = probe::envelope(&self.client, &version);
                 self.server = Some(*server);
-                self.modern = Some(Modern::new(version, meta));
+                self.era = Spoken::Modern(Box::new(Modern::new(version, meta)));
                 self.phase = Phase::Ready;
                 self.ready_pending = true;
                 self.open_listen(now);
@@ -919,7 +960,7 @@ impl Connection {
 
     /// `subscriptions/listen` for the list changes the server announces.
     fn open_listen(&mut self, now: Instant) {
-        if let (Some(m), Some(server)) = (self.modern.as_mut(), &self.server) {
+        if let (Some(m), Some(server)) = (self.era.modern_mut(), &self.server) {
             m.open_listen(
                 now,
                 outbox!(self),
@@ -966,6 +1007,7 @@ impl Connection {
                 let version = result.protocol_version.clone();
                 self.engine.set_accept_batches(version == "2025-03-26");
                 self.server = Some(result);
+                self.era = Spoken::Legacy;
                 if let Err(e) = self.notify_engine(notifications::INITIALIZED, None) {
                     self.shut_down(now, CloseReason::Handshake(format!("initialized: {e}")));
                     return;
@@ -1154,7 +1196,7 @@ impl Connection {
     /// close): through the tasks sub-state, which may own them, to the
     /// application. Whether there were any.
     fn route_modern_ended(&mut self, now: Instant) -> bool {
-        let ended = match self.modern.as_mut() {
+        let ended = match self.era.modern_mut() {
             Some(m) => m.take_ended(),
             None => return false,
         };
@@ -1162,10 +1204,7 @@ impl Connection {
             return false;
         }
         for (id, outcome) in ended {
-            if let Some((id, outcome)) =
-                self.tasks
-                    .complete(now, &mut self.out, &self.client, id, outcome, true)
-            {
+            if let Some((id, outcome)) = self.tasks.complete(task_cx!(self, now), id, outcome) {
                 self.out.push_back(Output::Complete { id, outcome });
             }
         }
@@ -1186,8 +1225,8 @@ impl Connection {
         for id in self.tasks.take_drops() {
             moved = true;
             let done = self
-                .modern
-                .as_mut()
+                .era
+                .modern_mut()
                 .and_then(|m| m.cancel(now, outbox!(self), id, "no longer needed"));
             if done.is_none() {
                 self.engine.cancel(now, id, "no longer needed");
@@ -1197,7 +1236,7 @@ impl Connection {
             return moved;
         }
         if let Some(ids) = self.tasks.take_watch_change() {
-            if let (Some(m), true) = (self.modern.as_mut(), self.listen_enabled) {
+            if let (Some(m), true) = (self.era.modern_mut(), self.listen_enabled) {
                 m.watch_tasks(now, outbox!(self), ids);
             }
         }
@@ -1205,7 +1244,7 @@ impl Connection {
             moved = true;
             let method = send.method();
             let raw = serde_json::value::to_raw_value(&send.params).expect("JSON serializes");
-            let sent = match self.modern.as_mut() {
+            let sent = match self.era.modern_mut() {
                 Some(m) => {
                     let id = Some(send.method_id());
                     m.request(now, outbox!(self), method, id, Some(&raw), send.options)
@@ -1235,7 +1274,7 @@ impl Connection {
         if let Some(auth) = self.auth.as_mut() {
             auth.abandon("the connection is closing");
         }
-        if let Some(m) = self.modern.as_mut() {
+        if let Some(m) = self.era.modern_mut() {
             m.close(&mut self.out, reason.message());
         }
         self.route_modern_ended(now);

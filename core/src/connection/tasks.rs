@@ -38,6 +38,7 @@ use serde_json::{Map, Value};
 
 use super::inputs::Inputs;
 use super::types::{Diagnostic, Output};
+use super::Era;
 use crate::mcp::methods::{notifications, MethodId};
 use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport};
 use crate::mcp::ClientConfig;
@@ -125,8 +126,8 @@ fn timed_out(options: &RequestOptions) -> RequestError {
 
 /// Whether the server cancels tasks: every 2026-07-28 task, a 2025-11-25
 /// server that declares `tasks.cancel`.
-fn cancels(caps: &ServerCapabilities, modern: bool) -> bool {
-    modern || caps.tasks_cancel()
+fn cancels(caps: &ServerCapabilities, era: Era) -> bool {
+    era == Era::Modern || caps.tasks_cancel()
 }
 
 /// What a `tools/call` result is.
@@ -197,7 +198,7 @@ const TTL_GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 struct Follow {
     task_id: String,
-    modern: bool,
+    era: Era,
     options: RequestOptions,
     deadline: Option<Instant>,
     /// When the task is given up though its call has time left: the
@@ -240,6 +241,16 @@ struct Follow {
     seen: BTreeSet<String>,
     pending: BTreeSet<String>,
     responses: Map<String, Value>,
+}
+
+/// What a step of the tasks sub-state reads and writes besides its own
+/// state: the time, the connection's outputs, the client's settings and
+/// the era spoken.
+pub(super) struct Ctx<'a> {
+    pub(super) now: Instant,
+    pub(super) out: &'a mut VecDeque<Output>,
+    pub(super) client: &'a ClientConfig,
+    pub(super) era: Era,
 }
 
 /// The connection's tasks (see the [module docs](self)).
@@ -340,18 +351,21 @@ impl Tasks {
     /// `retry`: the tool and params to send again as a task if refused;
     /// in 2026-07-28 the server decides), or a `tools/list` whose tools
     /// say whether they take tasks.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn requested(
         &mut self,
-        now: Instant,
+        (now, era): (Instant, Era),
         id: u64,
         method: Option<MethodId>,
         options: RequestOptions,
         caps: &ServerCapabilities,
-        augmented: bool,
-        retry: Option<(String, Value)>,
-        modern: bool,
+        augment: Augment,
     ) {
+        let modern = era == Era::Modern;
+        let (augmented, retry) = match augment {
+            Augment::Plain => (false, None),
+            Augment::AsTask(_) => (true, None),
+            Augment::RetryAsTask(name, params) => (false, Some((name, params))),
+        };
         match method {
             Some(MethodId::CallTool)
                 if augmented || retry.is_some() || (self.enabled && modern) =>
@@ -360,7 +374,7 @@ impl Tasks {
                 let creating = Creating {
                     options,
                     deadline,
-                    cancel_ok: cancels(caps, modern),
+                    cancel_ok: cancels(caps, era),
                     retry,
                 };
                 self.creating.insert(id, creating);
@@ -382,12 +396,11 @@ impl Tasks {
     /// connection reserved): follows the task to its end.
     pub(super) fn await_task(
         &mut self,
-        now: Instant,
+        (now, era): (Instant, Era),
         app: u64,
         params: Option<&RawValue>,
         options: RequestOptions,
         caps: &ServerCapabilities,
-        modern: bool,
     ) -> Result<(), &'static str> {
         let task_id = params
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -399,13 +412,13 @@ impl Tasks {
         let deadline = options.timeout.and_then(|t| now.checked_add(t));
         let follow = Follow::new(
             task_id,
-            modern,
+            era,
             options,
             (now, deadline, self.max_wait),
             app,
-            cancels(caps, modern),
+            cancels(caps, era),
         );
-        self.watch_changed |= modern;
+        self.watch_changed |= era == Era::Modern;
         self.follows.insert(app, follow);
         self.poll(now, app);
         Ok(())
@@ -587,25 +600,20 @@ impl Tasks {
     // ---- completions -------------------------------------------------------------
 
     /// A completion for the application's request `id` (or one of ours):
-    /// `Some` to deliver, `None` when this sub-state took it. `modern`:
-    /// the connection speaks 2026-07-28 (a task result has that era's
-    /// shape only).
-    #[allow(clippy::too_many_arguments)]
+    /// `Some` to deliver, `None` when this sub-state took it (a task result
+    /// has the shape of the era `cx` speaks only).
     pub(super) fn complete(
         &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
+        cx: &mut Ctx<'_>,
         id: u64,
         outcome: Outcome,
-        modern: bool,
     ) -> Option<(u64, Outcome)> {
         if self.ours.is_empty() && self.creating.is_empty() && self.tool_lists.is_empty() {
             // No task in sight (the common case): nothing to look up.
             return Some((id, outcome));
         }
         if let Some((app, purpose)) = self.ours.remove(&id) {
-            self.ours_done(now, out, client, app, id, purpose, outcome);
+            self.ours_done(cx, app, id, purpose, outcome);
             return None;
         }
         if self.tool_lists.remove(&id) {
@@ -623,31 +631,28 @@ impl Tasks {
                 if creating.retry.is_some() && TASK_REQUIRED_CODES.contains(&e.code) =>
             {
                 let (name, params) = creating.retry.take()?;
-                return self.call_as_task(now, out, id, name, params, creating, &e);
+                return self.call_as_task(cx, id, (name, params), creating, &e);
             }
             e => return Some((id, e)),
         };
-        let creation = task_of_creation(&raw, modern);
-        self.created(now, out, client, id, id, creating, creation, raw, modern)
+        let creation = task_of_creation(&raw, cx.era);
+        self.created(cx, id, id, creating, creation, raw)
     }
 
     /// A `tools/call` answered with `raw` (which is `creation`): a task to
     /// follow (`None`: it is followed), or what to deliver to the
     /// application's `app`. `progress_id`: the request that carried the
     /// call's progress token.
-    #[allow(clippy::too_many_arguments)]
     fn created(
         &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
+        cx: &mut Ctx<'_>,
         app: u64,
         progress_id: u64,
         creating: Creating,
         creation: Creation,
         raw: Box<RawValue>,
-        modern: bool,
     ) -> Option<(u64, Outcome)> {
+        let modern = cx.era == Era::Modern;
         let task = match creation {
             Creation::NotTask => return Some((app, Ok(raw))),
             Creation::Invalid(why) => {
@@ -672,9 +677,9 @@ impl Tasks {
         }
         let follow = Follow::new(
             task.task_id.clone(),
-            modern,
+            cx.era,
             creating.options,
-            (now, creating.deadline, self.max_wait),
+            (cx.now, creating.deadline, self.max_wait),
             progress_id,
             creating.cancel_ok,
         );
@@ -683,32 +688,30 @@ impl Tasks {
             self.lingers.push((progress_id, true));
         }
         self.follows.insert(app, follow);
-        self.apply(now, out, client, app, task, Source::Created);
+        self.apply(cx, app, task, Source::Created);
         None
     }
 
     /// 2025-11-25: the server refused call `app` of tool `name` as a plain
     /// call with `error`; it must run as a task. Sent again as one (a new
     /// id) with the time the call has left.
-    #[allow(clippy::too_many_arguments)]
     fn call_as_task(
         &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
+        cx: &mut Ctx<'_>,
         app: u64,
-        name: String,
-        params: Value,
+        (name, params): (String, Value),
         creating: Creating,
         error: &ErrorObject,
     ) -> Option<(u64, Outcome)> {
-        out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
-            "tools/call {name:?} refused as a plain call ({}: {}); the server takes tasks, \
+        cx.out
+            .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                "tools/call {name:?} refused as a plain call ({}: {}); the server takes tasks, \
              so it is sent again as a task",
-            error.code, error.message
-        ))));
+                error.code, error.message
+            ))));
         let mut options = creating.options;
         if let Some(deadline) = creating.deadline {
-            let left = deadline.saturating_duration_since(now);
+            let left = deadline.saturating_duration_since(cx.now);
             if left.is_zero() {
                 return Some((app, Err(RequestError::Remote(error.clone()))));
             }
@@ -730,19 +733,16 @@ impl Tasks {
         None
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn ours_done(
         &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
+        cx: &mut Ctx<'_>,
         app: u64,
         id: u64,
         purpose: Purpose,
         outcome: Outcome,
     ) {
         if purpose == Purpose::Call {
-            return self.call_done(now, out, client, app, id, outcome);
+            return self.call_done(cx, app, id, outcome);
         }
         let Some(f) = self.follows.get_mut(&app) else {
             return;
@@ -756,7 +756,7 @@ impl Tasks {
                 f.updating.clear();
                 f.update_failures = 0;
                 if f.in_flight.is_none() && f.poll_at.is_none() {
-                    f.poll_at = now.checked_add(f.interval);
+                    f.poll_at = cx.now.checked_add(f.interval);
                 }
             }
             (Purpose::Update, Err(e)) => {
@@ -770,18 +770,19 @@ impl Tasks {
                     for key in std::mem::take(&mut f.updating) {
                         f.seen.remove(&key);
                     }
-                    out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
-                        "tasks/update of task {} failed ({e}); polling it again",
-                        f.task_id
-                    ))));
+                    cx.out
+                        .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                            "tasks/update of task {} failed ({e}); polling it again",
+                            f.task_id
+                        ))));
                     if f.in_flight.is_none() {
-                        self.poll(now, app);
+                        self.poll(cx.now, app);
                     }
                     return;
                 }
                 let message = format!("tasks/update of task {} failed: {e}", f.task_id);
                 let error = Err(RequestError::Transport { message });
-                self.end(out, app, error, "tasks/update failed", !gone);
+                self.end(cx.out, app, error, "tasks/update failed", !gone);
             }
             (Purpose::Result, Err(e))
                 if matches!(
@@ -795,19 +796,20 @@ impl Tasks {
                 // polling (the spec allows it after a failed tasks/result).
                 f.result_failures += 1;
                 f.fetching = false;
-                f.poll_at = now.checked_add(f.interval);
-                out.push_back(Output::Diagnostic(Diagnostic::Transport(format!(
-                    "tasks/result of task {} failed ({e}); polling it again",
-                    f.task_id
-                ))));
+                f.poll_at = cx.now.checked_add(f.interval);
+                cx.out
+                    .push_back(Output::Diagnostic(Diagnostic::Transport(format!(
+                        "tasks/result of task {} failed ({e}); polling it again",
+                        f.task_id
+                    ))));
             }
-            (Purpose::Result, outcome) => self.end(out, app, outcome, "done", false),
+            (Purpose::Result, outcome) => self.end(cx.out, app, outcome, "done", false),
             (Purpose::Get, Ok(raw)) => {
                 f.timeouts = 0;
                 let value: Option<Value> = serde_json::from_str(raw.get()).ok();
                 match value.as_ref().and_then(Task::from_value) {
                     Some(task) if task.task_id == f.task_id => {
-                        self.apply(now, out, client, app, task, Source::Polled)
+                        self.apply(cx, app, task, Source::Polled)
                     }
                     _ => {
                         let message = format!(
@@ -815,7 +817,7 @@ impl Tasks {
                             f.task_id
                         );
                         let error = Err(RequestError::Transport { message });
-                        self.end(out, app, error, "invalid tasks/get", true);
+                        self.end(cx.out, app, error, "invalid tasks/get", true);
                     }
                 }
             }
@@ -823,23 +825,15 @@ impl Tasks {
                 if f.timeouts + 1 < MAX_POLL_TIMEOUTS =>
             {
                 f.timeouts += 1;
-                f.poll_at = now.checked_add(f.interval);
+                f.poll_at = cx.now.checked_add(f.interval);
             }
-            (Purpose::Get, Err(e)) => self.end(out, app, Err(e), "tasks/get failed", false),
+            (Purpose::Get, Err(e)) => self.end(cx.out, app, Err(e), "tasks/get failed", false),
         }
     }
 
     /// 2025-11-25: the answer to call `app` sent again as a task (our
     /// request `id`).
-    fn call_done(
-        &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
-        app: u64,
-        id: u64,
-        outcome: Outcome,
-    ) {
+    fn call_done(&mut self, cx: &mut Ctx<'_>, app: u64, id: u64, outcome: Outcome) {
         if self.calls.get(&app).and_then(|r| r.id) != Some(id) {
             // Cancelled or closed already: the application was told.
             self.alias.remove(&id);
@@ -851,13 +845,14 @@ impl Tasks {
         let asked = retrying.creating.options.timeout;
         let delivered = match outcome {
             Ok(raw) => {
-                let creation = task_of_creation(&raw, false);
+                // Only a 2025-11-25 call is sent again as a task.
+                let creation = task_of_creation(&raw, Era::Legacy);
                 if matches!(creation, Creation::Task(_)) && self.support.len() < MAX_TOOLS {
                     // It is a task tool: the next call asks at once.
                     self.support.insert(retrying.name, TaskSupport::Required);
                 }
                 let creating = retrying.creating;
-                self.created(now, out, client, app, id, creating, creation, raw, false)
+                self.created(cx, app, id, creating, creation, raw)
             }
             Err(RequestError::Timeout { ms }) => {
                 // The caller's timeout, not the time that was left.
@@ -873,7 +868,7 @@ impl Tasks {
         };
         if let Some((id_app, outcome)) = delivered {
             self.alias.remove(&id);
-            out.push_back(Output::Complete {
+            cx.out.push_back(Output::Complete {
                 id: id_app,
                 outcome,
             });
@@ -882,15 +877,7 @@ impl Tasks {
 
     /// A task's state (a poll's answer, a notification, the creation):
     /// progress on a change, then what the status asks for.
-    fn apply(
-        &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
-        app: u64,
-        task: Task,
-        source: Source,
-    ) {
+    fn apply(&mut self, cx: &mut Ctx<'_>, app: u64, task: Task, source: Source) {
         let Some(f) = self.follows.get_mut(&app) else {
             return;
         };
@@ -912,7 +899,7 @@ impl Tasks {
             f.told = Some(state);
             f.updates += 1;
             if f.options.progress {
-                out.push_back(Output::Progress {
+                cx.out.push_back(Output::Progress {
                     id: app,
                     progress: Progress {
                         progress: f64::from(f.updates),
@@ -923,14 +910,14 @@ impl Tasks {
                 });
             }
         }
-        let modern = f.modern;
+        let modern = f.era == Era::Modern;
         if modern {
             // The questions still asked for are the ones of this state (an
             // input_required state that lists none says nothing of them).
             match (task.status, task.input_requests()) {
                 (TaskStatus::InputRequired, None) => {}
-                (TaskStatus::InputRequired, asked) => self.reconcile(out, app, asked),
-                _ => self.reconcile(out, app, None),
+                (TaskStatus::InputRequired, asked) => self.reconcile(cx.out, app, asked),
+                _ => self.reconcile(cx.out, app, None),
             }
         }
         let Some(f) = self.follows.get_mut(&app) else {
@@ -943,7 +930,7 @@ impl Tasks {
                     None => format!("the server cancelled task {}", task.task_id),
                 };
                 self.end(
-                    out,
+                    cx.out,
                     app,
                     Err(RequestError::Cancelled { reason }),
                     "cancelled",
@@ -951,14 +938,14 @@ impl Tasks {
                 );
             }
             TaskStatus::Completed | TaskStatus::Failed if modern => match terminal_outcome(&task) {
-                Some(outcome) => self.end(out, app, outcome, "done", false),
+                Some(outcome) => self.end(cx.out, app, outcome, "done", false),
                 None if source != Source::Polled || !f.refetched => {
                     // A creation or a push need not carry the result:
                     // tasks/get does (asked once more if its own answer
                     // lacked it).
                     f.refetched |= source == Source::Polled;
                     if f.in_flight.is_none() {
-                        self.poll(now, app);
+                        self.poll(cx.now, app);
                     } else {
                         f.fetch_now = true;
                     }
@@ -975,7 +962,7 @@ impl Tasks {
                         }
                     );
                     let error = Err(RequestError::Transport { message });
-                    self.end(out, app, error, "invalid task", false);
+                    self.end(cx.out, app, error, "invalid task", false);
                 }
             },
             TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired if !modern => {
@@ -984,7 +971,7 @@ impl Tasks {
                 if !f.fetching {
                     f.fetching = true;
                     f.poll_at = None;
-                    let options = f.request_options(now, Purpose::Result);
+                    let options = f.request_options(cx.now, Purpose::Result);
                     let params = serde_json::json!({ "taskId": f.task_id });
                     self.sends.push_back(Send {
                         app,
@@ -995,19 +982,19 @@ impl Tasks {
                 }
             }
             TaskStatus::InputRequired => {
-                if let Err(message) = self.ask(out, client, app, &task) {
+                if let Err(message) = self.ask(cx, app, &task) {
                     let error = Err(RequestError::Transport { message });
-                    self.end(out, app, error, "input not possible", true);
+                    self.end(cx.out, app, error, "input not possible", true);
                     return;
                 }
-                self.schedule(now, app);
+                self.schedule(cx.now, app);
             }
-            _ => self.schedule(now, app),
+            _ => self.schedule(cx.now, app),
         }
         // Answers go once this state's new questions are out too.
         if let Some(f) = self.follows.get(&app) {
             if modern && f.pending.is_empty() && !f.responses.is_empty() {
-                self.send_update(now, app);
+                self.send_update(cx.now, app);
             }
         }
     }
@@ -1081,13 +1068,7 @@ impl Tasks {
 
     /// 2026-07-28 `input_required`: each question not seen before goes to
     /// the application as a server request.
-    fn ask(
-        &mut self,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
-        app: u64,
-        task: &Task,
-    ) -> Result<(), String> {
+    fn ask(&mut self, cx: &mut Ctx<'_>, app: u64, task: &Task) -> Result<(), String> {
         let Some(requests) = task.input_requests() else {
             return Ok(());
         };
@@ -1101,7 +1082,7 @@ impl Tasks {
         let Some(f) = self.follows.get_mut(&app) else {
             return Ok(());
         };
-        let handled = client.handled_requests();
+        let handled = cx.client.handled_requests();
         for (key, request) in requests {
             if f.seen.contains(key) || elsewhere.contains(key) {
                 continue;
@@ -1127,7 +1108,7 @@ impl Tasks {
             f.asked += 1;
             let rid = RequestId::String(format!("task-input-{app}-{}-{key}", f.asked));
             self.inputs.open(rid.clone(), app, key.clone());
-            out.push_back(Output::ServerRequest {
+            cx.out.push_back(Output::ServerRequest {
                 id: rid,
                 method: method.to_owned(),
                 params,
@@ -1181,14 +1162,7 @@ impl Tasks {
 
     /// A server notification: a status change of a task followed counts as
     /// a poll's answer.
-    pub(super) fn notified(
-        &mut self,
-        now: Instant,
-        out: &mut VecDeque<Output>,
-        client: &ClientConfig,
-        method: &str,
-        params: Option<&RawValue>,
-    ) {
+    pub(super) fn notified(&mut self, cx: &mut Ctx<'_>, method: &str, params: Option<&RawValue>) {
         if !matches!(method, notifications::TASK_STATUS | notifications::TASKS)
             || self.follows.is_empty()
         {
@@ -1209,7 +1183,7 @@ impl Tasks {
             .map(|(app, _)| *app)
             .collect();
         for app in apps {
-            self.apply(now, out, client, app, task.clone(), Source::Pushed);
+            self.apply(cx, app, task.clone(), Source::Pushed);
         }
     }
 
@@ -1222,7 +1196,7 @@ impl Tasks {
         let ids = self
             .follows
             .values()
-            .filter(|f| f.modern)
+            .filter(|f| f.modern())
             .map(|f| f.task_id.clone())
             .collect();
         Some(ids)
@@ -1310,8 +1284,8 @@ impl Tasks {
         let Some(f) = self.follows.remove(&app) else {
             return;
         };
-        self.watch_changed |= f.modern;
-        if !f.modern && f.options.progress {
+        self.watch_changed |= f.modern();
+        if !f.modern() && f.options.progress {
             self.lingers.push((f.progress_id, false));
         }
         if f.progress_id != app {
@@ -1363,7 +1337,7 @@ impl Tasks {
 impl Follow {
     fn new(
         task_id: String,
-        modern: bool,
+        era: Era,
         options: RequestOptions,
         (since, deadline, max_wait): (Instant, Option<Instant>, Option<Duration>),
         progress_id: u64,
@@ -1371,7 +1345,7 @@ impl Follow {
     ) -> Follow {
         Follow {
             task_id,
-            modern,
+            era,
             options,
             deadline,
             gives_up: max_wait
@@ -1399,6 +1373,11 @@ impl Follow {
         }
     }
 
+    /// Whether the task is a 2026-07-28 one.
+    fn modern(&self) -> bool {
+        self.era == Era::Modern
+    }
+
     /// Options of a request of ours: the time left of the call, else the
     /// connection's default (`tasks/result` waits for the end: no bound
     /// but the call's).
@@ -1417,7 +1396,7 @@ impl Follow {
 /// the era spoken: 2026-07-28 `resultType: "task"` with the task's fields
 /// beside it; 2025-11-25 `{task: {taskId, …}}`. A plain result is only
 /// scanned, never built.
-fn task_of_creation(raw: &RawValue, modern: bool) -> Creation {
+fn task_of_creation(raw: &RawValue, era: Era) -> Creation {
     #[derive(serde::Deserialize)]
     struct Shape<'a> {
         #[serde(rename = "resultType", default, borrow)]
@@ -1428,7 +1407,7 @@ fn task_of_creation(raw: &RawValue, modern: bool) -> Creation {
     let Ok(shape) = serde_json::from_str::<Shape<'_>>(raw.get()) else {
         return Creation::NotTask;
     };
-    let parsed = if modern {
+    let parsed = if era == Era::Modern {
         if shape.result_type.as_deref() != Some("task") {
             return Creation::NotTask;
         }
