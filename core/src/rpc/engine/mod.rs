@@ -11,28 +11,29 @@
 //! that transition emits its `Complete`: completion is exactly-once by
 //! construction. Deadlines sit in a min-heap with lazy deletion: an entry
 //! counts only while its request is pending with that very deadline.
+//!
+//! This file holds the engine's state and the application's calls; what
+//! the peer sends is handled in `receive`, deadlines (the heap, timeouts,
+//! suspension) in `timers`.
+
+mod receive;
+mod timers;
 
 use std::cmp::Reverse;
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::hash_map::HashMap;
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::config::{EngineConfig, RequestOptions};
 use super::encode;
 use super::error::{LocalError, RequestError};
-use super::message::{
-    self, ErrorObject, Frame, InvalidReason, Message, ParseError, RequestId, INVALID_REQUEST,
-};
-use super::output::{Diagnostic, Output, Progress, SendKind, Stats};
+use super::message::{ErrorObject, RequestId, INVALID_REQUEST};
+use super::output::{Diagnostic, Output, SendKind, Stats};
 use crate::codec::glimpse::Glimpse;
-use crate::mcp::methods::{notifications, MethodId};
-
-/// Bytes of the received text quoted in a diagnostic.
-const PREVIEW_BYTES: usize = 200;
+use crate::mcp::methods::MethodId;
 
 /// Never `notifications/cancelled` for it: `initialize`, or a request
 /// made [`RequestOptions::quiet`].
@@ -150,25 +151,6 @@ pub struct Engine {
 
 /// Progress tokens kept alive at once, at most.
 const MAX_LINGERING: usize = 1024;
-
-#[derive(Deserialize)]
-struct ProgressParams<'a> {
-    #[serde(rename = "progressToken", borrow)]
-    token: &'a RawValue,
-    progress: f64,
-    #[serde(default)]
-    total: Option<f64>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CancelledParams<'a> {
-    #[serde(rename = "requestId", borrow)]
-    request_id: &'a RawValue,
-    #[serde(default, borrow)]
-    reason: Option<&'a RawValue>,
-}
 
 impl Engine {
     /// A new engine; nothing is sent until the first call.
@@ -415,34 +397,6 @@ impl Engine {
         false
     }
 
-    /// Stops request `id`'s clock: its deadline no longer fires until
-    /// [`resume_timeout`](Self::resume_timeout) (used while it waits for an
-    /// authorization, which has timeouts of its own). False if it is not
-    /// pending.
-    pub fn suspend_timeout(&mut self, id: u64) -> bool {
-        match self.pending.get_mut(&id) {
-            Some(p) => {
-                p.deadline = None;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Restarts request `id`'s clock from `now` (its timeout and hard
-    /// maximum both count from here). False if it is not pending.
-    pub fn resume_timeout(&mut self, now: Instant, id: u64) -> bool {
-        let Some(p) = self.pending.get_mut(&id) else {
-            return false;
-        };
-        p.start = now;
-        p.deadline = p.deadline_from(now);
-        if let Some(d) = p.deadline {
-            self.push_deadline(d, id);
-        }
-        true
-    }
-
     /// Accepts or refuses incoming JSON-RPC batches from now on (the
     /// 2025-03-26 protocol has them; the others do not).
     pub fn set_accept_batches(&mut self, yes: bool) {
@@ -478,72 +432,6 @@ impl Engine {
         self.out.push_back(Output::Closed { reason });
     }
 
-    // ---- inputs ------------------------------------------------------
-
-    /// Handles ONE received JSON text (a JSONL line, an SSE `data`, an HTTP
-    /// JSON body). Whatever it holds, nothing panics: every fault becomes a
-    /// `Diagnostic` output and a counter.
-    ///
-    /// Timeouts are not checked here: a response handled before
-    /// `handle_timeout` saw its deadline completes the request.
-    pub fn handle_message(&mut self, now: Instant, json: &[u8]) {
-        if self.closed {
-            return;
-        }
-        // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
-        // sliced emoji) is mended here, once, for every reader after.
-        let repaired = std::str::from_utf8(json)
-            .ok()
-            .and_then(message::repair_lone_surrogates);
-        let json = match &repaired {
-            Some(text) => {
-                self.stats.surrogates_repaired += 1;
-                text.as_bytes()
-            }
-            None => json,
-        };
-        match message::frame(json, self.config.accept_batches) {
-            Ok(Frame::Single(text)) => self.handle_one(now, text),
-            Ok(Frame::Batch(items)) => {
-                self.stats.batches += 1;
-                for item in items {
-                    self.handle_one(now, item.get());
-                }
-            }
-            Err(err) => self.parse_failed(err, json),
-        }
-    }
-
-    /// Fires every deadline at or before `now`: each such request completes
-    /// with `RequestError::Timeout` and `notifications/cancelled` is sent
-    /// (never for `initialize`). Idempotent; a spurious call is a no-op.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        if self.closed {
-            return;
-        }
-        while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
-            if deadline > now {
-                break;
-            }
-            self.deadlines.pop();
-            let Entry::Occupied(entry) = self.pending.entry(id) else {
-                continue;
-            };
-            if entry.get().deadline != Some(deadline) {
-                continue;
-            }
-            let pending = entry.remove();
-            let error = RequestError::Timeout {
-                ms: pending.expired_ms(deadline),
-            };
-            if pending.flags & F_QUIET == 0 {
-                self.send_cancelled(id, &error.to_string());
-            }
-            self.stats.timed_out += 1;
-            self.complete(id, Err(error));
-        }
-    }
-
     // ---- outputs -----------------------------------------------------
 
     /// The next action for the driver, in order; `None` when there is none.
@@ -560,21 +448,6 @@ impl Engine {
             self.queued_bytes -= bytes.len();
         }
         Some(out)
-    }
-
-    /// The earliest live deadline: call `handle_timeout` when it is reached.
-    /// `None` when no request has one (or the engine is closed). Takes
-    /// `&mut self` to drop stale deadline entries on the way.
-    #[must_use]
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.shrink_if_sparse();
-        while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
-            if self.is_live(deadline, id) {
-                return Some(deadline);
-            }
-            self.deadlines.pop();
-        }
-        None
     }
 
     // ---- getters -----------------------------------------------------
@@ -624,47 +497,7 @@ impl Engine {
         &self.config
     }
 
-    /// Heap entries, stale ones included (tests check they stay bounded).
-    #[cfg(test)]
-    pub(crate) fn deadlines_len(&self) -> usize {
-        self.deadlines.len()
-    }
-
     // ---- internals ---------------------------------------------------
-
-    fn is_live(&self, deadline: Instant, id: u64) -> bool {
-        self.pending
-            .get(&id)
-            .is_some_and(|p| p.deadline == Some(deadline))
-    }
-
-    /// Drops stale deadlines; keeps them at most about as many as the live
-    /// ones.
-    fn compact_deadlines(&mut self) {
-        let pending = &self.pending;
-        self.deadlines
-            .retain(|Reverse((d, id))| pending.get(id).is_some_and(|p| p.deadline == Some(*d)));
-    }
-
-    /// After a burst (e.g. many requests that all timed out), gives the
-    /// memory of the pending table and the deadline heap back.
-    fn shrink_if_sparse(&mut self) {
-        let cap = self.pending.capacity();
-        if cap > SHRINK_ABOVE && self.pending.len() * 8 < cap {
-            self.pending.shrink_to(self.pending.len() * 2);
-            self.compact_deadlines();
-            self.deadlines.shrink_to(self.deadlines.len() * 2);
-        }
-    }
-
-    fn push_deadline(&mut self, deadline: Instant, id: u64) {
-        self.deadlines.push(Reverse((deadline, id)));
-        // Lazy deletion leaves entries of completed requests behind; keep
-        // them at most about as many as the live ones (amortized O(1)).
-        if self.deadlines.len() > 2 * self.pending.len() + 64 {
-            self.compact_deadlines();
-        }
-    }
 
     fn admit(&self, len: usize) -> Result<(), LocalError> {
         let waiting = self.waiting_bytes();
@@ -721,222 +554,6 @@ impl Engine {
         encode::response(&mut bytes, &id, outcome);
         self.queue_send(bytes, SendKind::Response { id });
     }
-
-    fn parse_failed(&mut self, err: ParseError, text: &[u8]) {
-        let preview = crate::codec::preview(text, PREVIEW_BYTES);
-        match err {
-            ParseError::Malformed(error) => {
-                self.stats.malformed += 1;
-                self.diagnostic(Diagnostic::Malformed { error, preview });
-            }
-            ParseError::Invalid(invalid) => {
-                self.stats.invalid += 1;
-                if let Some(id) = invalid.reply_to {
-                    let error = ErrorObject::new(INVALID_REQUEST, "Invalid Request");
-                    self.send_response(id, Err(&error));
-                }
-                self.diagnostic(Diagnostic::Invalid {
-                    reason: invalid.reason,
-                    preview,
-                });
-            }
-        }
-    }
-
-    fn handle_one(&mut self, now: Instant, text: &str) {
-        match message::parse_message(text) {
-            Ok(Message::Response { id, outcome }) => self.on_response(id, outcome),
-            Ok(Message::Request { id, method, params }) => {
-                self.on_request(text, id, &method, params)
-            }
-            Ok(Message::Notification { method, params }) => {
-                self.on_notification(now, &method, params)
-            }
-            Err(err) => self.parse_failed(err, text.as_bytes()),
-        }
-    }
-
-    fn on_response(&mut self, id: RequestId, outcome: Result<&RawValue, ErrorObject>) {
-        let key = our_key(&id);
-        if self.pending.remove(&key).is_some() {
-            let outcome = match outcome {
-                Ok(result) => {
-                    self.stats.completed_ok += 1;
-                    Ok(result.to_owned())
-                }
-                Err(error) => {
-                    self.stats.completed_error += 1;
-                    Err(RequestError::Remote(error))
-                }
-            };
-            self.complete(key, outcome);
-        } else if key < self.next_id {
-            self.stats.late_responses += 1;
-        } else {
-            self.stats.unknown_responses += 1;
-            self.diagnostic(Diagnostic::UnknownResponse { id });
-        }
-    }
-
-    fn on_request(&mut self, text: &str, id: RequestId, method: &str, params: Option<&RawValue>) {
-        if self.server_open.contains(&id) {
-            // Answering would give the server two responses for one id.
-            self.stats.invalid += 1;
-            let preview = crate::codec::preview(text.as_bytes(), PREVIEW_BYTES);
-            self.diagnostic(Diagnostic::Invalid {
-                reason: InvalidReason::DuplicateRequestId,
-                preview,
-            });
-            return;
-        }
-        if method == MethodId::Ping.name() {
-            self.stats.pings_answered += 1;
-            self.send_response(id, Ok(empty_object()));
-            return;
-        }
-        if !self.config.handles(method) {
-            self.stats.methods_not_found += 1;
-            let error = ErrorObject::method_not_found();
-            self.send_response(id, Err(&error));
-            return;
-        }
-        if self.server_open.len() >= self.config.max_server_requests {
-            self.stats.server_requests_rejected += 1;
-            let error = ErrorObject::internal("Too many concurrent requests");
-            self.send_response(id.clone(), Err(&error));
-            self.diagnostic(Diagnostic::ServerRequestRejected {
-                id,
-                method: method.to_owned(),
-            });
-            return;
-        }
-        if !self.withdrawn.is_empty() {
-            // The server reuses an id it withdrew: the new request is live.
-            self.withdrawn.retain(|w| *w != id);
-        }
-        self.stats.server_requests += 1;
-        self.server_open.insert(id.clone());
-        self.out.push_back(Output::ServerRequest {
-            id,
-            method: method.to_owned(),
-            params: params.map(ToOwned::to_owned),
-        });
-    }
-
-    fn on_notification(&mut self, now: Instant, method: &str, params: Option<&RawValue>) {
-        match method {
-            notifications::PROGRESS => self.on_progress(now, params),
-            notifications::CANCELLED => self.on_server_cancelled(params),
-            _ => {
-                self.stats.notifications_received += 1;
-                self.out.push_back(Output::Notification {
-                    method: method.to_owned(),
-                    params: params.map(ToOwned::to_owned),
-                });
-            }
-        }
-    }
-
-    fn on_progress(&mut self, now: Instant, params: Option<&RawValue>) {
-        let parsed = params.and_then(|p| serde_json::from_str::<ProgressParams<'_>>(p.get()).ok());
-        let key = match parsed.as_ref().map(|p| message::parse_id(p.token)) {
-            Some(Ok(RequestId::Number(n))) if n >= 0 => n as u64,
-            _ => u64::MAX,
-        };
-        let Some(parsed) = parsed else {
-            self.stats.progress_ignored += 1;
-            return;
-        };
-        let Some(pending) = self.pending.get_mut(&key) else {
-            return self.lingering_progress(key, parsed);
-        };
-        // `!(a > b)` also rejects a NaN, should one ever get through.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        let not_increasing = !(parsed.progress > pending.last_progress);
-        if pending.flags & F_PROGRESS == 0 || not_increasing {
-            self.stats.progress_ignored += 1;
-            return;
-        }
-        pending.last_progress = parsed.progress;
-        let mut new_deadline = None;
-        if pending.flags & F_RESET != 0 {
-            let deadline = pending.deadline_from(now);
-            if deadline != pending.deadline {
-                pending.deadline = deadline;
-                new_deadline = deadline;
-            }
-        }
-        if let Some(deadline) = new_deadline {
-            self.push_deadline(deadline, key);
-        }
-        self.stats.progress_delivered += 1;
-        self.out.push_back(Output::Progress {
-            id: key,
-            progress: Progress {
-                progress: parsed.progress,
-                total: parsed.total,
-                message: parsed.message,
-                task: None,
-            },
-        });
-    }
-
-    /// Progress for a token kept after its request completed.
-    fn lingering_progress(&mut self, key: u64, parsed: ProgressParams<'_>) {
-        let Some(last) = self.lingering.get_mut(&key) else {
-            self.stats.progress_ignored += 1;
-            return;
-        };
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if !(parsed.progress > *last) {
-            self.stats.progress_ignored += 1;
-            return;
-        }
-        *last = parsed.progress;
-        self.stats.progress_delivered += 1;
-        self.out.push_back(Output::Progress {
-            id: key,
-            progress: Progress {
-                progress: parsed.progress,
-                total: parsed.total,
-                message: parsed.message,
-                task: None,
-            },
-        });
-    }
-
-    fn on_server_cancelled(&mut self, params: Option<&RawValue>) {
-        let parsed = params.and_then(|p| serde_json::from_str::<CancelledParams<'_>>(p.get()).ok());
-        let Some(parsed) = parsed else {
-            self.stats.cancellations_ignored += 1;
-            return;
-        };
-        let Ok(id) = message::parse_id(parsed.request_id) else {
-            self.stats.cancellations_ignored += 1;
-            return;
-        };
-        if !self.server_open.remove(&id) {
-            self.stats.cancellations_ignored += 1;
-            return;
-        }
-        if self.withdrawn.len() >= self.config.max_server_requests.max(16) {
-            self.withdrawn.pop_front();
-        }
-        self.withdrawn.push_back(id.clone());
-        self.stats.server_requests_withdrawn += 1;
-        let reason = parsed
-            .reason
-            .and_then(message::parse_str)
-            .map(|r| r.into_owned());
-        self.out
-            .push_back(Output::ServerRequestCancelled { id, reason });
-    }
-}
-
-fn empty_object() -> &'static RawValue {
-    // A valid JSON text, so this never fails; `{}` is the ping result.
-    const EMPTY: &str = "{}";
-    serde_json::from_str::<&RawValue>(EMPTY).unwrap_or(RawValue::NULL)
 }
 
 /// The pending-map key of a response's id (`u64::MAX`, never used, for
