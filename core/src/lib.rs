@@ -53,4 +53,4 @@ pub mod rpc;
 pub mod transport;
 
 pub use config::ServerConfig;
-pub use connection::{Connection, ConnectionConfig, Input, Output, TransportSpec};
+pub use connection::{Connection, ConnectionConfig, Input, Output, OwnedInput, TransportSpec};

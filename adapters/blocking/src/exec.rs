@@ -33,14 +33,13 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use mcpwire::connection::Input;
-use mcpwire::exchange::ExchangeId;
 use mcpwire::transport::stdio::ExitStatus;
 use mcpwire_adapter::session::{Effect, Info, Outcome, Session};
 use mcpwire_adapter::wait::thread_waker;
 
-use crate::http::{Exchange, Http, HttpEvent, Report};
+use crate::http::{Exchange, Http, Report};
 use crate::lock;
-use crate::pipes::{PipeEvent, Pipes};
+use crate::pipes::Pipes;
 
 /// How long the background thread leaves the pipes to callers after the
 /// last one led, before it leads them itself (a burst of calls keeps the
@@ -90,8 +89,8 @@ pub(crate) struct Shared {
 }
 
 impl Report for Shared {
-    fn event(self: Arc<Self>, id: ExchangeId, event: HttpEvent<'_>) -> bool {
-        self.http_event(id, event, None).0
+    fn event(self: Arc<Self>, input: Input<'_>) -> bool {
+        self.http_event(input, None).0
     }
 }
 
@@ -356,58 +355,37 @@ impl Shared {
         self.wake_background();
     }
 
-    /// An event of exchange `id`, from the worker running it or from a caller
-    /// running it itself (`mine`): whether to go on, and the exchanges that
-    /// bring `mine`'s answer.
+    /// An exchange's input (`HttpHead`, `HttpBody`, `HttpEnd` or
+    /// `HttpFailed`), from the worker running it or from a caller running
+    /// it itself (`mine`): whether to go on, and the exchanges that bring
+    /// `mine`'s answer.
     pub(crate) fn http_event(
         self: &Arc<Self>,
-        id: ExchangeId,
-        event: HttpEvent<'_>,
+        input: Input<'_>,
         mine: Option<u64>,
     ) -> (bool, Vec<Exchange>) {
+        let Some(id) = input.exchange() else {
+            return (false, Vec::new());
+        };
         let mut state = self.lock();
         let running = state.http.as_ref().is_some_and(|h| h.is_running(id));
         if !running {
             return (false, Vec::new());
         }
         let now = Instant::now();
-        let go_on = match event {
-            HttpEvent::Head(head) => {
-                let input = Input::HttpHead {
-                    exchange: id,
-                    head: &head,
-                };
-                state.session.input(now, input);
-                true
+        // Head and body: more follows; end or failure: the exchange is over.
+        let go_on = matches!(input, Input::HttpHead { .. } | Input::HttpBody { .. });
+        if !go_on {
+            if let Some(h) = &mut state.http {
+                h.ended(id);
             }
-            HttpEvent::Body(data) => {
-                state
-                    .session
-                    .input(now, Input::HttpBody { exchange: id, data });
-                true
-            }
-            HttpEvent::End => {
-                if let Some(h) = &mut state.http {
-                    h.ended(id);
-                }
-                state.session.input(now, Input::HttpEnd { exchange: id });
-                false
-            }
-            HttpEvent::Failed(error) => {
-                if let Some(h) = &mut state.http {
-                    h.ended(id);
-                }
-                // A call whose own timeout cut its exchange short: its
-                // deadline has passed, so it ends as a timeout.
-                state.session.timeout(now);
-                let input = Input::HttpFailed {
-                    exchange: id,
-                    error: &error,
-                };
-                state.session.input(now, input);
-                false
-            }
-        };
+        }
+        if let Input::HttpFailed { .. } = input {
+            // A call whose own timeout cut its exchange short: its
+            // deadline has passed, so it ends as a timeout.
+            state.session.timeout(now);
+        }
+        state.session.input(now, input);
         let inline = self.perform(&mut state, mine);
         let still = state.http.as_ref().is_some_and(|h| h.is_running(id));
         (go_on && still, inline)
@@ -472,10 +450,9 @@ impl Shared {
             Wait::Call(id) => Some(id),
             _ => None,
         };
-        let id = exchange.id();
         let mut more = Vec::new();
         let rest = exchange.run(|event| {
-            let (go_on, inline) = self.http_event(id, event, mine);
+            let (go_on, inline) = self.http_event(event, mine);
             more.extend(inline);
             go_on
         });
@@ -535,16 +512,7 @@ impl Shared {
             } = &mut *state;
             let Some(pipes) = pipes.as_mut() else { break };
             pipes.polling = false;
-            pipes.service(ready, buf, |event| {
-                let input = match &event {
-                    PipeEvent::Stdout(d) => Input::Stdout(d),
-                    PipeEvent::StdoutEof => Input::StdoutEof,
-                    PipeEvent::Stderr(d) => Input::Stderr(d),
-                    PipeEvent::StderrEof => Input::StderrEof,
-                    PipeEvent::WriteFailed(e) => Input::WriteFailed(e),
-                };
-                session.input(now, input);
-            });
+            pipes.service(ready, buf, |input| session.input(now, input));
             session.set_unwritten(pipes.backlog());
             if wake_at.is_some_and(|d| d <= now) {
                 session.timeout(now);

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use mcpwire::exchange::proxy::{ProxyError, ProxyUrl, Route};
 use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, ResponseHead};
+use mcpwire::Input;
 use mcpwire_adapter::net::Network;
 use mcpwire_adapter::tls::ClientTls;
 use ureq::http;
@@ -32,7 +33,7 @@ use ureq::http;
 /// Where a worker reports an exchange's events: the executor, which the
 /// HTTP layer knows only through this (no import cycle). `true`: go on.
 pub(crate) trait Report: Send + Sync {
-    fn event(self: Arc<Self>, id: ExchangeId, event: HttpEvent<'_>) -> bool;
+    fn event(self: Arc<Self>, input: Input<'_>) -> bool;
 }
 
 /// How long an idle worker waits for an exchange before it ends.
@@ -119,14 +120,6 @@ fn tls_config(tls: &ClientTls) -> ureq::tls::TlsConfig {
         .client_cert(client)
         .disable_verification(material.insecure)
         .build()
-}
-
-/// One event of an exchange.
-pub(crate) enum HttpEvent<'a> {
-    Head(ResponseHead),
-    Body(&'a [u8]),
-    End,
-    Failed(String),
 }
 
 /// The exchanges of one connection.
@@ -224,16 +217,12 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
-    pub(crate) fn id(&self) -> ExchangeId {
-        self.req.exchange
-    }
-
     /// Performs it, giving each event to `report` (which says whether to
     /// go on: false once the exchange was aborted). When it stops early
     /// with a body of unknown length left, that body is returned: reading
     /// it to its end (which may take a while) lets the connection be
     /// reused, so a worker does that.
-    pub(crate) fn run(self, mut report: impl FnMut(HttpEvent<'_>) -> bool) -> Option<Drain> {
+    pub(crate) fn run(self, mut report: impl FnMut(Input<'_>) -> bool) -> Option<Drain> {
         let Exchange {
             agent,
             proxy,
@@ -242,10 +231,14 @@ impl Exchange {
             abort,
             timeout,
         } = self;
+        let exchange = req.exchange;
         let agent = match agent {
             Ok(agent) => agent,
             Err(e) => {
-                report(HttpEvent::Failed(e));
+                report(Input::HttpFailed {
+                    exchange,
+                    error: &e,
+                });
                 return None;
             }
         };
@@ -258,7 +251,11 @@ impl Exchange {
         let response = match send(&agent, req, timeout) {
             Ok(r) => r,
             Err(e) => {
-                report(HttpEvent::Failed(failure.describe(e)));
+                let error = failure.describe(e);
+                report(Input::HttpFailed {
+                    exchange,
+                    error: &error,
+                });
                 return None;
             }
         };
@@ -287,7 +284,10 @@ impl Exchange {
                 .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
                 .collect(),
         };
-        let go_on = report(HttpEvent::Head(head));
+        let go_on = report(Input::HttpHead {
+            exchange,
+            head: &head,
+        });
         let mut body = response.into_body().into_reader();
         if !go_on {
             return Drain::rest(body, length, 0);
@@ -298,19 +298,27 @@ impl Exchange {
             loop {
                 match body.read(buf) {
                     Ok(0) => {
-                        report(HttpEvent::End);
+                        report(Input::HttpEnd { exchange });
                         return None;
                     }
                     Ok(n) => {
                         read += n as u64;
-                        if abort.load(Ordering::SeqCst) || !report(HttpEvent::Body(&buf[..n])) {
+                        if abort.load(Ordering::SeqCst)
+                            || !report(Input::HttpBody {
+                                exchange,
+                                data: &buf[..n],
+                            })
+                        {
                             return Drain::rest(body, length, read);
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
                         let error = failure.tls_reason(&e).unwrap_or_else(|| e.to_string());
-                        report(HttpEvent::Failed(error));
+                        report(Input::HttpFailed {
+                            exchange,
+                            error: &error,
+                        });
                         return None;
                     }
                 }
@@ -502,9 +510,8 @@ impl Job {
     fn run(self) {
         match self {
             Job::Exchange { shared, exchange } => {
-                let id = exchange.id();
                 let rest = exchange.run(|event| match shared.upgrade() {
-                    Some(shared) => shared.event(id, event),
+                    Some(shared) => shared.event(event),
                     None => false,
                 });
                 if let Some(rest) = rest {

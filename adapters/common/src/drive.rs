@@ -39,7 +39,7 @@ use mcpwire::transport::stdio::ExitStatus;
 use mcpwire::ServerConfig;
 
 use crate::handlers::{BoxFuture, Handler};
-use crate::http::{HttpClient, HttpInput, Inbox};
+use crate::http::{HttpClient, Inbox};
 use crate::runtime::{Child, Runtime};
 use crate::session::{Effect, Guard, HoldsSession, Info, Outcome, Session};
 use crate::sync::{lock, spawn_abortable, AbortHandle};
@@ -806,35 +806,7 @@ impl<R: Runtime> State<R> {
                 self.exchanges.remove(&id);
             }
             for event in inbox.drain() {
-                match &event {
-                    HttpInput::Head(exchange, head) => self.session.input(
-                        now,
-                        Input::HttpHead {
-                            exchange: *exchange,
-                            head,
-                        },
-                    ),
-                    HttpInput::Body(exchange, data) => self.session.input(
-                        now,
-                        Input::HttpBody {
-                            exchange: *exchange,
-                            data,
-                        },
-                    ),
-                    HttpInput::End(exchange) => self.session.input(
-                        now,
-                        Input::HttpEnd {
-                            exchange: *exchange,
-                        },
-                    ),
-                    HttpInput::Failed(exchange, error) => self.session.input(
-                        now,
-                        Input::HttpFailed {
-                            exchange: *exchange,
-                            error,
-                        },
-                    ),
-                }
+                self.session.input(now, event.as_input());
             }
         }
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::transport::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
-use mcpwire_adapter::http::HttpInput;
+use mcpwire::OwnedInput;
 use mcpwire_smol::Smol;
 
 type HttpClient = mcpwire_adapter::http::HttpClient<Smol>;
@@ -77,10 +77,11 @@ async fn exchange(client: &HttpClient, req: HttpRequest) -> Result<u16, String> 
             .expect("an event within the wait")
             .expect("an event before the channel closed");
         match event {
-            HttpInput::Head(_, head) => status = Some(head.status),
-            HttpInput::Body(..) => {}
-            HttpInput::End(_) => return Ok(status.expect("head before end")),
-            HttpInput::Failed(_, error) => return Err(error),
+            OwnedInput::HttpHead { head, .. } => status = Some(head.status),
+            OwnedInput::HttpBody { .. } => {}
+            OwnedInput::HttpEnd { .. } => return Ok(status.expect("head before end")),
+            OwnedInput::HttpFailed { error, .. } => return Err(error),
+            other => panic!("not an exchange's event: {other:?}"),
         }
     }
 }

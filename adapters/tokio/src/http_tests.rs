@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_channel::Receiver;
 use mcpwire::exchange::{ExchangeId, ExchangePurpose, HttpMethod, HttpRequest, HttpUrl};
-use mcpwire_adapter::http::{HttpInput, HttpOptions as Options};
+use mcpwire::OwnedInput;
+use mcpwire_adapter::http::HttpOptions as Options;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -196,7 +197,7 @@ impl Outcome {
 }
 
 /// Receives one event of exchange `id` (panics after the wait).
-async fn next(rx: &mut Receiver<HttpInput>) -> HttpInput {
+async fn next(rx: &mut Receiver<OwnedInput>) -> OwnedInput {
     timeout(WAIT, rx.recv())
         .await
         .expect("no event within the wait")
@@ -204,41 +205,45 @@ async fn next(rx: &mut Receiver<HttpInput>) -> HttpInput {
 }
 
 /// Applies one event to `out`, checking the order; true when final.
-fn apply(out: &mut Outcome, id: ExchangeId, event: HttpInput) -> bool {
+fn apply(out: &mut Outcome, id: ExchangeId, event: OwnedInput) -> bool {
     assert!(
         !out.ended && out.failed.is_none(),
         "event after the end: {event:?}"
     );
     match event {
-        HttpInput::Head(x, head) => {
+        OwnedInput::HttpHead { exchange: x, head } => {
             assert_eq!(x, id);
             assert!(out.status.is_none(), "two heads");
             out.status = Some(head.status);
             false
         }
-        HttpInput::Body(x, bytes) => {
+        OwnedInput::HttpBody {
+            exchange: x,
+            data: bytes,
+        } => {
             assert_eq!(x, id);
             assert!(out.status.is_some(), "body before head");
             assert!(!bytes.is_empty(), "empty body event");
             out.bodies.push(bytes);
             false
         }
-        HttpInput::End(x) => {
+        OwnedInput::HttpEnd { exchange: x } => {
             assert_eq!(x, id);
             assert!(out.status.is_some(), "end before head");
             out.ended = true;
             true
         }
-        HttpInput::Failed(x, error) => {
+        OwnedInput::HttpFailed { exchange: x, error } => {
             assert_eq!(x, id);
             out.failed = Some(error);
             true
         }
+        other => panic!("not an exchange's event: {other:?}"),
     }
 }
 
 /// Collects exchange `id` to its `End` or `Failed`.
-async fn collect(rx: &mut Receiver<HttpInput>, id: u64) -> Outcome {
+async fn collect(rx: &mut Receiver<OwnedInput>, id: u64) -> Outcome {
     let mut out = Outcome::default();
     while !apply(&mut out, ExchangeId(id), next(rx).await) {}
     out
@@ -256,7 +261,7 @@ async fn exchange(client: &HttpClient, req: HttpRequest) -> Outcome {
 }
 
 /// The exchange's task has ended without sending anything more.
-async fn assert_closed(rx: &mut Receiver<HttpInput>) {
+async fn assert_closed(rx: &mut Receiver<OwnedInput>) {
     match timeout(WAIT, rx.recv()).await {
         Ok(Err(_)) => {}
         Ok(Ok(event)) => panic!("unexpected event {event:?}"),
@@ -396,10 +401,7 @@ async fn concurrent_exchanges_use_separate_connections() {
     let mut done = 0;
     while done < 2 {
         let event = next(&mut rx).await;
-        let id = match &event {
-            HttpInput::Head(x, _) | HttpInput::Body(x, _) | HttpInput::End(x) => *x,
-            HttpInput::Failed(x, _) => *x,
-        };
+        let id = event.exchange().expect("an exchange's event");
         let i = usize::try_from(id.0 - 1).unwrap();
         if apply(&mut outs[i], id, event) {
             done += 1;
@@ -777,7 +779,7 @@ async fn idle_pool_is_bounded_per_origin() {
         .collect();
     let mut ended = 0;
     while ended < 3 {
-        if matches!(next(&mut rx).await, HttpInput::End(_)) {
+        if matches!(next(&mut rx).await, OwnedInput::HttpEnd { .. }) {
             ended += 1;
         }
     }
@@ -860,6 +862,6 @@ fn start_outside_a_runtime_fails_instead_of_panicking() {
     let handle = client.start(post(1, 9, b"{}"), tx);
     handle.abort();
     assert!(
-        matches!(rx.try_recv(), Ok(HttpInput::Failed(ExchangeId(1), e)) if e == "no tokio runtime")
+        matches!(rx.try_recv(), Ok(OwnedInput::HttpFailed { exchange: ExchangeId(1), error: e }) if e == "no tokio runtime")
     );
 }

@@ -59,8 +59,8 @@ use std::time::Instant;
 
 pub use crate::modern::probe::{Era, EraPolicy};
 pub use types::{
-    CallError, CloseReason, ConnectionConfig, Diagnostic, EraFinding, Input, Output, SpecError,
-    TransportSpec,
+    CallError, CloseReason, ConnectionConfig, Diagnostic, EraFinding, Input, Output, OwnedInput,
+    SpecError, TransportSpec,
 };
 
 use serde::Serialize;

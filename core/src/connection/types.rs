@@ -153,9 +153,106 @@ pub enum Input<'a> {
     },
 }
 
+/// An [`Input`] that owns its bytes: what an executor keeps when the input
+/// crosses a thread or a task before the connection takes it (an HTTP
+/// exchange's events, queued by the task running it). The one event type
+/// every executor hands the core: [`OwnedInput::as_input`] lends it as the
+/// [`Input`] it is, and an executor that reads into its own buffer builds
+/// the borrowed [`Input`] directly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedInput {
+    /// [`Input::Stdout`].
+    Stdout(Vec<u8>),
+    /// [`Input::StdoutEof`].
+    StdoutEof,
+    /// [`Input::Stderr`].
+    Stderr(Vec<u8>),
+    /// [`Input::StderrEof`].
+    StderrEof,
+    /// [`Input::WriteFailed`].
+    WriteFailed(String),
+    /// [`Input::Exited`].
+    Exited(ExitStatus),
+    /// [`Input::StdinUnread`].
+    StdinUnread(Option<usize>),
+    /// [`Input::Spawned`].
+    Spawned,
+    /// [`Input::SpawnFailed`].
+    SpawnFailed(String),
+    /// [`Input::GroupEmpty`].
+    GroupEmpty,
+    /// [`Input::HttpHead`]: an exchange's final response head.
+    HttpHead {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// Status and headers.
+        head: ResponseHead,
+    },
+    /// [`Input::HttpBody`]: body bytes (chunked framing removed), never
+    /// empty, as they arrived.
+    HttpBody {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// [`Input::HttpEnd`]: the response is complete.
+    HttpEnd {
+        /// The exchange.
+        exchange: ExchangeId,
+    },
+    /// [`Input::HttpFailed`]: the exchange failed (connect, TLS, write or
+    /// read error, malformed response, a connection closed mid-response);
+    /// nothing follows it.
+    HttpFailed {
+        /// The exchange.
+        exchange: ExchangeId,
+        /// What happened, e.g. `connect to 127.0.0.1:9: Connection refused`.
+        error: String,
+    },
+}
+
+impl OwnedInput {
+    /// This input, borrowed, for [`Connection::handle_input`](super::Connection::handle_input).
+    pub fn as_input(&self) -> Input<'_> {
+        match self {
+            OwnedInput::Stdout(d) => Input::Stdout(d),
+            OwnedInput::StdoutEof => Input::StdoutEof,
+            OwnedInput::Stderr(d) => Input::Stderr(d),
+            OwnedInput::StderrEof => Input::StderrEof,
+            OwnedInput::WriteFailed(e) => Input::WriteFailed(e),
+            OwnedInput::Exited(status) => Input::Exited(*status),
+            OwnedInput::StdinUnread(n) => Input::StdinUnread(*n),
+            OwnedInput::Spawned => Input::Spawned,
+            OwnedInput::SpawnFailed(e) => Input::SpawnFailed(e),
+            OwnedInput::GroupEmpty => Input::GroupEmpty,
+            OwnedInput::HttpHead { exchange, head } => Input::HttpHead {
+                exchange: *exchange,
+                head,
+            },
+            OwnedInput::HttpBody { exchange, data } => Input::HttpBody {
+                exchange: *exchange,
+                data,
+            },
+            OwnedInput::HttpEnd { exchange } => Input::HttpEnd {
+                exchange: *exchange,
+            },
+            OwnedInput::HttpFailed { exchange, error } => Input::HttpFailed {
+                exchange: *exchange,
+                error,
+            },
+        }
+    }
+
+    /// The exchange an HTTP input reports on.
+    pub fn exchange(&self) -> Option<ExchangeId> {
+        self.as_input().exchange()
+    }
+}
+
 impl Input<'_> {
     /// The exchange an HTTP input reports on.
-    pub(super) fn exchange(&self) -> Option<ExchangeId> {
+    pub fn exchange(&self) -> Option<ExchangeId> {
         match *self {
             Input::HttpHead { exchange, .. }
             | Input::HttpBody { exchange, .. }

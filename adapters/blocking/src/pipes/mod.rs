@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use mcpwire::config::ServerConfig;
 use mcpwire::transport::stdio::{ExitStatus, Signal};
+use mcpwire::Input;
 use mcpwire_adapter::process::Group;
 
 /// Reads of one pipe per service round (a flood must not keep a leader
@@ -92,15 +93,6 @@ pub(crate) struct Ready {
     pub(crate) stdout: bool,
     pub(crate) stderr: bool,
     pub(crate) wake: bool,
-}
-
-/// What one service round read.
-pub(crate) enum PipeEvent<'a> {
-    Stdout(&'a [u8]),
-    StdoutEof,
-    Stderr(&'a [u8]),
-    StderrEof,
-    WriteFailed(String),
 }
 
 /// Each call goes to the backend.
@@ -229,8 +221,8 @@ impl Pipes {
 
     /// Services what `ready` found: writes the backlog (or reports a
     /// write that failed), reads each pipe, giving every chunk and EOF to
-    /// `on` (`buf` is the read buffer).
-    pub(crate) fn service(&mut self, ready: Ready, buf: &mut [u8], on: impl FnMut(PipeEvent<'_>)) {
+    /// `on` as the core's [`Input`]s (`buf` is the read buffer).
+    pub(crate) fn service(&mut self, ready: Ready, buf: &mut [u8], on: impl FnMut(Input<'_>)) {
         io!(&mut self.io, io => io.service(ready, buf, on))
     }
 }

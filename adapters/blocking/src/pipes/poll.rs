@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
-use super::{PipeEvent, Ready, MAX_READS};
+use mcpwire::Input;
+
+use super::{Ready, MAX_READS};
 
 fn nonblocking(file: &File) -> io::Result<()> {
     rustix::io::ioctl_fionbio(file, true).map_err(io::Error::from)
@@ -167,26 +169,21 @@ impl PollIo {
 
     /// Drains the wake-up socket, writes the backlog, reads each ready
     /// pipe until it has nothing more.
-    pub(super) fn service(
-        &mut self,
-        ready: Ready,
-        buf: &mut [u8],
-        mut on: impl FnMut(PipeEvent<'_>),
-    ) {
+    pub(super) fn service(&mut self, ready: Ready, buf: &mut [u8], mut on: impl FnMut(Input<'_>)) {
         if ready.wake {
             let mut sink = [0u8; 64];
             while matches!((&*self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
         }
         if ready.stdin {
             if let Some(e) = self.flush() {
-                on(PipeEvent::WriteFailed(e));
+                on(Input::WriteFailed(&e));
             }
         }
-        if ready.stdout && read_pipe(&mut self.stdout, buf, |d| on(PipeEvent::Stdout(d))) {
-            on(PipeEvent::StdoutEof);
+        if ready.stdout && read_pipe(&mut self.stdout, buf, |d| on(Input::Stdout(d))) {
+            on(Input::StdoutEof);
         }
-        if ready.stderr && read_pipe(&mut self.stderr, buf, |d| on(PipeEvent::Stderr(d))) {
-            on(PipeEvent::StderrEof);
+        if ready.stderr && read_pipe(&mut self.stderr, buf, |d| on(Input::Stderr(d))) {
+            on(Input::StderrEof);
         }
     }
 }

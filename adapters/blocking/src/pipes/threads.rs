@@ -30,7 +30,9 @@ use std::process::Child;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use super::{PipeEvent, Ready, MAX_READS};
+use mcpwire::Input;
+
+use super::{Ready, MAX_READS};
 
 /// Bytes a reader reads at a time.
 const CHUNK: usize = 32 * 1024;
@@ -207,7 +209,7 @@ impl ThreadIo {
         &mut self,
         _ready: Ready,
         _buf: &mut [u8],
-        mut on: impl FnMut(PipeEvent<'_>),
+        mut on: impl FnMut(Input<'_>),
     ) {
         let mut state = self.shared.lock();
         state.wrote = false;
@@ -225,21 +227,21 @@ impl ThreadIo {
         }
         if let Some(e) = failed {
             self.stdin_open = false;
-            on(PipeEvent::WriteFailed(e));
+            on(Input::WriteFailed(&e));
         }
         for chunk in &stdout {
-            on(PipeEvent::Stdout(chunk));
+            on(Input::Stdout(chunk));
         }
         if stdout_eof {
             self.stdout_open = false;
-            on(PipeEvent::StdoutEof);
+            on(Input::StdoutEof);
         }
         for chunk in &stderr {
-            on(PipeEvent::Stderr(chunk));
+            on(Input::Stderr(chunk));
         }
         if stderr_eof {
             self.stderr_open = false;
-            on(PipeEvent::StderrEof);
+            on(Input::StderrEof);
         }
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! An exchange takes a pooled connection to the request's origin (or
 //! connects), writes the request and streams the response back as
-//! [`HttpInput`]s, as the bytes arrive: long-lived SSE bodies are never
+//! [`OwnedInput`]s (`HttpHead`, `HttpBody`, `HttpEnd`, `HttpFailed`), as the bytes arrive: long-lived SSE bodies are never
 //! buffered. [`HttpClient::exchange`] gives it as a future to poll in place
 //! (the session's executor does, so no task hop lies between the socket
 //! and the connection) with a small [`Inbox`] of its events;
@@ -52,6 +52,7 @@ use mcpwire::exchange::proxy::{ProxyUrl, Route};
 use mcpwire::exchange::tunnel::proxy_refusal;
 use mcpwire::exchange::url::Scheme;
 use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
+use mcpwire::OwnedInput;
 use tracing::debug;
 
 use crate::handlers::BoxFuture;
@@ -61,7 +62,7 @@ use crate::sync::{lock, spawn_abortable, AbortHandle};
 use pool::{Conn, Key, Pool};
 
 /// Size of each connection's read buffer: the most one `read` returns,
-/// hence the largest [`HttpInput::Body`].
+/// hence the largest [`OwnedInput::HttpBody`].
 const READ_BUFFER: usize = 64 * 1024;
 
 /// How long a new TLS connection whose first write failed is read for the
@@ -71,25 +72,6 @@ const ALERT_WAIT: Duration = Duration::from_millis(200);
 /// Bodies up to this size are written together with the head, in one
 /// write; larger ones follow it in a second.
 const INLINE_BODY: usize = 64 * 1024;
-
-/// What an exchange reports, in order: one `Head`, any number of `Body`,
-/// one `End`; or `Failed` at any point. Nothing follows `End` or `Failed`.
-/// The driver hands these to the core as `Input::HttpHead`, `HttpBody`,
-/// `HttpEnd` and `HttpFailed`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HttpInput {
-    /// The final response head (1xx interim responses are skipped).
-    Head(ExchangeId, ResponseHead),
-    /// Body bytes (chunked framing removed), never empty, as they arrived:
-    /// everything one socket read yielded, at most 64 KiB.
-    Body(ExchangeId, Vec<u8>),
-    /// The response is complete.
-    End(ExchangeId),
-    /// The exchange failed: connect, TLS, write or read error, malformed
-    /// response, or a connection closed mid-response. The message says
-    /// which, e.g. `connect to 127.0.0.1:9: Connection refused`.
-    Failed(ExchangeId, String),
-}
 
 /// Connection policy; [`Default`] is what [`HttpClient::new`] uses.
 #[derive(Debug, Clone, Copy)]
@@ -164,9 +146,11 @@ impl<R: Runtime> HttpClient<R> {
     }
 
     /// Starts performing `req` on a task spawned with [`Runtime::spawn`].
-    /// Its response is reported as [`HttpInput`]s on `events`, in order:
-    /// `Head`, `Body`*, `End`, or `Failed` at any point; nothing after
-    /// `End` or `Failed`. Awaiting a send on the bounded `events` is the
+    /// Its response is reported as [`OwnedInput`]s on `events`, in order:
+    /// `HttpHead` (1xx interim responses skipped), `HttpBody`* (never
+    /// empty: what one socket read yielded, at most 64 KiB), `HttpEnd`, or
+    /// `HttpFailed` at any point; nothing after `HttpEnd` or
+    /// `HttpFailed`. Awaiting a send on the bounded `events` is the
     /// backpressure for streaming bodies. If the receiver is dropped, the
     /// exchange stops and its connection is closed.
     ///
@@ -175,13 +159,16 @@ impl<R: Runtime> HttpClient<R> {
     ///
     /// Dropping the returned handle does not stop the exchange;
     /// [`ExchangeHandle::abort`] does.
-    pub fn start(&self, req: HttpRequest, events: Sender<HttpInput>) -> ExchangeHandle {
+    pub fn start(&self, req: HttpRequest, events: Sender<OwnedInput>) -> ExchangeHandle {
         let id = req.exchange;
         let exchange = self.prepare(&req, Sink::Channel(events.clone()));
         match spawn_abortable::<R>(Box::pin(exchange.run(req))) {
             Ok(task) => ExchangeHandle { task: Some(task) },
             Err(why) => {
-                let _ = events.try_send(HttpInput::Failed(id, why));
+                let _ = events.try_send(OwnedInput::HttpFailed {
+                    exchange: id,
+                    error: why,
+                });
                 ExchangeHandle { task: None }
             }
         }
@@ -409,7 +396,7 @@ pub struct Inbox {
 
 #[derive(Debug, Default)]
 struct InboxState {
-    events: VecDeque<HttpInput>,
+    events: VecDeque<OwnedInput>,
     /// The exchange, waiting for room.
     waiting: Option<Waker>,
 }
@@ -420,7 +407,7 @@ impl Inbox {
     pub const CAPACITY: usize = 4;
 
     /// Takes every event queued, in order, and lets the exchange go on.
-    pub fn drain(&self) -> VecDeque<HttpInput> {
+    pub fn drain(&self) -> VecDeque<OwnedInput> {
         let (events, waiting) = {
             let mut state = lock(&self.state);
             (std::mem::take(&mut state.events), state.waiting.take())
@@ -431,7 +418,7 @@ impl Inbox {
         events
     }
 
-    async fn push(&self, input: HttpInput) {
+    async fn push(&self, input: OwnedInput) {
         let mut input = Some(input);
         poll_fn(|cx| {
             let mut state = lock(&self.state);
@@ -449,7 +436,7 @@ impl Inbox {
 
 /// Where an exchange's events go.
 enum Sink {
-    Channel(Sender<HttpInput>),
+    Channel(Sender<OwnedInput>),
     Inbox(Arc<Inbox>),
 }
 
@@ -503,7 +490,12 @@ impl<R: Runtime> Exchange<R> {
                     %error,
                     "http exchange failed"
                 );
-                let _ = self.emit(HttpInput::Failed(self.id, error)).await;
+                let _ = self
+                    .emit(OwnedInput::HttpFailed {
+                        exchange: self.id,
+                        error,
+                    })
+                    .await;
             }
         }
     }
@@ -607,7 +599,7 @@ impl<R: Runtime> Exchange<R> {
                     // A body delimited by the close: complete.
                     Ok(()) => {
                         self.deliver(&mut batch, conn.serial, reused).await?;
-                        Ok(self.emit(HttpInput::End(self.id)).await?)
+                        Ok(self.emit(OwnedInput::HttpEnd { exchange: self.id }).await?)
                     }
                     Err(Http1Error::NoResponse) if !received => {
                         Err(AttemptError::Stale(Http1Error::NoResponse.to_string()))
@@ -631,7 +623,7 @@ impl<R: Runtime> Exchange<R> {
                         "bytes after the response; closing the connection"
                     );
                 }
-                return Ok(self.emit(HttpInput::End(self.id)).await?);
+                return Ok(self.emit(OwnedInput::HttpEnd { exchange: self.id }).await?);
             }
         }
     }
@@ -652,11 +644,19 @@ impl<R: Runtime> Exchange<R> {
                 reused,
                 "http response"
             );
-            self.emit(HttpInput::Head(self.id, head)).await?;
+            self.emit(OwnedInput::HttpHead {
+                exchange: self.id,
+                head,
+            })
+            .await?;
         }
         if !batch.body.is_empty() {
             let body = std::mem::take(&mut batch.body);
-            self.emit(HttpInput::Body(self.id, body)).await?;
+            self.emit(OwnedInput::HttpBody {
+                exchange: self.id,
+                data: body,
+            })
+            .await?;
         }
         Ok(())
     }
@@ -664,7 +664,7 @@ impl<R: Runtime> Exchange<R> {
     /// Sends one event, waiting for room; `Gone` if the channel's receiver
     /// was dropped. (An aborted exchange is not polled again, so it sends
     /// nothing after [`ExchangeHandle::abort`] or the drop of its future.)
-    async fn emit(&self, input: HttpInput) -> Result<(), Stop> {
+    async fn emit(&self, input: OwnedInput) -> Result<(), Stop> {
         match &self.sink {
             Sink::Channel(events) => events.send(input).await.map_err(|_| Stop::Gone),
             Sink::Inbox(inbox) => {
