@@ -106,12 +106,15 @@ fn no_method_name_is_written_outside_the_method_table() {
     );
 }
 
-/// Every `.rs` file under `dir` but test files.
+/// Every `.rs` file under `dir` but test files (`tests.rs`, or any file
+/// of a `tests/` module directory).
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            rust_files(&path, out);
+            if path.file_name().is_some_and(|n| n != "tests") {
+                rust_files(&path, out);
+            }
         } else if path.extension().is_some_and(|e| e == "rs")
             && path.file_name().is_some_and(|n| n != "tests.rs")
         {
