@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::transport::{RedirectError, ResponseHead};
+use crate::transport::{ExchangePurpose, HttpMethod, RedirectError, ResponseHead};
 
 const URL: &str = "http://127.0.0.1:3001/mcp";
 const V: &str = "2025-11-25";
