@@ -50,6 +50,7 @@ pub mod exchange;
 pub mod mcp;
 pub mod modern;
 pub mod rpc;
+pub mod server;
 pub mod transport;
 
 pub use config::ServerConfig;
