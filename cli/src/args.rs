@@ -207,6 +207,19 @@ pub(crate) enum Cmd {
     },
     /// Check the server answers.
     Ping,
+    /// Serve MCP on stdin/stdout to a host and relay it to the target
+    /// (a stdio-only host in front of an HTTP server, with the CLI's
+    /// proxies, CAs and login; or in front of any other target).
+    Bridge {
+        /// Only tools matching one of these globs (`*`, `?`) are listed
+        /// and callable (repeatable).
+        #[arg(long = "allow-tool", value_name = "GLOB")]
+        allow_tool: Vec<String>,
+        /// Tools matching one of these globs are neither listed nor
+        /// callable (repeatable; wins over --allow-tool).
+        #[arg(long = "deny-tool", value_name = "GLOB")]
+        deny_tool: Vec<String>,
+    },
     /// Server name, version, protocol, transport, capabilities, instructions.
     Info,
     /// Walk through a session with the built-in demo server.

@@ -207,6 +207,7 @@ pub(crate) async fn command(
         }
         Cmd::Demo
         | Cmd::Serve { .. }
+        | Cmd::Bridge { .. }
         | Cmd::Servers { .. }
         | Cmd::Approve { .. }
         | Cmd::Add { .. }

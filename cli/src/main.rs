@@ -4,6 +4,7 @@
 //! mcpwire [OPTIONS] <COMMAND> [TARGET]
 //! COMMAND:  tools | call <tool> [--args JSON] | resources | read <uri> | prompts
 //!           | prompt <name> [--args JSON] | ping | info | demo | serve --demo
+//!           | bridge [--allow-tool GLOB] [--deny-tool GLOB]
 //!           | servers [--sources] [--config F] [--no-project-config] | approve <name>
 //!           | add <name> [--host H] [--scope S] (-- cmd args | --url URL) | remove <name>
 //!           | enable <name> | disable <name> | get <name> | import --from H --to H [names]
@@ -39,6 +40,7 @@
 //! 3 connection, protocol or server error; 4 timeout; 130 interrupted.
 
 mod args;
+mod bridge;
 mod commands;
 mod demo;
 mod demo_server;
@@ -167,6 +169,14 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
         _ => {}
     }
     let target = target(&cli, &server_cmd)?;
+    if let Cmd::Bridge {
+        allow_tool,
+        deny_tool,
+    } = cli.cmd()
+    {
+        let tools = bridge::Tools::new(allow_tool, deny_tool, target.tools.clone());
+        return bridge::bridge(&cli, target, tools).await;
+    }
     // Usage errors come before any connection is made; so does a call to
     // a tool the entry's tool list hides.
     match cli.cmd() {

@@ -604,6 +604,19 @@ pub(crate) async fn connect(
     config: ServerConfig,
     pins: Option<ToolPins>,
 ) -> Result<Client, Fail> {
+    let options = connect_options(cli, &config, pins)?;
+    Client::connect_with(config, options)
+        .await
+        .map_err(Fail::from)
+}
+
+/// The options every command connects with: the CLI's name, the era
+/// cache, timeouts, authorization for HTTP servers, the entry's pins.
+pub(crate) fn connect_options(
+    cli: &Cli,
+    config: &ServerConfig,
+    pins: Option<ToolPins>,
+) -> Result<ConnectOptions, Fail> {
     let mut options = ConnectOptions::new()
         .client_info("mcpwire-cli", env!("CARGO_PKG_VERSION"))
         .allow_cross_origin_redirects(cli.allow_cross_origin_redirect)
@@ -627,9 +640,7 @@ pub(crate) async fn connect(
     if let Some(pins) = pins {
         options = options.pin_tools(pins);
     }
-    Client::connect_with(config, options)
-        .await
-        .map_err(Fail::from)
+    Ok(options)
 }
 
 #[cfg(test)]

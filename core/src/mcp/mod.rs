@@ -73,6 +73,23 @@ impl ServerNotification {
         parsed.unwrap_or(ServerNotification::Other { method, params })
     }
 
+    /// Its params as JSON (a typed notification's serialized again), to
+    /// send it on as it came.
+    pub fn params(&self) -> Option<Box<RawValue>> {
+        fn raw<T: serde::Serialize>(v: &T) -> Option<Box<RawValue>> {
+            serde_json::value::to_raw_value(v).ok()
+        }
+        match self {
+            ServerNotification::LoggingMessage(m) => raw(m),
+            ServerNotification::ResourceUpdated(u) => raw(u),
+            ServerNotification::ElicitationComplete(e) => raw(e),
+            ServerNotification::ToolsListChanged
+            | ServerNotification::ResourcesListChanged
+            | ServerNotification::PromptsListChanged => None,
+            ServerNotification::Other { params, .. } => params.clone(),
+        }
+    }
+
     /// The method name.
     pub fn method(&self) -> &str {
         match self {

@@ -16,7 +16,9 @@
 //! requests before `initialize` (-32600; `server/discover` gets -32601,
 //! so a client of the 2026-07-28 era falls back to the handshake), a
 //! second `initialize`, an id already open, too many requests at once, and
-//! an over-long line whose id can be read. Every request the client sends
+//! an over-long line whose id can be read. Requests sent right behind
+//! `initialize`, before its answer, are passed on after it (in order).
+//! Every request the client sends
 //! is answered exactly once: [`ServerSession::respond`] refuses an id that
 //! is not open, and a request the client cancelled is answered by nobody
 //! (the spec: the receiver SHOULD NOT respond to a cancelled request).
@@ -309,7 +311,7 @@ impl ServerSession {
                 Phase::New => None,
                 _ => refuse(INVALID_REQUEST, "initialize was sent already".into()),
             }
-        } else if !matches!(self.phase, Phase::Ready { .. }) {
+        } else if self.phase == Phase::New {
             if is(MethodId::Discover) {
                 // The 2026-07-28 probe: this session speaks the handshake.
                 refuse(METHOD_NOT_FOUND, format!("method not found: {method}"))

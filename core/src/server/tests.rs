@@ -104,6 +104,24 @@ fn requests_before_the_handshake_are_refused_and_discover_is_not_found() {
 }
 
 #[test]
+fn requests_behind_initialize_follow_it() {
+    let mut s = ServerSession::default();
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}),
+    );
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    );
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[..], [ServerEvent::Initialize { .. }, ServerEvent::Request { method, .. }] if method == "tools/list")
+    );
+    assert!(lines(&mut s).is_empty());
+}
+
+#[test]
 fn a_refused_initialize_may_be_sent_again_and_a_second_one_is_refused() {
     let mut s = ServerSession::default();
     feed(

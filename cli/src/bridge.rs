@@ -1,0 +1,560 @@
+//! `mcpwire bridge TARGET`: serves MCP on stdin/stdout to a host that
+//! speaks stdio only, and relays everything to TARGET (`--url`, `--sse`,
+//! `--server NAME`, `-- cmd args`) through the mcpwire client, which
+//! brings its own era negotiation, re-initialize, resume, proxies, CAs and
+//! OAuth to the host.
+//!
+//! ```text
+//!  host ──stdin──► ServerSession (core) ──► requests ──► Client::request_raw ──► target
+//!       ◄─stdout──        ▲   ▲                                   │
+//!                         │   └── server-to-client requests ◄─────┤ (roots, sampling, elicitation)
+//!                         └────── notifications, progress   ◄─────┘
+//! ```
+//!
+//! - The target is connected when the host sends `initialize`, declaring
+//!   the host's own capabilities (so the target asks only what the host
+//!   answers); the host's answer is the target's capabilities, identity
+//!   and instructions. Each side negotiates its own version: the host
+//!   the handshake era (a 2026-07-28 host's `server/discover` is refused,
+//!   and it falls back), the target either era; a 2026-07-28 target's
+//!   results reach the host without that era's `resultType`.
+//! - Requests run concurrently; the host's `notifications/cancelled`
+//!   cancels the relayed call (the target is told); progress is relayed
+//!   under the host's token.
+//! - `--allow-tool` / `--deny-tool` (globs, `*` and `?`) filter
+//!   `tools/list`; a filtered tool's call is refused with -32602 and never
+//!   reaches the target. A `--server` entry's tool list applies too.
+//! - A target that fails, times out or goes away answers each request
+//!   with a JSON-RPC error; nothing waits forever. When the host closes
+//!   stdin, the target is closed (a stdio target's process stopped) and
+//!   the bridge exits 0.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
+use mcpwire::mcp::methods::{notifications, ServerRequestKind};
+use mcpwire::rpc::RequestId;
+use mcpwire::server::{ServerEvent, ServerSession};
+use mcpwire_manager::ToolFilter;
+use mcpwire_tokio::types::ClientCapabilities;
+use mcpwire_tokio::{
+    CallError, CallOptions, CancelToken, Client, Error, ErrorObject, Handler, RequestError,
+};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::args::{Cli, Fail};
+use crate::target::{connect_options, Target};
+
+/// A relayed request's time limit when `--timeout` is not given: long
+/// tool calls pass, a target that never answers still ends in an error.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Messages for the host waiting to be written, at most.
+const QUEUE: usize = 1024;
+/// The JSON-RPC code of a request that timed out (as the SDKs use it).
+const REQUEST_TIMEOUT: i64 = -32001;
+
+/// Which tools the host may see and call.
+pub(crate) struct Tools {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    entry: ToolFilter,
+}
+
+impl Tools {
+    pub(crate) fn new(allow: &[String], deny: &[String], entry: ToolFilter) -> Self {
+        Tools {
+            allow: allow.to_vec(),
+            deny: deny.to_vec(),
+            entry,
+        }
+    }
+
+    /// Allowed: by the entry's list, by some `--allow-tool` (when any is
+    /// given), and by no `--deny-tool`.
+    pub(crate) fn allows(&self, name: &str) -> bool {
+        self.entry.allows(name)
+            && (self.allow.is_empty() || self.allow.iter().any(|g| glob(g, name)))
+            && !self.deny.iter().any(|g| glob(g, name))
+    }
+
+    /// A `tools/list` result with the tools the host may not see taken out.
+    fn filter_list(&self, raw: Box<RawValue>) -> Box<RawValue> {
+        let Ok(mut page) = serde_json::from_str::<Value>(raw.get()) else {
+            return raw;
+        };
+        let Some(tools) = page.get_mut("tools").and_then(Value::as_array_mut) else {
+            return raw;
+        };
+        let before = tools.len();
+        tools.retain(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| self.allows(n))
+        });
+        if tools.len() == before {
+            return raw;
+        }
+        serde_json::value::to_raw_value(&page).unwrap_or(raw)
+    }
+}
+
+/// `*` matches any run of characters, `?` any one; the rest literally.
+pub(crate) fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Iterative match with one backtrack point (the last `*`).
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
+/// What the tasks of the bridge ask of the loop that owns the session.
+enum Cmd {
+    /// Answer the host's request.
+    Respond {
+        id: RequestId,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    },
+    /// A notification for the host.
+    Notify {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// A request of the target for the host; its answer goes to `reply`.
+    Ask {
+        method: &'static str,
+        params: Value,
+        reply: oneshot::Sender<Result<Value, ErrorObject>>,
+    },
+}
+
+/// Runs the bridge until the host closes stdin.
+pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8, Fail> {
+    let tools = Arc::new(tools);
+    let mut session = ServerSession::default();
+    let (tx, mut rx) = mpsc::channel::<Cmd>(QUEUE);
+    let mut client: Option<Client> = None;
+    // The host's requests relayed and not answered: their cancel tokens.
+    let mut calls: HashMap<RequestId, CancelToken> = HashMap::new();
+    // The target's requests sent to the host.
+    let mut asks: HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>> = HashMap::new();
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = tokio::io::stdout();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut host_gone = false;
+    loop {
+        tokio::select! {
+            read = stdin.read(&mut buf), if !host_gone => match read {
+                Ok(0) | Err(_) => {
+                    session.finish();
+                    host_gone = true;
+                }
+                Ok(n) => session.feed(&buf[..n]),
+            },
+            Some(cmd) = rx.recv() => match cmd {
+                Cmd::Respond { id, outcome } => {
+                    calls.remove(&id);
+                    // Cancelled by the host meanwhile: no answer is due.
+                    let _ = session.respond(id, outcome);
+                }
+                Cmd::Notify { method, params } => {
+                    let _ = session.notify(&method, params.as_deref());
+                }
+                Cmd::Ask { method, params, reply } => {
+                    // A request without params has none (not `null`).
+                    let params = match params {
+                        Value::Null => None,
+                        p => serde_json::value::to_raw_value(&p).ok(),
+                    };
+                    match session.request(method, params.as_deref()) {
+                        Ok(id) => {
+                            asks.insert(id, reply);
+                        }
+                        Err(e) => {
+                            let _ = reply.send(Err(ErrorObject::internal(format!(
+                                "{method} not sent to the host: {e}"
+                            ))));
+                        }
+                    }
+                }
+            },
+            _ = tokio::signal::ctrl_c() => {
+                if let Some(c) = client.take() {
+                    let _ = c.close_timeout(Duration::from_secs(5)).await;
+                }
+                return Err(Fail { code: 130, message: "interrupted".into() });
+            }
+        }
+        while let Some(event) = session.poll_event() {
+            match event {
+                ServerEvent::Initialize { id, params } => {
+                    let answer = match &client {
+                        Some(c) => Ok(init_result(c)),
+                        None => match connect(cli, &target, &params, &tx).await {
+                            Ok(c) => {
+                                let result = init_result(&c);
+                                forward_notifications(&c, &tx);
+                                client = Some(c);
+                                Ok(result)
+                            }
+                            Err(message) => Err(message),
+                        },
+                    };
+                    match answer {
+                        Ok(result) => {
+                            if let Err(e) = session.accept(&id, result) {
+                                tracing::warn!("initialize not answered: {e}");
+                            }
+                        }
+                        Err(message) => {
+                            tracing::error!("{message}");
+                            let error = ErrorObject::internal(message);
+                            let _ = session.respond(id, Err(error));
+                        }
+                    }
+                }
+                ServerEvent::Initialized => {}
+                ServerEvent::Request { id, method, params } => {
+                    let Some(c) = client.clone() else {
+                        let error = ErrorObject::internal("the target is not connected");
+                        let _ = session.respond(id, Err(error));
+                        continue;
+                    };
+                    if let Some(refusal) = refuse(&tools, &method, params.as_deref()) {
+                        let _ = session.respond(id, Err(refusal));
+                        continue;
+                    }
+                    let token = CancelToken::new();
+                    calls.insert(id.clone(), token.clone());
+                    let (tx, tools, timeout) = (tx.clone(), tools.clone(), timeout(cli));
+                    tokio::spawn(async move {
+                        let outcome = relay(&c, &method, params, token, timeout, &tx).await;
+                        let outcome = match outcome {
+                            Ok(raw) if method == "tools/list" => Ok(tools.filter_list(raw)),
+                            other => other,
+                        };
+                        let _ = tx.send(Cmd::Respond { id, outcome }).await;
+                    });
+                }
+                ServerEvent::Cancelled { id, reason } => {
+                    if let Some(token) = calls.remove(&id) {
+                        tracing::debug!("the host cancelled {id}: {reason:?}");
+                        token.cancel();
+                    }
+                }
+                ServerEvent::Notification { method, params } => {
+                    if method == notifications::PROGRESS {
+                        // Of the host's answer to a request of the
+                        // target's: the target gave no token to relay it.
+                        continue;
+                    }
+                    if let Some(c) = client.clone() {
+                        tokio::spawn(async move {
+                            if let Err(e) = c.notify_raw(&method, params).await {
+                                tracing::debug!("{method} not relayed: {e}");
+                            }
+                        });
+                    }
+                }
+                ServerEvent::Response { id, outcome } => {
+                    if let Some(reply) = asks.remove(&id) {
+                        let answer = outcome.and_then(|raw| {
+                            serde_json::from_str(raw.get()).map_err(|e| {
+                                ErrorObject::internal(format!("the host's answer is not JSON: {e}"))
+                            })
+                        });
+                        let _ = reply.send(answer);
+                    }
+                }
+                ServerEvent::Closed { .. } => {
+                    // Dropping the senders fails the target's requests.
+                    asks.clear();
+                    for (_, token) in calls.drain() {
+                        token.cancel();
+                    }
+                }
+                ServerEvent::Diagnostic(d) => tracing::debug!("host: {d}"),
+            }
+        }
+        while let Some(line) = session.poll_write() {
+            if stdout.write_all(&line).await.is_err() {
+                host_gone = true;
+                break;
+            }
+        }
+        let _ = stdout.flush().await;
+        if host_gone {
+            break;
+        }
+    }
+    if let Some(c) = client {
+        let _ = c.close_timeout(Duration::from_secs(5)).await;
+    }
+    Ok(0)
+}
+
+fn timeout(cli: &Cli) -> Duration {
+    cli.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+}
+
+/// A call the bridge refuses itself: a tool the host may not call.
+fn refuse(tools: &Tools, method: &str, params: Option<&RawValue>) -> Option<ErrorObject> {
+    if method != "tools/call" {
+        return None;
+    }
+    let name = params
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|v| Some(v.get("name")?.as_str()?.to_owned()))
+        .unwrap_or_default();
+    (!tools.allows(&name)).then(|| ErrorObject::new(-32602, format!("Unknown tool: {name}")))
+}
+
+/// Connects the target for a host whose `initialize` params are `params`:
+/// its capabilities are declared, and the requests they promise are sent
+/// on to the host.
+async fn connect(
+    cli: &Cli,
+    target: &Target,
+    params: &Value,
+    tx: &mpsc::Sender<Cmd>,
+) -> Result<Client, String> {
+    let caps: ClientCapabilities = params
+        .get("capabilities")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let mut options = connect_options(cli, &target.config, target.pins.clone())
+        .map_err(|f| f.message)?
+        .timeout(timeout(cli));
+    if let Some(info) = params.get("clientInfo") {
+        let name = info.get("name").and_then(Value::as_str).unwrap_or("host");
+        let version = info.get("version").and_then(Value::as_str).unwrap_or("");
+        options = options.client_info(format!("{name} via mcpwire-bridge"), version);
+    }
+    let declared = serde_json::to_value(&caps).unwrap_or_default();
+    for kind in ServerRequestKind::HANDLED {
+        let key = match kind {
+            ServerRequestKind::ListRoots => "roots",
+            ServerRequestKind::CreateMessage => "sampling",
+            ServerRequestKind::Elicit => "elicitation",
+            _ => continue,
+        };
+        if declared.get(key).is_some() {
+            options = options.handler(kind, ask_host(kind, tx.clone()));
+        }
+    }
+    // Exactly the host's capabilities (sub-capabilities too), not the
+    // handlers' defaults.
+    options = options.config(move |c| c.client.capabilities = caps);
+    let label = target.label.clone().unwrap_or_else(|| "the target".into());
+    Client::connect_with(target.config.clone(), options)
+        .await
+        .map_err(|e| format!("cannot connect {label}: {e}"))
+}
+
+/// A handler that asks the host, as the target asked the bridge.
+fn ask_host(kind: ServerRequestKind, tx: mpsc::Sender<Cmd>) -> Handler {
+    Handler::Async(Arc::new(move |params: Value| {
+        let tx = tx.clone();
+        Box::pin(async move {
+            let gone = || ErrorObject::internal("the host is gone");
+            let (reply, answer) = oneshot::channel();
+            let method = kind.method();
+            tx.send(Cmd::Ask {
+                method,
+                params,
+                reply,
+            })
+            .await
+            .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())?
+        })
+    }))
+}
+
+/// The target's notifications, sent on to the host.
+fn forward_notifications(client: &Client, tx: &mpsc::Sender<Cmd>) {
+    let mut notes = client.notifications();
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        while let Some(n) = notes.recv().await {
+            let cmd = Cmd::Notify {
+                method: n.method().to_owned(),
+                params: n.params(),
+            };
+            if tx.send(cmd).await.is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// The host's `initialize` answer: the target's capabilities, identity
+/// and instructions.
+fn init_result(client: &Client) -> Value {
+    let server = client.server();
+    let mut result = json!({
+        "capabilities": server.capabilities,
+        "serverInfo": server.server_info,
+    });
+    if let Some(i) = &server.instructions {
+        result["instructions"] = Value::String(i.clone());
+    }
+    result
+}
+
+/// One request of the host, relayed: its progress under the host's token,
+/// cancelled with `token`.
+async fn relay(
+    client: &Client,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    token: CancelToken,
+    timeout: Duration,
+    tx: &mpsc::Sender<Cmd>,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let mut options = CallOptions::new().cancel_token(token).timeout(timeout);
+    let progress_token = params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|v| v.get("_meta")?.get("progressToken").cloned());
+    if let Some(host_token) = progress_token {
+        let tx = tx.clone();
+        options = options.on_progress(move |p| {
+            let mut params = json!({"progressToken": host_token, "progress": p.progress});
+            if let Some(total) = p.total {
+                params["total"] = json!(total);
+            }
+            if let Some(message) = &p.message {
+                params["message"] = json!(message);
+            }
+            let params = serde_json::value::to_raw_value(&params).ok();
+            // Progress is advice: under pressure one may be dropped.
+            let _ = tx.try_send(Cmd::Notify {
+                method: notifications::PROGRESS.into(),
+                params,
+            });
+        });
+    }
+    let raw = client
+        .request_raw(method, params, options)
+        .await
+        .map_err(error_object)?;
+    Ok(if speaks_modern(client) {
+        handshake_shape(raw)
+    } else {
+        raw
+    })
+}
+
+/// Whether the target speaks the 2026-07-28 era.
+fn speaks_modern(client: &Client) -> bool {
+    !SUPPORTED_PROTOCOL_VERSIONS.contains(&client.protocol_version())
+}
+
+/// A 2026-07-28 result in the handshake era's shape: without the
+/// `resultType` that era does not have.
+fn handshake_shape(raw: Box<RawValue>) -> Box<RawValue> {
+    if !raw.get().contains("\"resultType\"") {
+        return raw;
+    }
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Object(mut map)) => {
+            map.remove("resultType");
+            serde_json::value::to_raw_value(&map).unwrap_or(raw)
+        }
+        _ => raw,
+    }
+}
+
+/// The JSON-RPC error the host gets for a failed relay: the target's own
+/// error unchanged, else what happened.
+fn error_object(e: Error) -> ErrorObject {
+    match e {
+        Error::Request(RequestError::Remote(e)) => e,
+        Error::Request(RequestError::Timeout { ms }) => ErrorObject::new(
+            REQUEST_TIMEOUT,
+            format!("the target did not answer within {ms} ms"),
+        ),
+        Error::Call(CallError::NotSupported { method, capability }) => ErrorObject::new(
+            -32601,
+            format!("{method}: the target does not declare {capability}"),
+        ),
+        e => ErrorObject::internal(format!("target: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        for (p, n, m) in [
+            ("*", "anything", true),
+            ("echo", "echo", true),
+            ("echo", "echo2", false),
+            ("get_*", "get_weather", true),
+            ("get_*", "set_weather", false),
+            ("*_admin", "drop_admin", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("*a*b*", "xxaybzz", true),
+            ("*a*b*", "xxbyazz", false),
+            ("", "", true),
+            ("", "x", false),
+        ] {
+            assert_eq!(glob(p, n), m, "{p} vs {n}");
+        }
+    }
+
+    #[test]
+    fn allow_and_deny() {
+        let t = Tools::new(
+            &["get_*".into(), "echo".into()],
+            &["get_secret".into()],
+            ToolFilter::default(),
+        );
+        assert!(t.allows("echo"));
+        assert!(t.allows("get_weather"));
+        assert!(!t.allows("get_secret"));
+        assert!(!t.allows("add"));
+        let raw = serde_json::value::to_raw_value(
+            &json!({"tools":[{"name":"echo"},{"name":"add"},{"name":"get_secret"}],"nextCursor":"c"}),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(t.filter_list(raw).get()).unwrap();
+        assert_eq!(v, json!({"tools":[{"name":"echo"}],"nextCursor":"c"}));
+        assert!(refuse(
+            &t,
+            "tools/call",
+            Some(&serde_json::value::to_raw_value(&json!({"name":"add"})).unwrap())
+        )
+        .is_some());
+        assert!(refuse(
+            &t,
+            "tools/call",
+            Some(&serde_json::value::to_raw_value(&json!({"name":"echo"})).unwrap())
+        )
+        .is_none());
+        assert!(refuse(&t, "tools/list", None).is_none());
+    }
+}

@@ -1,0 +1,290 @@
+//! `mcpwire bridge`: a host on stdio in front of any target. The host is
+//! the TypeScript SDK's own client (from .deps/, installed by
+//! `scripts/test`), or raw JSON-RPC lines where a case needs a host that
+//! misbehaves or a clock; the targets are real processes and servers:
+//! `mcpwire serve --demo`, the test server over stdio and over HTTP.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{test_server, BIN};
+use mcpwire_tests::suite::support::{fresh_cache_home, http_server};
+use serde_json::{json, Value};
+
+fn node_modules() -> PathBuf {
+    let modules = std::env::var_os("MCPWIRE_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/node/node_modules")
+        });
+    assert!(
+        modules.join("@modelcontextprotocol/sdk/package.json").is_file(),
+        "the TypeScript SDK is not in {}: run `scripts/test` (it installs it) or set MCPWIRE_NODE_MODULES",
+        modules.display()
+    );
+    modules
+}
+
+/// Runs the TypeScript SDK host with `spec`; what it printed.
+fn ts_host(spec: Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bridge/host.mjs");
+    let node = std::env::var("MCPWIRE_NODE").unwrap_or_else(|_| "node".into());
+    let out = Command::new(node)
+        .arg(script)
+        .arg(node_modules())
+        .arg(spec.to_string())
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// `mcpwire bridge` with `bridge_args`, as the host's command.
+fn bridged(bridge_args: &[&str]) -> Value {
+    let mut args = vec!["bridge".to_string()];
+    args.extend(bridge_args.iter().map(|s| s.to_string()));
+    json!({"command": BIN, "args": args})
+}
+
+#[test]
+fn the_typescript_client_calls_the_demo_server_through_the_bridge() {
+    let mut spec = bridged(&["--deny-tool", "ad?", "--", BIN, "serve", "--demo"]);
+    spec["steps"] = json!([
+        {"call": "echo", "args": {"message": "through the bridge"}},
+        {"call": "add", "args": {"a": 1, "b": 2}},
+        {"call": "countdown", "args": {"n": 3}, "progress": true},
+    ]);
+    let out = ts_host(spec);
+    assert_eq!(out["server"]["name"], "mcpwire-demo", "{out}");
+    let tools = out["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("echo")), "{out}");
+    assert!(!tools.contains(&json!("add")), "denied, yet listed: {out}");
+    let steps = &out["steps"];
+    assert_eq!(
+        steps[0]["result"]["content"][0]["text"], "through the bridge",
+        "{out}"
+    );
+    // A 2026-07-28 target's result, in the handshake era's shape.
+    assert!(steps[0]["result"].get("resultType").is_none(), "{out}");
+    assert_eq!(
+        steps[1]["error"]["code"], -32602,
+        "denied, yet called: {out}"
+    );
+    assert!(
+        steps[2]["progress"].as_u64().unwrap() >= 1,
+        "progress not relayed: {out}"
+    );
+}
+
+#[test]
+fn the_typescript_client_reaches_an_http_server_through_a_stdio_bridge() {
+    let server = http_server(&[]);
+    let mut spec = bridged(&["--url", &server.url]);
+    spec["steps"] = json!([
+        {"call": "echo", "args": {"message": "over http"}},
+        // The target asks the host (roots/list), through the bridge.
+        {"call": "ask", "args": {"method": "roots/list"}},
+        {"call": "slow", "args": {"ms": 200, "steps": 4}, "progress": true},
+    ]);
+    let out = ts_host(spec);
+    let steps = &out["steps"];
+    assert_eq!(
+        steps[0]["result"]["content"][0]["text"], "Echo: over http",
+        "{out}"
+    );
+    let asked = steps[1]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(asked.contains("file:///tmp/bridge-root"), "{out}");
+    assert_eq!(out["rootsAsked"], 1, "{out}");
+    assert!(steps[2]["progress"].as_u64().unwrap() >= 1, "{out}");
+}
+
+/// The bridge driven by raw lines: a host that can misbehave.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Raw {
+    fn start(args: &[&str], marker: &str) -> Raw {
+        let mut child = Command::new(BIN)
+            .arg("bridge")
+            .args(args)
+            .env("XDG_CACHE_HOME", fresh_cache_home())
+            .env("MCPWIRE_BRIDGE_TEST", marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bridge");
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line).expect("the bridge writes JSON lines");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Raw {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The answer to request `id` (notifications skipped), within `wait`.
+    fn answer(&self, id: u64, wait: Duration) -> Value {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {id} within {wait:?}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}));
+        let v = self.answer(0, Duration::from_secs(30));
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        v
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: Value) {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}));
+    }
+
+    /// Closes stdin; the bridge's exit status within `wait`.
+    fn hang_up(&mut self, wait: Duration) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the bridge did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Processes whose environment carries `marker` (the bridge's children
+/// inherit it).
+fn processes_with(marker: &str) -> Vec<u32> {
+    let needle = format!("MCPWIRE_BRIDGE_TEST={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .collect()
+}
+
+fn marker(tag: &str) -> String {
+    format!("{tag}-{}-{:?}", std::process::id(), Instant::now())
+}
+
+#[test]
+fn a_host_that_hangs_up_stops_the_target() {
+    let mark = marker("hangup");
+    let server = test_server();
+    let mut b = Raw::start(&["--", &server], &mark);
+    let init = b.initialize();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    assert_eq!(processes_with(&mark).len(), 2, "the bridge and its target");
+    // A call in flight when the host goes.
+    b.call(1, "slow", json!({"ms": 60000}));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&mark).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left running: {:?}",
+            processes_with(&mark)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_target_that_crashes_or_never_answers_is_an_error_not_a_hang() {
+    let server = test_server();
+    let mut b = Raw::start(&["--timeout", "1500", "--", &server], &marker("faults"));
+    b.initialize();
+    // Never answers within the limit: -32001, and the target is told.
+    b.call(1, "slow", json!({"ms": 60000}));
+    let v = b.answer(1, Duration::from_secs(20));
+    assert_eq!(v["error"]["code"], -32001, "{v}");
+    // Cancelled by the host: no answer at all, and the bridge goes on.
+    b.call(2, "slow", json!({"ms": 60000}));
+    std::thread::sleep(Duration::from_millis(100));
+    b.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}));
+    b.call(3, "echo", json!({"message": "still here"}));
+    let v = b.answer(3, Duration::from_secs(20));
+    assert_eq!(v["result"]["content"][0]["text"], "Echo: still here", "{v}");
+    // The target dies mid-call: an error for it and for what follows.
+    b.call(4, "crash", json!({"code": 3, "message": "bye"}));
+    let v = b.answer(4, Duration::from_secs(20));
+    assert!(v["error"]["code"].is_i64(), "{v}");
+    b.call(5, "echo", json!({"message": "anyone?"}));
+    let v = b.answer(5, Duration::from_secs(20));
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("target"),
+        "{v}"
+    );
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn a_target_that_cannot_start_fails_initialize() {
+    let mut b = Raw::start(&["--", "/nonexistent/mcp-server"], &marker("nostart"));
+    b.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}));
+    let v = b.answer(0, Duration::from_secs(30));
+    assert_eq!(v["error"]["code"], -32603, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect"),
+        "{v}"
+    );
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+}
