@@ -219,6 +219,21 @@ pub(crate) enum Cmd {
         /// callable (repeatable; wins over --allow-tool).
         #[arg(long = "deny-tool", value_name = "GLOB")]
         deny_tool: Vec<String>,
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g.
+        /// 127.0.0.1:8080; a stdio target is started per client session).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// With --listen: require `Authorization: Bearer TOKEN` (needed to
+        /// listen on an address that is not loopback).
+        #[arg(long, value_name = "TOKEN")]
+        bearer: Option<String>,
+        /// With --listen: client sessions at once (each has its own target
+        /// session; a stdio target its own process).
+        #[arg(long, value_name = "N", default_value_t = 16)]
+        max_sessions: usize,
+        /// With --listen: a session idle this long is closed (seconds).
+        #[arg(long, value_name = "SECS", default_value_t = 1800)]
+        idle_timeout: u64,
     },
     /// Server name, version, protocol, transport, capabilities, instructions.
     Info,

@@ -172,10 +172,22 @@ async fn run(cli: Cli, server_cmd: Vec<String>) -> Result<u8, Fail> {
     if let Cmd::Bridge {
         allow_tool,
         deny_tool,
+        listen,
+        bearer,
+        max_sessions,
+        idle_timeout,
     } = cli.cmd()
     {
         let tools = bridge::Tools::new(allow_tool, deny_tool, target.tools.clone());
-        return bridge::bridge(&cli, target, tools).await;
+        return match listen {
+            Some(addr) => {
+                let (addr, bearer) = (addr.clone(), bearer.clone());
+                let idle = Duration::from_secs(*idle_timeout);
+                let max = *max_sessions;
+                bridge::listen(cli, target, tools, &addr, bearer, max, idle).await
+            }
+            None => bridge::bridge(&cli, target, tools).await,
+        };
     }
     // Usage errors come before any connection is made; so does a call to
     // a tool the entry's tool list hides.

@@ -288,3 +288,250 @@ fn a_target_that_cannot_start_fails_initialize() {
     );
     assert!(b.hang_up(Duration::from_secs(20)).success());
 }
+
+/// `mcpwire bridge --listen 127.0.0.1:0 …`, running; its URL.
+struct Listener {
+    child: Child,
+    url: String,
+}
+
+impl Listener {
+    fn start(args: &[&str], marker: &str) -> Listener {
+        let mut child = Command::new(BIN)
+            .args(["bridge", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("XDG_CACHE_HOME", fresh_cache_home())
+            .env("MCPWIRE_BRIDGE_TEST", marker)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bridge --listen");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .expect("the listening line");
+        let url = first
+            .trim_end()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("not a listening line: {first:?}"))
+            .to_owned();
+        Listener { child, url }
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .trim_end_matches("/mcp")
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// One HTTP/1.1 exchange on a fresh connection: status, headers
+    /// (lowercase names), body.
+    fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
+        use std::io::Read;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port())).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n",
+            body.len()
+        );
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str(&format!("host: 127.0.0.1:{}\r\n", self.port()));
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        let _ = s.read_to_end(&mut raw);
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .unwrap_or_default()
+            .split(' ')
+            .nth(1)
+            .unwrap_or("0")
+            .parse()
+            .unwrap();
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        (status, headers, body.to_owned())
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+#[test]
+fn the_typescript_client_calls_the_demo_server_through_bridge_listen() {
+    let l = Listener::start(
+        &["--deny-tool", "add", "--", BIN, "serve", "--demo"],
+        &marker("listen-demo"),
+    );
+    let out = ts_host(json!({"url": l.url, "steps": [
+        {"call": "echo", "args": {"message": "over the listener"}},
+        {"call": "add", "args": {"a": 1, "b": 2}},
+        {"call": "countdown", "args": {}, "progress": true},
+    ]}));
+    let tools = out["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&json!("echo")) && !tools.contains(&json!("add")),
+        "{out}"
+    );
+    let steps = &out["steps"];
+    assert_eq!(
+        steps[0]["result"]["content"][0]["text"], "over the listener",
+        "{out}"
+    );
+    assert_eq!(steps[1]["error"]["code"], -32602, "{out}");
+    assert!(steps[2]["progress"].as_u64().unwrap() >= 1, "{out}");
+}
+
+#[test]
+fn bridge_listen_relays_the_targets_requests_on_the_session_stream() {
+    let server = test_server();
+    let l = Listener::start(&["--", &server], &marker("listen-ask"));
+    let out = ts_host(json!({"url": l.url, "steps": [
+        {"call": "ask", "args": {"method": "roots/list"}},
+    ]}));
+    let asked = out["steps"][0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(asked.contains("file:///tmp/bridge-root"), "{out}");
+    assert_eq!(out["rootsAsked"], 1, "{out}");
+}
+
+#[test]
+fn bridge_listen_checks_origin_host_sessions_and_ends_a_session_with_its_target() {
+    let mark = marker("listen-http");
+    let server = test_server();
+    let l = Listener::start(&["--", &server], &mark);
+    let json_post = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let (status, _, body) = l.http("GET", "/healthz", &[], "");
+    assert_eq!((status, body.trim()), (200, "ok"));
+    // DNS rebinding: another Host or Origin is refused before anything.
+    let evil_host = [
+        ("host", "evil.example:80"),
+        ("content-type", "application/json"),
+    ];
+    assert_eq!(l.http("POST", "/mcp", &evil_host, INIT).0, 403);
+    let evil_origin = [
+        ("origin", "http://evil.example"),
+        ("content-type", "application/json"),
+    ];
+    assert_eq!(l.http("POST", "/mcp", &evil_origin, INIT).0, 403);
+    assert_eq!(
+        processes_with(&mark).len(),
+        1,
+        "no target started for refused requests"
+    );
+    // Sessions: none yet, an unknown one, then a real one.
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(l.http("POST", "/mcp", &json_post, list).0, 400);
+    let unknown = [json_post[0], json_post[1], ("mcp-session-id", "nope")];
+    assert_eq!(l.http("POST", "/mcp", &unknown, list).0, 404);
+    let (status, headers, body) = l.http("POST", "/mcp", &json_post, INIT);
+    assert_eq!(status, 200, "{body}");
+    let init: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{body}");
+    let sid = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .expect("a session id");
+    assert_eq!(
+        processes_with(&mark).len(),
+        2,
+        "the bridge and the session's target"
+    );
+    let with = [
+        json_post[0],
+        ("accept", "application/json"),
+        ("mcp-session-id", &sid),
+    ];
+    let (status, _, body) = l.http("POST", "/mcp", &with, list);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"echo\""), "{body}");
+    let bad_version = [
+        json_post[0],
+        ("mcp-session-id", &sid),
+        ("mcp-protocol-version", "1999-01-01"),
+    ];
+    assert_eq!(l.http("POST", "/mcp", &bad_version, list).0, 400);
+    // DELETE ends the session and stops its target.
+    assert_eq!(
+        l.http("DELETE", "/mcp", &[("mcp-session-id", &sid)], "").0,
+        200
+    );
+    assert_eq!(l.http("POST", "/mcp", &with, list).0, 404);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&mark).len() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the session's target left running"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bridge_listen_needs_a_bearer_off_loopback_and_checks_it() {
+    let o = Command::new(BIN)
+        .args([
+            "bridge",
+            "--listen",
+            "0.0.0.0:0",
+            "--",
+            BIN,
+            "serve",
+            "--demo",
+        ])
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let l = Listener::start(
+        &["--bearer", "s3cret", "--", BIN, "serve", "--demo"],
+        &marker("bearer"),
+    );
+    let post = [
+        ("content-type", "application/json"),
+        ("accept", "application/json"),
+    ];
+    assert_eq!(l.http("POST", "/mcp", &post, INIT).0, 401);
+    let wrong = [post[0], post[1], ("authorization", "Bearer nope")];
+    assert_eq!(l.http("POST", "/mcp", &wrong, INIT).0, 401);
+    let right = [post[0], post[1], ("authorization", "Bearer s3cret")];
+    assert_eq!(l.http("POST", "/mcp", &right, INIT).0, 200);
+}

@@ -29,6 +29,8 @@
 //!   stdin, the target is closed (a stdio target's process stopped) and
 //!   the bridge exits 0.
 
+mod listen;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,7 +85,7 @@ impl Tools {
     }
 
     /// A `tools/list` result with the tools the host may not see taken out.
-    fn filter_list(&self, raw: Box<RawValue>) -> Box<RawValue> {
+    pub(super) fn filter_list(&self, raw: Box<RawValue>) -> Box<RawValue> {
         let Ok(mut page) = serde_json::from_str::<Value>(raw.get()) else {
             return raw;
         };
@@ -147,6 +149,8 @@ enum Cmd {
     },
 }
 
+pub(crate) use listen::listen;
+
 /// Runs the bridge until the host closes stdin.
 pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8, Fail> {
     let tools = Arc::new(tools);
@@ -209,7 +213,9 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                 ServerEvent::Initialize { id, params } => {
                     let answer = match &client {
                         Some(c) => Ok(init_result(c)),
-                        None => match connect(cli, &target, &params, &tx).await {
+                        None => match connect(cli, &target, &params, |k| ask_host(k, tx.clone()))
+                            .await
+                        {
                             Ok(c) => {
                                 let result = init_result(&c);
                                 forward_notifications(&c, &tx);
@@ -247,7 +253,17 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     calls.insert(id.clone(), token.clone());
                     let (tx, tools, timeout) = (tx.clone(), tools.clone(), timeout(cli));
                     tokio::spawn(async move {
-                        let outcome = relay(&c, &method, params, token, timeout, &tx).await;
+                        let progress = {
+                            let tx = tx.clone();
+                            move |params| {
+                                // Progress is advice: under pressure one may be dropped.
+                                let _ = tx.try_send(Cmd::Notify {
+                                    method: notifications::PROGRESS.into(),
+                                    params: Some(params),
+                                });
+                            }
+                        };
+                        let outcome = relay(&c, &method, params, token, timeout, progress).await;
                         let outcome = match outcome {
                             Ok(raw) if method == "tools/list" => Ok(tools.filter_list(raw)),
                             other => other,
@@ -312,12 +328,16 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
     Ok(0)
 }
 
-fn timeout(cli: &Cli) -> Duration {
+pub(super) fn timeout(cli: &Cli) -> Duration {
     cli.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_millis)
 }
 
 /// A call the bridge refuses itself: a tool the host may not call.
-fn refuse(tools: &Tools, method: &str, params: Option<&RawValue>) -> Option<ErrorObject> {
+pub(super) fn refuse(
+    tools: &Tools,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Option<ErrorObject> {
     if method != "tools/call" {
         return None;
     }
@@ -331,11 +351,11 @@ fn refuse(tools: &Tools, method: &str, params: Option<&RawValue>) -> Option<Erro
 /// Connects the target for a host whose `initialize` params are `params`:
 /// its capabilities are declared, and the requests they promise are sent
 /// on to the host.
-async fn connect(
+pub(super) async fn connect(
     cli: &Cli,
     target: &Target,
     params: &Value,
-    tx: &mpsc::Sender<Cmd>,
+    ask: impl Fn(ServerRequestKind) -> Handler,
 ) -> Result<Client, String> {
     let caps: ClientCapabilities = params
         .get("capabilities")
@@ -358,7 +378,7 @@ async fn connect(
             _ => continue,
         };
         if declared.get(key).is_some() {
-            options = options.handler(kind, ask_host(kind, tx.clone()));
+            options = options.handler(kind, ask(kind));
         }
     }
     // Exactly the host's capabilities (sub-capabilities too), not the
@@ -409,7 +429,7 @@ fn forward_notifications(client: &Client, tx: &mpsc::Sender<Cmd>) {
 
 /// The host's `initialize` answer: the target's capabilities, identity
 /// and instructions.
-fn init_result(client: &Client) -> Value {
+pub(super) fn init_result(client: &Client) -> Value {
     let server = client.server();
     let mut result = json!({
         "capabilities": server.capabilities,
@@ -423,13 +443,13 @@ fn init_result(client: &Client) -> Value {
 
 /// One request of the host, relayed: its progress under the host's token,
 /// cancelled with `token`.
-async fn relay(
+pub(super) async fn relay(
     client: &Client,
     method: &str,
     params: Option<Box<RawValue>>,
     token: CancelToken,
     timeout: Duration,
-    tx: &mpsc::Sender<Cmd>,
+    progress: impl Fn(Box<RawValue>) + Send + Sync + 'static,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let mut options = CallOptions::new().cancel_token(token).timeout(timeout);
     let progress_token = params
@@ -437,7 +457,6 @@ async fn relay(
         .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
         .and_then(|v| v.get("_meta")?.get("progressToken").cloned());
     if let Some(host_token) = progress_token {
-        let tx = tx.clone();
         options = options.on_progress(move |p| {
             let mut params = json!({"progressToken": host_token, "progress": p.progress});
             if let Some(total) = p.total {
@@ -446,12 +465,9 @@ async fn relay(
             if let Some(message) = &p.message {
                 params["message"] = json!(message);
             }
-            let params = serde_json::value::to_raw_value(&params).ok();
-            // Progress is advice: under pressure one may be dropped.
-            let _ = tx.try_send(Cmd::Notify {
-                method: notifications::PROGRESS.into(),
-                params,
-            });
+            if let Ok(params) = serde_json::value::to_raw_value(&params) {
+                progress(params);
+            }
         });
     }
     let raw = client
@@ -487,7 +503,7 @@ fn handshake_shape(raw: Box<RawValue>) -> Box<RawValue> {
 
 /// The JSON-RPC error the host gets for a failed relay: the target's own
 /// error unchanged, else what happened.
-fn error_object(e: Error) -> ErrorObject {
+pub(super) fn error_object(e: Error) -> ErrorObject {
     match e {
         Error::Request(RequestError::Remote(e)) => e,
         Error::Request(RequestError::Timeout { ms }) => ErrorObject::new(

@@ -1,0 +1,679 @@
+//! `mcpwire bridge --listen ADDR TARGET`: Streamable HTTP at
+//! `http://ADDR/mcp` in front of TARGET, each client session with a target
+//! session of its own (a stdio target: its own process).
+//!
+//! ```text
+//!  POST /mcp  initialize (no session) ─► connect the target ─► JSON + Mcp-Session-Id
+//!             request ─► relayed ─► JSON, or an SSE stream (progress, then the answer)
+//!             notification, response ─► 202
+//!  GET  /mcp  the session's stream: the target's notifications and requests
+//!             (event ids; Last-Event-ID replays what was missed)
+//!  DELETE /mcp  ends the session (the target's closed)
+//!  GET /healthz  ok
+//! ```
+//!
+//! Every `/mcp` request is checked first: `Host` and `Origin` must name
+//! this loopback server when it listens on loopback (DNS rebinding), the
+//! bearer token must match when one is set, `MCP-Protocol-Version` must be
+//! one served, the session must exist (404: the client starts over).
+//! Sessions are bounded (`--max-sessions`) and closed when idle
+//! (`--idle-timeout`); bodies are bounded (16 MiB).
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::{Method, Request, Response, StatusCode};
+use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
+use mcpwire::mcp::methods::{notifications, ServerRequestKind};
+use mcpwire::rpc::{parse_message, Message, ParseError, RequestId};
+use mcpwire::server::ServerSession;
+use mcpwire_tokio::{CancelToken, Client, ErrorObject, Handler};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{connect, init_result, refuse, relay, timeout, Tools};
+use crate::args::{Cli, Fail};
+use crate::target::Target;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_HEADER: &str = "last-event-id";
+/// Largest request body read.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+/// Events of a session's stream kept for a client that reconnects.
+const REPLAY: usize = 256;
+/// Events waiting in one open stream, at most.
+const STREAM_QUEUE: usize = 256;
+
+/// What the server shares between its connections.
+struct Server {
+    cli: Cli,
+    target: Target,
+    tools: Arc<Tools>,
+    bearer: Option<String>,
+    loopback: bool,
+    max_sessions: usize,
+    idle: Duration,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// One client session and its target session.
+struct Session {
+    client: Client,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The GET stream, when one is open.
+    stream: Option<mpsc::Sender<Bytes>>,
+    /// The last events sent on the session's stream (id, SSE text).
+    replay: VecDeque<(u64, Bytes)>,
+    next_event: u64,
+    /// The target's requests sent to the client, by our id.
+    asks: HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>,
+    next_ask: u64,
+    /// The client's requests relayed and not answered.
+    calls: HashMap<RequestId, CancelToken>,
+    last_used: Option<Instant>,
+}
+
+impl Session {
+    /// Sends `message` on the session's stream (kept for a replay; a
+    /// client without a stream gets it when it opens one).
+    fn push(&self, message: &Value) {
+        let mut state = self.state.lock().expect("session lock");
+        state.next_event += 1;
+        let id = state.next_event;
+        let event = Bytes::from(format!("id: {id}\nevent: message\ndata: {message}\n\n"));
+        if state.replay.len() == REPLAY {
+            state.replay.pop_front();
+        }
+        state.replay.push_back((id, event.clone()));
+        if let Some(tx) = &state.stream {
+            if tx.try_send(event).is_err() {
+                // Full or gone: the client reconnects with Last-Event-ID.
+                state.stream = None;
+            }
+        }
+    }
+}
+
+/// Runs the HTTP bridge until Ctrl-C.
+pub(crate) async fn listen(
+    cli: Cli,
+    target: Target,
+    tools: Tools,
+    addr: &str,
+    bearer: Option<String>,
+    max_sessions: usize,
+    idle: Duration,
+) -> Result<u8, Fail> {
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| Fail::usage(format!("--listen {addr}: {e} (e.g. 127.0.0.1:8080)")))?;
+    let loopback = addr.ip().is_loopback();
+    if !loopback && bearer.is_none() {
+        return Err(Fail::usage(
+            "--listen on an address that is not loopback needs --bearer TOKEN",
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Fail {
+            code: 3,
+            message: format!("cannot listen on {addr}: {e}"),
+        })?;
+    let local = listener.local_addr().map_err(|e| Fail {
+        code: 3,
+        message: e.to_string(),
+    })?;
+    // The one line a script waits for (stdout carries nothing else).
+    println!("listening on http://{local}/mcp");
+    let server = Arc::new(Server {
+        cli,
+        target,
+        tools: Arc::new(tools),
+        bearer,
+        loopback,
+        max_sessions,
+        idle,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    tokio::spawn(reap(server.clone()));
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    continue;
+                }
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(handle(&server, req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!("connection: {e}");
+            }
+        });
+    }
+    let sessions: Vec<_> = server.sessions.lock().expect("lock").drain().collect();
+    for (_, s) in sessions {
+        let _ = s.client.clone().close_timeout(Duration::from_secs(5)).await;
+    }
+    Err(Fail {
+        code: 130,
+        message: "interrupted".into(),
+    })
+}
+
+/// Closes the sessions idle for longer than the limit.
+async fn reap(server: Arc<Server>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1).min(server.idle)).await;
+        let now = Instant::now();
+        let idle: Vec<(String, Arc<Session>)> = {
+            let mut sessions = server.sessions.lock().expect("lock");
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| {
+                    let st = s.state.lock().expect("lock");
+                    st.calls.is_empty()
+                        && st.stream.as_ref().is_none_or(mpsc::Sender::is_closed)
+                        && st
+                            .last_used
+                            .is_some_and(|t| now.duration_since(t) >= server.idle)
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| sessions.remove_entry(&id))
+                .collect()
+        };
+        for (id, s) in idle {
+            tracing::debug!("session {id} idle: closed");
+            let _ = s.client.clone().close_timeout(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_str(content_type).expect("a header value"),
+    );
+    r
+}
+
+/// An HTTP error with a JSON-RPC error body (`id` null), as the spec's
+/// examples answer refused requests.
+fn refused(status: StatusCode, message: &str) -> Response<Body> {
+    let body = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":message}});
+    full(status, "application/json", body.to_string())
+}
+
+fn json_response(message: &Value) -> Response<Body> {
+    full(StatusCode::OK, "application/json", message.to_string())
+}
+
+fn header(req: &Request<Incoming>, name: impl hyper::header::AsHeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether a `Host` or `Origin` names this loopback server.
+fn is_local(authority: &str) -> bool {
+    let host = authority
+        .strip_prefix("http://")
+        .or_else(|| authority.strip_prefix("https://"))
+        .unwrap_or(authority);
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+}
+
+async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_owned();
+    if path == "/healthz" && req.method() == Method::GET {
+        return full(StatusCode::OK, "text/plain", "ok\n");
+    }
+    if path != "/mcp" && path != "/mcp/" {
+        return full(StatusCode::NOT_FOUND, "text/plain", "not found\n");
+    }
+    // DNS rebinding: a page elsewhere must not reach a loopback server.
+    if server.loopback {
+        if header(&req, HOST).is_some_and(|h| !is_local(h)) {
+            return refused(StatusCode::FORBIDDEN, "Host is not this loopback server");
+        }
+        if header(&req, ORIGIN).is_some_and(|o| !is_local(o)) {
+            return refused(StatusCode::FORBIDDEN, "Origin is not allowed");
+        }
+    }
+    if let Some(token) = &server.bearer {
+        let given = header(&req, AUTHORIZATION).and_then(|a| a.strip_prefix("Bearer "));
+        if given != Some(token.as_str()) {
+            let mut r = refused(StatusCode::UNAUTHORIZED, "a bearer token is needed");
+            r.headers_mut()
+                .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    }
+    if let Some(v) = header(&req, VERSION_HEADER) {
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                &format!("unsupported MCP-Protocol-Version: {v}"),
+            );
+        }
+    }
+    let session = match header(&req, SESSION_HEADER) {
+        None => None,
+        Some(id) => match server.sessions.lock().expect("lock").get(id) {
+            Some(s) => Some(s.clone()),
+            None => return refused(StatusCode::NOT_FOUND, "no such session (start over)"),
+        },
+    };
+    if let Some(s) = &session {
+        s.state.lock().expect("lock").last_used = Some(Instant::now());
+    }
+    match *req.method() {
+        Method::POST => post(server, session, req).await,
+        Method::GET => match session {
+            Some(s) => get(&s, &req),
+            None => refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+        },
+        Method::DELETE => match session {
+            Some(s) => {
+                let id = header(&req, SESSION_HEADER).unwrap_or_default().to_owned();
+                server.sessions.lock().expect("lock").remove(&id);
+                let _ = s.client.clone().close_timeout(Duration::from_secs(5)).await;
+                full(StatusCode::OK, "text/plain", "")
+            }
+            None => refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+        },
+        _ => {
+            let mut r = full(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "");
+            r.headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, POST, DELETE"));
+            r
+        }
+    }
+}
+
+/// The session's stream: what the target sends unasked.
+fn get(session: &Arc<Session>, req: &Request<Incoming>) -> Response<Body> {
+    if !header(req, ACCEPT).is_some_and(|a| a.contains("text/event-stream")) {
+        return refused(
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include text/event-stream",
+        );
+    }
+    let last: Option<u64> = header(req, LAST_EVENT_HEADER).and_then(|v| v.parse().ok());
+    let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+    {
+        let mut state = session.state.lock().expect("lock");
+        if state.stream.as_ref().is_some_and(|s| !s.is_closed()) && last.is_none() {
+            return refused(StatusCode::CONFLICT, "a stream is open for this session");
+        }
+        // Replayed: what came after the client's last event (everything
+        // kept, for a first stream: what came before it opened).
+        for (id, event) in &state.replay {
+            if last.is_none_or(|l| *id > l) {
+                let _ = tx.try_send(event.clone());
+            }
+        }
+        state.stream = Some(tx);
+    }
+    sse(rx)
+}
+
+fn sse(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+    let mut r = Response::new(SseBody { rx }.boxed());
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r.headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// An SSE body fed by a channel; it ends when every sender is gone.
+struct SseBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|event| event.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+async fn post(
+    server: &Arc<Server>,
+    session: Option<Arc<Session>>,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let wants_sse = header(&req, ACCEPT).is_some_and(|a| a.contains("text/event-stream"));
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return refused(StatusCode::PAYLOAD_TOO_LARGE, &format!("body: {e}")),
+    };
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return parse_error("the body is not UTF-8");
+    };
+    let message = match parse_message(text) {
+        Ok(m) => m,
+        Err(ParseError::Malformed(why)) => return parse_error(&why),
+        Err(ParseError::Invalid(invalid)) => {
+            let error = json!({"jsonrpc":"2.0","id":invalid.reply_to,"error":{"code":-32600,"message":invalid.reason.as_str()}});
+            return full(
+                StatusCode::BAD_REQUEST,
+                "application/json",
+                error.to_string(),
+            );
+        }
+    };
+    match (message, session) {
+        (Message::Request { id, method, params }, None) => {
+            if method != mcpwire::mcp::methods::MethodId::Initialize.name() {
+                return refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
+            }
+            let params: Value = params
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .unwrap_or(Value::Null);
+            initialize(server, id, params).await
+        }
+        (Message::Request { id, method, params }, Some(s)) => {
+            request(
+                server,
+                &s,
+                id,
+                &method,
+                params.map(RawValue::to_owned),
+                wants_sse,
+            )
+            .await
+        }
+        (Message::Notification { method, params }, Some(s)) => {
+            notification(&s, &method, params.map(RawValue::to_owned));
+            full(StatusCode::ACCEPTED, "text/plain", "")
+        }
+        (Message::Response { id, outcome }, Some(s)) => {
+            let reply = match id {
+                RequestId::Number(n) => u64::try_from(n)
+                    .ok()
+                    .and_then(|n| s.state.lock().expect("lock").asks.remove(&n)),
+                RequestId::String(_) => None,
+            };
+            if let Some(reply) = reply {
+                let answer = outcome.and_then(|raw| {
+                    serde_json::from_str(raw.get())
+                        .map_err(|e| ErrorObject::internal(format!("not JSON: {e}")))
+                });
+                let _ = reply.send(answer);
+            }
+            full(StatusCode::ACCEPTED, "text/plain", "")
+        }
+        (_, None) => refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+    }
+}
+
+fn parse_error(why: &str) -> Response<Body> {
+    let error = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":format!("parse error: {why}")}});
+    full(
+        StatusCode::BAD_REQUEST,
+        "application/json",
+        error.to_string(),
+    )
+}
+
+/// A new session: the target connected for it, declaring the client's
+/// capabilities.
+async fn initialize(server: &Arc<Server>, id: RequestId, params: Value) -> Response<Body> {
+    if server.sessions.lock().expect("lock").len() >= server.max_sessions {
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("{} sessions are open (--max-sessions)", server.max_sessions),
+        );
+    }
+    let requested = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let version = ServerSession::negotiate(requested).to_owned();
+    // The session exists before the target is connected: the target's
+    // first requests (roots/list after initialized) find it.
+    let slot: Arc<Mutex<Option<Arc<Session>>>> = Arc::new(Mutex::new(None));
+    let asker = {
+        let slot = slot.clone();
+        move |kind: ServerRequestKind| ask_client(kind, slot.clone())
+    };
+    let client = match connect(&server.cli, &server.target, &params, asker).await {
+        Ok(c) => c,
+        Err(message) => {
+            tracing::error!("{message}");
+            let error = ErrorObject::internal(message);
+            return json_response(&json!({"jsonrpc":"2.0","id":id,"error":error}));
+        }
+    };
+    let session_id = new_session_id();
+    let session = Arc::new(Session {
+        client: client.clone(),
+        state: Mutex::new(State {
+            last_used: Some(Instant::now()),
+            ..State::default()
+        }),
+    });
+    *slot.lock().expect("lock") = Some(session.clone());
+    forward_notifications(&client, &session);
+    server
+        .sessions
+        .lock()
+        .expect("lock")
+        .insert(session_id.clone(), session);
+    let mut result = init_result(&client);
+    result["protocolVersion"] = Value::String(version);
+    let mut r = json_response(&json!({"jsonrpc":"2.0","id":id,"result":result}));
+    r.headers_mut().insert(
+        SESSION_HEADER,
+        HeaderValue::from_str(&session_id).expect("hex is a header value"),
+    );
+    r
+}
+
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    // The std hasher's random keys: unguessable enough for a local
+    // session id; with --bearer the token guards the server.
+    use std::hash::{BuildHasher, Hasher};
+    for chunk in bytes.chunks_mut(8) {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(Instant::now().elapsed().as_nanos());
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A handler that asks the HTTP client on its session's stream.
+fn ask_client(kind: ServerRequestKind, slot: Arc<Mutex<Option<Arc<Session>>>>) -> Handler {
+    Handler::Async(Arc::new(move |params: Value| {
+        let session = slot.lock().expect("lock").clone();
+        Box::pin(async move {
+            let Some(session) = session else {
+                return Err(ErrorObject::internal(
+                    "the client's session is not open yet",
+                ));
+            };
+            let (reply, answer) = oneshot::channel();
+            let id = {
+                let mut state = session.state.lock().expect("lock");
+                state.next_ask += 1;
+                let id = state.next_ask;
+                state.asks.insert(id, reply);
+                id
+            };
+            let mut message = json!({"jsonrpc":"2.0","id":id,"method":kind.method()});
+            if !params.is_null() {
+                message["params"] = params;
+            }
+            session.push(&message);
+            answer
+                .await
+                .map_err(|_| ErrorObject::internal("the client is gone"))?
+        })
+    }))
+}
+
+/// The target's notifications, on the session's stream.
+fn forward_notifications(client: &Client, session: &Arc<Session>) {
+    let mut notes = client.notifications();
+    let weak = Arc::downgrade(session);
+    tokio::spawn(async move {
+        while let Some(n) = notes.recv().await {
+            let Some(session) = weak.upgrade() else { break };
+            let mut message = json!({"jsonrpc":"2.0","method":n.method()});
+            if let Some(p) = n.params() {
+                message["params"] = serde_json::from_str(p.get()).unwrap_or(Value::Null);
+            }
+            session.push(&message);
+        }
+    });
+}
+
+fn notification(session: &Arc<Session>, method: &str, params: Option<Box<RawValue>>) {
+    if method == notifications::CANCELLED {
+        let id = params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|v| serde_json::from_value::<RequestId>(v.get("requestId")?.clone()).ok());
+        if let Some(token) = id.and_then(|id| session.state.lock().expect("lock").calls.remove(&id))
+        {
+            token.cancel();
+        }
+        return;
+    }
+    if method == notifications::INITIALIZED || method == notifications::PROGRESS {
+        return;
+    }
+    let client = session.client.clone();
+    let method = method.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = client.notify_raw(&method, params).await {
+            tracing::debug!("{method} not relayed: {e}");
+        }
+    });
+}
+
+async fn request(
+    server: &Arc<Server>,
+    session: &Arc<Session>,
+    id: RequestId,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    wants_sse: bool,
+) -> Response<Body> {
+    let answer = |outcome: Result<Box<RawValue>, ErrorObject>| match outcome {
+        Ok(raw) => {
+            json!({"jsonrpc":"2.0","id":id,"result":serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null)})
+        }
+        Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
+    };
+    if method == mcpwire::mcp::methods::MethodId::Ping.name() {
+        return json_response(&answer(Ok(
+            RawValue::from_string("{}".into()).expect("JSON")
+        )));
+    }
+    if method == mcpwire::mcp::methods::MethodId::Initialize.name() {
+        let error = ErrorObject::new(-32600, "this session is initialized already");
+        return json_response(&answer(Err(error)));
+    }
+    if let Some(refusal) = refuse(&server.tools, method, params.as_deref()) {
+        return json_response(&answer(Err(refusal)));
+    }
+    let token = CancelToken::new();
+    session
+        .state
+        .lock()
+        .expect("lock")
+        .calls
+        .insert(id.clone(), token.clone());
+    let client = session.client.clone();
+    let tools = server.tools.clone();
+    let limit = timeout(&server.cli);
+    let method = method.to_owned();
+    let relayed = method.clone();
+    let finish = {
+        let session = session.clone();
+        let id = id.clone();
+        move |outcome: Result<Box<RawValue>, ErrorObject>| {
+            session.state.lock().expect("lock").calls.remove(&id);
+            match outcome {
+                Ok(raw) if method == "tools/list" => Ok(tools.filter_list(raw)),
+                other => other,
+            }
+        }
+    };
+    if !wants_sse {
+        let outcome = relay(&client, &relayed, params, token, limit, |_| {}).await;
+        return json_response(&answer(finish(outcome)));
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
+    let event = |message: &Value| Bytes::from(format!("event: message\ndata: {message}\n\n"));
+    let progress = {
+        let tx = tx.clone();
+        move |params: Box<RawValue>| {
+            let note = json!({"jsonrpc":"2.0","method":notifications::PROGRESS,
+                "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+            let _ = tx.try_send(event(&note));
+        }
+    };
+    let final_message = {
+        let id = id.clone();
+        move |outcome: Result<Box<RawValue>, ErrorObject>| match outcome {
+            Ok(raw) => {
+                json!({"jsonrpc":"2.0","id":id,"result":serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null)})
+            }
+            Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
+        }
+    };
+    tokio::spawn(async move {
+        let outcome = relay(&client, &relayed, params, token, limit, progress).await;
+        let message = final_message(finish(outcome));
+        let _ = tx.send(event(&message)).await;
+    });
+    sse(rx)
+}
