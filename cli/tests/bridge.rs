@@ -535,3 +535,176 @@ fn bridge_listen_needs_a_bearer_off_loopback_and_checks_it() {
     let right = [post[0], post[1], ("authorization", "Bearer s3cret")];
     assert_eq!(l.http("POST", "/mcp", &right, INIT).0, 200);
 }
+
+fn python() -> PathBuf {
+    let python = std::env::var_os("MCPWIRE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps/venv/bin/python"));
+    assert!(
+        python.is_file(),
+        "the Python venv with `mcp` is not at {}: run `scripts/test` (it installs it) or set MCPWIRE_PYTHON",
+        python.display()
+    );
+    python
+}
+
+/// Runs the Python SDK host with `spec`; what it printed.
+fn py_host(spec: Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bridge/host.py");
+    let out = Command::new(python())
+        .arg(script)
+        .arg(spec.to_string())
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+fn python_steps() -> Value {
+    json!([
+        {"call": "echo", "args": {"message": "python host"}},
+        {"call": "add", "args": {"a": 1, "b": 2}},
+        {"call": "ask", "args": {"method": "roots/list"}},
+        {"call": "slow", "args": {"ms": 200, "steps": 4}, "progress": true},
+    ])
+}
+
+fn check_python(out: &Value) {
+    let steps = &out["steps"];
+    assert!(
+        !out["tools"].as_array().unwrap().contains(&json!("add")),
+        "{out}"
+    );
+    assert_eq!(
+        steps[0]["result"]["content"][0]["text"], "Echo: python host",
+        "{out}"
+    );
+    assert_eq!(steps[1]["error"]["code"], -32602, "{out}");
+    let asked = steps[2]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(asked.contains("file:///tmp/bridge-root"), "{out}");
+    assert!(steps[3]["progress"].as_u64().unwrap() >= 1, "{out}");
+}
+
+#[test]
+fn the_python_client_through_the_bridge_over_stdio_and_http() {
+    let server = test_server();
+    let mut spec = bridged(&["--deny-tool", "add", "--", &server]);
+    spec["steps"] = python_steps();
+    check_python(&py_host(spec));
+    let l = Listener::start(&["--deny-tool", "add", "--", &server], &marker("py-listen"));
+    check_python(&py_host(json!({"url": l.url, "steps": python_steps()})));
+}
+
+#[test]
+fn server_everything_behind_the_bridge() {
+    let modules = node_modules();
+    let entry = modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::env::var("MCPWIRE_NODE").unwrap_or_else(|_| "node".into());
+    let entry = entry.to_string_lossy();
+    let mut spec = bridged(&["--", &node, &entry, "stdio"]);
+    spec["steps"] = json!([{"call": "echo", "args": {"message": "everything"}}]);
+    let out = ts_host(spec);
+    assert!(
+        out["tools"].as_array().unwrap().contains(&json!("get-sum")),
+        "{out}"
+    );
+    let text = out["steps"][0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("everything"), "{out}");
+}
+
+#[test]
+fn a_lost_session_and_a_64_mib_line_reach_the_host_as_answers() {
+    // The HTTP target ends its session after 2 requests: the bridge's
+    // client starts a new one, and the host sees nothing of it.
+    let server = http_server(&["--expire-after", "2"]);
+    let mut b = Raw::start(&["--url", &server.url], &marker("expire"));
+    b.initialize();
+    for id in 1..=5 {
+        b.call(id, "echo", json!({"message": format!("call {id}")}));
+        let v = b.answer(id, Duration::from_secs(30));
+        assert_eq!(
+            v["result"]["content"][0]["text"],
+            format!("Echo: call {id}"),
+            "{v}"
+        );
+    }
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+    // A stdio target writes a 64 MiB line (over the client's limit): an
+    // error for that call, and the bridge goes on.
+    let server = test_server();
+    let mut b = Raw::start(&["--", &server], &marker("bigline"));
+    b.initialize();
+    b.call(1, "big", json!({"bytes": 64 << 20}));
+    let v = b.answer(1, Duration::from_secs(60));
+    assert!(
+        v["error"]["code"].is_i64(),
+        "{}",
+        &v.to_string()[..200.min(v.to_string().len())]
+    );
+    b.call(2, "echo", json!({"message": "after"}));
+    let v = b.answer(2, Duration::from_secs(30));
+    assert_eq!(v["result"]["content"][0]["text"], "Echo: after", "{v}");
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn a_host_config_entry_running_the_bridge_is_listed_by_servers() {
+    let server = http_server(&[]);
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("mcp.json");
+    let entry = json!({"mcpServers": {"remote": {"command": BIN, "args": ["bridge", "--url", server.url]}}});
+    std::fs::write(&cfg, entry.to_string()).unwrap();
+    let o = Command::new(BIN)
+        .args(["servers", "--config", cfg.to_str().unwrap(), "--json"])
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("HOME", &dir)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{}{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let listing: Value = serde_json::from_str(&stdout).unwrap();
+    let remote = listing
+        .as_array()
+        .or_else(|| listing["servers"].as_array())
+        .and_then(|a| a.iter().find(|s| s["name"] == "remote"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert_eq!(remote["status"], "connected", "{remote}");
+    assert!(remote["tools"].as_u64().unwrap() >= 5, "{remote}");
+    // And a call through it.
+    let o = Command::new(BIN)
+        .args([
+            "call",
+            "echo",
+            "message=via the config",
+            "--server",
+            "remote",
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .env("HOME", &dir)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("via the config"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
