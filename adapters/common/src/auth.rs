@@ -369,7 +369,7 @@ impl TokenSource {
     /// The source as the core's [`CredentialSource`].
     pub fn reader(&self) -> CredentialSource {
         let me = self.clone();
-        Arc::new(move || me.read())
+        Arc::new(move || me.read().map_err(Into::into))
     }
 }
 
@@ -801,7 +801,7 @@ mod tests {
         std::fs::write(&path, "second.jwt").unwrap();
         assert_eq!(read().unwrap(), "second.jwt");
         std::fs::write(&path, vec![b'a'; MAX_CREDENTIAL + 1]).unwrap();
-        assert!(read().unwrap_err().contains("bytes"));
+        assert!(read().unwrap_err().to_string().contains("bytes"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(TokenSource::File(dir.join("missing")).read().is_err());
         // A command's stdout; a failing command is an error.
