@@ -293,7 +293,7 @@ impl Shared {
                             }
                         });
                     if let Err(e) = spawned {
-                        state.session.authorization(now, Err(e));
+                        state.session.authorization(now, Err(e.into()));
                     }
                 }
                 Effect::LockTokens { store, endpoint } => {

@@ -619,7 +619,7 @@ impl<R: Runtime> State<R> {
                         }
                     });
                     if let Err(e) = spawned {
-                        self.session.authorization(Instant::now(), Err(e));
+                        self.session.authorization(Instant::now(), Err(e.into()));
                     }
                 }
                 Effect::LockTokens { store, endpoint } => {

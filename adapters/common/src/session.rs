@@ -39,7 +39,7 @@ use mcpwire::transport::stdio::Signal;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::auth::{Locked, RedirectHandler, StoreLock, TokenStore};
+use crate::auth::{AuthorizeError, Locked, RedirectHandler, StoreLock, TokenStore};
 use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
 use crate::options::ProgressFn;
 use crate::sync::Broadcast;
@@ -507,10 +507,10 @@ impl Session {
 
     /// Where the user agent ended after [`Effect::Authorize`] (the URL it
     /// reached), or why it could not.
-    pub fn authorization(&mut self, now: Instant, result: Result<String, String>) {
+    pub fn authorization(&mut self, now: Instant, result: Result<String, AuthorizeError>) {
         match result {
             Ok(callback) => self.conn.authorization_response(now, &callback),
-            Err(reason) => self.conn.authorization_failed(now, &reason),
+            Err(reason) => self.conn.authorization_failed(now, &reason.to_string()),
         }
         self.pump(now);
     }

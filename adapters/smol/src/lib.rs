@@ -64,8 +64,8 @@ pub use mcpwire_adapter::{
     ServerConfig, ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    StoreLock, TokenSource, TokenStore,
+    AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
+    RedirectHandler, StoreError, StoreLock, TokenSource, TokenSourceError, TokenStore,
 };
 pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::Stream;
