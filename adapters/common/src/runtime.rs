@@ -76,8 +76,10 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// Runs `task` to completion in the background (detached). Fails,
     /// dropping `task`, when there is nowhere to run it (e.g. tokio called
-    /// outside a runtime); the error says why.
-    fn spawn(task: BoxFuture<()>) -> Result<(), String>;
+    /// outside a runtime); the error says why
+    /// ([`SpawnError::runtime`], or [`SpawnError::Thread`] for a runtime
+    /// of threads).
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError>;
 
     /// Resolves at `deadline` (at once if it has passed).
     fn sleep_until(deadline: Instant) -> BoxFuture<()>;

@@ -235,7 +235,7 @@ struct Slot {
 enum Handshake {
     Connecting(Vec<Waker>),
     Done,
-    Failed(String),
+    Failed(CloseReason),
 }
 
 /// The session: see the [module docs](self).
@@ -402,7 +402,7 @@ impl Session {
 
     /// Ready once the handshake is done; the reason if the connection
     /// ended first.
-    pub fn poll_ready(&mut self, waker: &Waker) -> Poll<Result<(), String>> {
+    pub fn poll_ready(&mut self, waker: &Waker) -> Poll<Result<(), CloseReason>> {
         match &mut self.ready {
             Handshake::Done => Poll::Ready(Ok(())),
             Handshake::Failed(reason) => Poll::Ready(Err(reason.clone())),
@@ -685,7 +685,7 @@ impl Session {
         let _ = self.info.closed.set(text.clone());
         self.notifications.close();
         if let Handshake::Connecting(waiters) =
-            std::mem::replace(&mut self.ready, Handshake::Failed(text.clone()))
+            std::mem::replace(&mut self.ready, Handshake::Failed(reason))
         {
             waiters.into_iter().for_each(Waker::wake);
         }

@@ -61,7 +61,7 @@ pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
     Handler, Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime,
-    ServerConfig, ServerNotification, Stats,
+    ServerConfig, ServerNotification, SpawnError, Stats,
 };
 pub use mcpwire_adapter::{
     AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
@@ -87,7 +87,7 @@ impl Runtime for Smol {
     type Tcp = smol::net::TcpStream;
     type Stream = Stream;
 
-    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError> {
         smol::spawn(task).detach();
         Ok(())
     }

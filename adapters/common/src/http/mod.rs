@@ -167,7 +167,7 @@ impl<R: Runtime> HttpClient<R> {
             Err(why) => {
                 let _ = events.try_send(OwnedInput::HttpFailed {
                     exchange: id,
-                    error: why,
+                    error: why.to_string(),
                 });
                 ExchangeHandle { task: None }
             }
