@@ -970,6 +970,68 @@ mod tests {
         assert_eq!(TokenSource::Value(" v ".into()).read().unwrap(), "v");
     }
 
+    /// The typed errors say what the strings said.
+    #[test]
+    fn error_texts_are_unchanged() {
+        let text = |e: TokenSourceError| e.to_string();
+        assert_eq!(
+            text(TokenSource::parse("nope:x").unwrap_err()),
+            "\"nope:x\": expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN"
+        );
+        assert_eq!(
+            text(TokenSource::parse("file:").unwrap_err()),
+            "\"file:\": nothing after file:"
+        );
+        assert_eq!(
+            text(TokenSource::Command(Vec::new()).read().unwrap_err()),
+            "an empty command"
+        );
+        assert!(text(
+            TokenSource::Env("MCPWIRE_SURELY_UNSET_VARIABLE".into())
+                .read()
+                .unwrap_err()
+        )
+        .starts_with("environment variable MCPWIRE_SURELY_UNSET_VARIABLE: "));
+        #[cfg(unix)]
+        {
+            let failing = TokenSource::Command(vec![
+                "sh".into(),
+                "-c".into(),
+                "echo '  no token  ' >&2; exit 3".into(),
+            ]);
+            assert_eq!(
+                text(failing.read().unwrap_err()),
+                "sh failed (exit status: 3): no token"
+            );
+            let silent = TokenSource::Command(vec!["sh".into(), "-c".into(), "exit 3".into()]);
+            assert_eq!(
+                text(silent.read().unwrap_err()),
+                "sh failed (exit status: 3)"
+            );
+        }
+        let handler = FnRedirect::new("http://127.0.0.1/callback", |_: &str| {
+            Err("log in first".into())
+        });
+        assert_eq!(
+            handler
+                .authorize("https://as.example/a")
+                .unwrap_err()
+                .to_string(),
+            "log in first"
+        );
+        let e = std::io::Error::other("boom");
+        assert_eq!(
+            AuthorizeError::from(SpawnError::Thread(e)).to_string(),
+            "cannot start a thread: boom"
+        );
+        let e = StoreError::Lock {
+            path: "/x/tokens.json.lock".into(),
+            source: std::io::Error::other("busy"),
+        };
+        assert_eq!(e.to_string(), "/x/tokens.json.lock: busy");
+        assert_eq!(StoreError::other("db down").to_string(), "db down");
+    }
+
     fn state(resource: &str, token: &str) -> AuthState {
         AuthState {
             resource: resource.into(),

@@ -450,6 +450,25 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Params that do not parse: an `InvalidParams` naming the method,
+    /// which is the -32602 the server gets.
+    #[test]
+    fn params_that_do_not_parse_are_invalid_params() {
+        let e = ElicitRequest::from_params(json!({"mode": "url"})).unwrap_err();
+        assert_eq!(e.kind, ServerRequestKind::Elicit);
+        let text = e.to_string();
+        assert!(
+            text.starts_with("invalid elicitation/create params: "),
+            "{text}"
+        );
+        let object = crate::rpc::ErrorObject::from(e);
+        assert_eq!((object.code, object.message), (-32602, text));
+        let e = CreateMessageRequest::from_params(json!([])).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("invalid sampling/createMessage params: "));
+    }
+
     #[test]
     fn elicitation_modes_round_trip() {
         let form = ElicitRequest::parse(
