@@ -526,7 +526,10 @@ fn with_store(auth: AuthOptions, store: impl TokenStore) -> AuthOptions {
         fn load(&self, endpoint: &str) -> Option<mcpwire_tokio::auth::AuthState> {
             self.0.load(endpoint)
         }
-        fn save(&self, state: &mcpwire_tokio::auth::AuthState) -> Result<(), String> {
+        fn save(
+            &self,
+            state: &mcpwire_tokio::auth::AuthState,
+        ) -> Result<(), mcpwire_tokio::auth::StoreError> {
             self.0.save(state)
         }
     }
@@ -548,7 +551,7 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
         AuthOptions::new(redirect)
     } else {
         AuthOptions::new(FnRedirect::new("http://127.0.0.1/callback", |_: &str| {
-            Err("log in first with --login".to_string())
+            Err("log in first with --login".into())
         }))
         .interactive(false)
     };
@@ -570,7 +573,8 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
         if cli.client_id.is_none() {
             return Err(Fail::usage("--workload-identity needs --client-id"));
         }
-        auth = auth.workload_identity(TokenSource::parse(spec).map_err(Fail::usage)?);
+        auth = auth
+            .workload_identity(TokenSource::parse(spec).map_err(|e| Fail::usage(e.to_string()))?);
     }
     match (&cli.idp_id_token, &cli.idp_token_endpoint) {
         (Some(spec), Some(endpoint)) => {
@@ -587,7 +591,10 @@ pub(crate) fn auth_options(cli: &Cli) -> Result<AuthOptions, Fail> {
                 client_id: cli.idp_client_id.clone().unwrap_or_default(),
                 client_secret: cli.idp_client_secret.clone(),
             };
-            auth = auth.enterprise(idp, TokenSource::parse(spec).map_err(Fail::usage)?);
+            auth = auth.enterprise(
+                idp,
+                TokenSource::parse(spec).map_err(|e| Fail::usage(e.to_string()))?,
+            );
         }
         (None, None) => {}
         _ => {

@@ -88,7 +88,7 @@ impl Client {
         let deadline = Instant::now() + connect_timeout;
         match shared.wait(Wait::Ready, Vec::new(), None, Some(deadline)) {
             Some(WaitOutcome::Ready(Ok(()))) => Ok(client),
-            Some(WaitOutcome::Ready(Err(reason))) => Err(Error::Connect(reason)),
+            Some(WaitOutcome::Ready(Err(reason))) => Err(Error::Connect(reason.to_string())),
             // Dropping `client` closes the connection (and the child).
             _ => Err(Error::Connect(format!(
                 "no initialize result within {}ms",

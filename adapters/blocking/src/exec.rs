@@ -32,7 +32,7 @@ use std::task::Poll;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use mcpwire::connection::Input;
+use mcpwire::connection::{CloseReason, Input};
 use mcpwire::transport::stdio::ExitStatus;
 use mcpwire_adapter::session::{Effect, Info, Outcome, Session};
 use mcpwire_adapter::wait::thread_waker;
@@ -293,7 +293,7 @@ impl Shared {
                             }
                         });
                     if let Err(e) = spawned {
-                        state.session.authorization(now, Err(e));
+                        state.session.authorization(now, Err(e.into()));
                     }
                 }
                 Effect::LockTokens { store, endpoint } => {
@@ -616,6 +616,6 @@ impl State {
 /// What a wait ended with.
 pub(crate) enum WaitOutcome {
     Call(Outcome),
-    Ready(Result<(), String>),
+    Ready(Result<(), CloseReason>),
     Closed,
 }

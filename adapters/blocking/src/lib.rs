@@ -78,8 +78,8 @@ pub use mcpwire_adapter::{
     ServerNotification, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    StoreLock, TokenSource, TokenStore,
+    AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
+    RedirectHandler, StoreError, StoreLock, TokenSource, TokenSourceError, TokenStore,
 };
 pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 

@@ -254,7 +254,7 @@ fn clients_sharing_a_token_file_refresh_once() {
     let connect = |url: String, path: std::path::PathBuf| {
         let auth = mcpwire_blocking::AuthOptions::new(mcpwire_blocking::auth::FnRedirect::new(
             "http://127.0.0.1:9/callback",
-            |url: &str| mcpwire_tests::oauth::fetch_redirect(url),
+            |url: &str| mcpwire_tests::oauth::fetch_redirect(url).map_err(Into::into),
         ))
         .store(mcpwire_blocking::FileStore::new(path));
         Client::connect_with(

@@ -27,12 +27,89 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::files::{remove_stale_temporaries, write_atomic, LockFile};
+use crate::runtime::SpawnError;
 use mcpwire::auth::resource_covers;
 pub use mcpwire::auth::{
-    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, ClientCredentials,
-    CredentialSource, DpopKey, EnterpriseIdp, Grant, TokenAuthMethod, Tokens, WallClock,
+    AssertionClaims, AssertionSigner, AuthConfig, AuthError, AuthState, BoxError,
+    ClientCredentials, CredentialSource, DpopKey, EnterpriseIdp, Grant, TokenAuthMethod, Tokens,
+    WallClock,
 };
 use mcpwire::exchange::HttpUrl;
+
+/// Why the user agent did not come back from an authorization URL
+/// ([`RedirectHandler::authorize`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthorizeError {
+    /// No redirect arrived in time ([`LoopbackRedirect::timeout`]).
+    #[error("no redirect to {redirect_uri} within {} s", timeout.as_secs())]
+    Timeout {
+        /// Where it was awaited.
+        redirect_uri: String,
+        /// How long.
+        timeout: Duration,
+    },
+    /// The loopback listener failed.
+    #[error("redirect listener: {0}")]
+    Listener(#[source] io::Error),
+    /// The handler's thread could not be started
+    /// ([`authorize_on_thread`]).
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// An application's handler failed ([`FnRedirect`], or any
+    /// [`RedirectHandler`]): its error, as it says.
+    #[error(transparent)]
+    Other(BoxError),
+}
+
+impl AuthorizeError {
+    /// An application handler's error (`AuthorizeError::other("the user
+    /// closed the window")`).
+    pub fn other(error: impl Into<BoxError>) -> Self {
+        AuthorizeError::Other(error.into())
+    }
+}
+
+/// Why a token store could not save a state or take its lock
+/// ([`TokenStore::save`], [`TokenStore::lock`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store's file could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The store's lock file could not be opened or locked.
+    #[error("{}: {source}", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The state could not be encoded as JSON.
+    #[error("encoding tokens: {0}")]
+    Format(#[source] serde_json::Error),
+    /// The OS credential store failed (the `keychain` feature's
+    /// `KeychainStore`): the `keyring` crate's error.
+    #[error("the OS credential store: {0}")]
+    Keychain(#[source] BoxError),
+    /// An application's store failed: its error, as it says.
+    #[error(transparent)]
+    Other(BoxError),
+}
+
+impl StoreError {
+    /// An application store's error (`StoreError::other("database is
+    /// down")`).
+    pub fn other(error: impl Into<BoxError>) -> Self {
+        StoreError::Other(error.into())
+    }
+}
 
 /// Sends the user agent to an authorization URL and brings back where the
 /// authorization server redirected it.
@@ -44,7 +121,7 @@ pub trait RedirectHandler: Send + Sync {
     /// Sends the user to `url` and blocks until the redirect arrives;
     /// returns the URL it reached (with `code` and `state`, or `error`).
     /// Runs on a thread of its own.
-    fn authorize(&self, url: &str) -> Result<String, String>;
+    fn authorize(&self, url: &str) -> Result<String, AuthorizeError>;
 }
 
 /// Runs `handler.authorize(url)` on a thread of its own (it blocks until
@@ -53,13 +130,13 @@ pub trait RedirectHandler: Send + Sync {
 pub fn authorize_on_thread(
     handler: Arc<dyn RedirectHandler>,
     url: String,
-    deliver: impl FnOnce(Result<String, String>) + Send + 'static,
-) -> Result<(), String> {
+    deliver: impl FnOnce(Result<String, AuthorizeError>) + Send + 'static,
+) -> Result<(), SpawnError> {
     std::thread::Builder::new()
         .name("mcpwire-authorize".into())
         .spawn(move || deliver(handler.authorize(&url)))
         .map(|_| ())
-        .map_err(|e| format!("cannot start a thread: {e}"))
+        .map_err(SpawnError::Thread)
 }
 
 /// Keeps authorization state between connections (and runs).
@@ -67,14 +144,14 @@ pub trait TokenStore: Send + Sync + 'static {
     /// The state saved for the MCP endpoint `endpoint`, if any.
     fn load(&self, endpoint: &str) -> Option<AuthState>;
     /// Saves `state` (replacing the one for the same issuer and resource).
-    fn save(&self, state: &AuthState) -> Result<(), String>;
+    fn save(&self, state: &AuthState) -> Result<(), StoreError>;
     /// Takes the store's lock for a refresh: the state is read and the
     /// refreshed one saved through the [`StoreLock`], and nobody else (no
     /// other connection, no other process sharing the store) takes the
     /// lock until it is dropped. Blocks while another holds it; a holder
     /// that died must not block it. The default has no lock (a store only
     /// this connection uses).
-    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, StoreError> {
         Ok(Box::new(Unlocked(self)))
     }
 }
@@ -85,7 +162,7 @@ pub trait StoreLock: Send {
     /// The state saved for the MCP endpoint `endpoint`, read now.
     fn load(&self, endpoint: &str) -> Option<AuthState>;
     /// Saves `state` under the lock.
-    fn save(&self, state: &AuthState) -> Result<(), String>;
+    fn save(&self, state: &AuthState) -> Result<(), StoreError>;
 }
 
 /// The default "lock" of a store: none.
@@ -96,7 +173,7 @@ impl<S: TokenStore + ?Sized> StoreLock for Unlocked<S> {
         self.0.load(endpoint)
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         self.0.save(state)
     }
 }
@@ -114,7 +191,7 @@ pub fn lock_on_thread(
     store: Arc<dyn TokenStore>,
     endpoint: String,
     deliver: impl FnOnce(Locked) + Send + 'static,
-) -> Result<(), String> {
+) -> Result<(), SpawnError> {
     std::thread::Builder::new()
         .name("mcpwire-token-lock".into())
         .spawn(move || {
@@ -133,7 +210,7 @@ pub fn lock_on_thread(
             deliver(locked)
         })
         .map(|_| ())
-        .map_err(|e| format!("cannot start a thread: {e}"))
+        .map_err(SpawnError::Thread)
 }
 
 /// How a connection authorizes itself: the core's [`AuthConfig`], where
@@ -301,63 +378,136 @@ pub enum TokenSource {
 /// Largest credential a source may give (a JWT is a few KiB).
 const MAX_CREDENTIAL: usize = 64 * 1024;
 
+/// Why a [`TokenSource`] cannot be parsed ([`TokenSource::parse`]) or
+/// read ([`TokenSource::read`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenSourceError {
+    /// The spec names no known kind of source.
+    #[error("{spec:?}: expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN")]
+    Spec {
+        /// The spec.
+        spec: String,
+    },
+    /// The spec has nothing after its kind.
+    #[error("{spec:?}: nothing after {kind}:")]
+    Empty {
+        /// The spec.
+        spec: String,
+        /// Its kind (`file`, `env`, ...).
+        kind: String,
+    },
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The environment variable is not set (or not Unicode).
+    #[error("environment variable {var}: {source}")]
+    Env {
+        /// The variable.
+        var: String,
+        /// Why.
+        source: std::env::VarError,
+    },
+    /// The command is empty.
+    #[error("an empty command")]
+    EmptyCommand,
+    /// The command cannot be started.
+    #[error("{program}: {source}")]
+    Command {
+        /// The program.
+        program: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The command exited unsuccessfully.
+    #[error("{program} failed ({status}){}", if stderr.is_empty() { String::new() } else { format!(": {stderr}") })]
+    CommandFailed {
+        /// The program.
+        program: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// The start of what it wrote on stderr (trimmed, at most 200
+        /// characters; empty if nothing).
+        stderr: String,
+    },
+    /// The credential is too long.
+    #[error("{what}: more than {MAX_CREDENTIAL} bytes")]
+    TooLong {
+        /// The file or the program.
+        what: String,
+    },
+    /// The credential is not UTF-8.
+    #[error("{what}: not UTF-8")]
+    NotUtf8 {
+        /// The file or the program.
+        what: String,
+    },
+}
+
 impl TokenSource {
     /// `file:PATH`, `env:VAR`, `cmd:PROGRAM ARG…` (split on white space),
     /// or `value:TOKEN`.
-    pub fn parse(spec: &str) -> Result<TokenSource, String> {
-        let (kind, rest) = spec.split_once(':').ok_or_else(|| {
-            format!("{spec:?}: expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN")
-        })?;
+    pub fn parse(spec: &str) -> Result<TokenSource, TokenSourceError> {
+        let unknown = || TokenSourceError::Spec {
+            spec: spec.to_owned(),
+        };
+        let (kind, rest) = spec.split_once(':').ok_or_else(unknown)?;
         if rest.is_empty() {
-            return Err(format!("{spec:?}: nothing after {kind}:"));
+            return Err(TokenSourceError::Empty {
+                spec: spec.to_owned(),
+                kind: kind.to_owned(),
+            });
         }
         Ok(match kind {
             "file" => TokenSource::File(PathBuf::from(rest)),
             "env" => TokenSource::Env(rest.to_owned()),
             "cmd" => TokenSource::Command(rest.split_whitespace().map(str::to_owned).collect()),
             "value" => TokenSource::Value(rest.to_owned()),
-            _ => {
-                return Err(format!(
-                    "{spec:?}: expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN"
-                ))
-            }
+            _ => return Err(unknown()),
         })
     }
 
     /// Reads the credential now.
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, TokenSourceError> {
         let text = match self {
             TokenSource::File(path) => {
                 let mut buf = Vec::new();
                 std::fs::File::open(path)
                     .and_then(|f| f.take(MAX_CREDENTIAL as u64 + 1).read_to_end(&mut buf))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|source| TokenSourceError::File {
+                        path: path.clone(),
+                        source,
+                    })?;
                 bytes_to_text(buf, &path.display().to_string())?
             }
             TokenSource::Env(var) => {
-                std::env::var(var).map_err(|e| format!("environment variable {var}: {e}"))?
+                std::env::var(var).map_err(|source| TokenSourceError::Env {
+                    var: var.clone(),
+                    source,
+                })?
             }
             TokenSource::Command(argv) => {
-                let (program, args) = argv
-                    .split_first()
-                    .ok_or_else(|| "an empty command".to_owned())?;
+                let (program, args) = argv.split_first().ok_or(TokenSourceError::EmptyCommand)?;
                 let out = std::process::Command::new(program)
                     .args(args)
                     .stdin(std::process::Stdio::null())
                     .output()
-                    .map_err(|e| format!("{program}: {e}"))?;
+                    .map_err(|source| TokenSourceError::Command {
+                        program: program.clone(),
+                        source,
+                    })?;
                 if !out.status.success() {
                     let err = String::from_utf8_lossy(&out.stderr);
-                    let err = err.trim();
-                    return Err(format!(
-                        "{program} failed ({}){}",
-                        out.status,
-                        if err.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", err.chars().take(200).collect::<String>())
-                        }
-                    ));
+                    return Err(TokenSourceError::CommandFailed {
+                        program: program.clone(),
+                        status: out.status,
+                        stderr: err.trim().chars().take(200).collect(),
+                    });
                 }
                 bytes_to_text(out.stdout, program)?
             }
@@ -369,15 +519,15 @@ impl TokenSource {
     /// The source as the core's [`CredentialSource`].
     pub fn reader(&self) -> CredentialSource {
         let me = self.clone();
-        Arc::new(move || me.read())
+        Arc::new(move || me.read().map_err(Into::into))
     }
 }
 
-fn bytes_to_text(bytes: Vec<u8>, what: &str) -> Result<String, String> {
+fn bytes_to_text(bytes: Vec<u8>, what: &str) -> Result<String, TokenSourceError> {
     if bytes.len() > MAX_CREDENTIAL {
-        return Err(format!("{what}: more than {MAX_CREDENTIAL} bytes"));
+        return Err(TokenSourceError::TooLong { what: what.into() });
     }
-    String::from_utf8(bytes).map_err(|_| format!("{what}: not UTF-8"))
+    String::from_utf8(bytes).map_err(|_| TokenSourceError::NotUtf8 { what: what.into() })
 }
 
 /// Tokens in memory, for the life of the process. Its lock is the
@@ -398,7 +548,7 @@ impl TokenStore for MemoryStore {
         )
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         upsert(
             &mut self.states.lock().unwrap_or_else(|e| e.into_inner()),
             state,
@@ -406,7 +556,7 @@ impl TokenStore for MemoryStore {
         Ok(())
     }
 
-    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, StoreError> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         while *held {
             held = self.released.wait(held).unwrap_or_else(|e| e.into_inner());
@@ -424,7 +574,7 @@ impl StoreLock for MemoryLock {
         self.0.load(endpoint)
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         self.0.save(state)
     }
 }
@@ -480,25 +630,27 @@ impl FileStore {
         self.path.with_file_name(name)
     }
 
-    fn take_lock(&self) -> Result<LockFile, String> {
+    fn take_lock(&self) -> Result<LockFile, StoreError> {
         let path = self.lock_path();
-        LockFile::acquire(&path).map_err(|e| format!("{}: {e}", path.display()))
+        LockFile::acquire(&path).map_err(|source| StoreError::Lock { path, source })
     }
 
     /// Saves `state` into the file; the caller holds the lock.
-    fn write(&self, state: &AuthState) -> Result<(), String> {
+    fn write(&self, state: &AuthState) -> Result<(), StoreError> {
         let mut states = self.read();
         upsert(&mut states, state);
-        let text = serde_json::to_string_pretty(&StoreFile { states })
-            .map_err(|e| format!("encoding tokens: {e}"))?;
+        let text =
+            serde_json::to_string_pretty(&StoreFile { states }).map_err(StoreError::Format)?;
         if let Some(dir) = self.path.parent() {
             // Before 0.1 the store's temporary files were `tokens.tmp<pid>-<n>`.
             if let Some(stem) = self.path.file_stem().and_then(|s| s.to_str()) {
                 remove_stale_temporaries(dir, &format!("{stem}.tmp"));
             }
         }
-        write_atomic(&self.path, text.as_bytes(), true)
-            .map_err(|e| format!("{}: {e}", self.path.display()))
+        write_atomic(&self.path, text.as_bytes(), true).map_err(|source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     fn read(&self) -> Vec<AuthState> {
@@ -525,14 +677,14 @@ impl TokenStore for FileStore {
         find(&self.read(), endpoint)
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         // One read-modify-write at a time, in this process and across
         // processes: none loses another's update.
         let _lock = self.take_lock()?;
         self.write(state)
     }
 
-    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, StoreError> {
         let lock = self.take_lock()?;
         Ok(Box::new(FileLock {
             store: FileStore::clone(&self),
@@ -552,7 +704,7 @@ impl StoreLock for FileLock {
         self.store.load(endpoint)
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         self.store.write(state)
     }
 }
@@ -627,7 +779,7 @@ impl RedirectHandler for LoopbackRedirect {
         format!("http://{}/callback", self.addr)
     }
 
-    fn authorize(&self, url: &str) -> Result<String, String> {
+    fn authorize(&self, url: &str) -> Result<String, AuthorizeError> {
         let listener = self.listener.lock().unwrap_or_else(|e| e.into_inner());
         if self.open_browser {
             if let Err(e) = open_browser(url) {
@@ -656,15 +808,14 @@ impl RedirectHandler for LoopbackRedirect {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
-                        return Err(format!(
-                            "no redirect to {} within {} s",
-                            self.redirect_uri(),
-                            self.timeout.as_secs()
-                        ));
+                        return Err(AuthorizeError::Timeout {
+                            redirect_uri: self.redirect_uri(),
+                            timeout: self.timeout,
+                        });
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
-                Err(e) => return Err(format!("redirect listener: {e}")),
+                Err(e) => return Err(AuthorizeError::Listener(e)),
             }
         }
     }
@@ -737,7 +888,10 @@ fn open_browser(url: &str) -> io::Result<()> {
 }
 
 /// A handler the application writes as a closure (e.g. one that fetches
-/// the URL itself in a test, or asks the user to paste the redirect).
+/// the URL itself in a test, or asks the user to paste the redirect). Its
+/// error is any error ([`BoxError`]; `Err("no redirect".into())` too),
+/// which [`authorize`](RedirectHandler::authorize) hands on as
+/// [`AuthorizeError::Other`].
 pub struct FnRedirect<F> {
     redirect_uri: String,
     f: F,
@@ -745,7 +899,7 @@ pub struct FnRedirect<F> {
 
 impl<F> FnRedirect<F>
 where
-    F: Fn(&str) -> Result<String, String> + Send + Sync,
+    F: Fn(&str) -> Result<String, BoxError> + Send + Sync,
 {
     /// `f` gets the authorization URL and returns the redirect URL.
     pub fn new(redirect_uri: impl Into<String>, f: F) -> Self {
@@ -758,14 +912,14 @@ where
 
 impl<F> RedirectHandler for FnRedirect<F>
 where
-    F: Fn(&str) -> Result<String, String> + Send + Sync,
+    F: Fn(&str) -> Result<String, BoxError> + Send + Sync,
 {
     fn redirect_uri(&self) -> String {
         self.redirect_uri.clone()
     }
 
-    fn authorize(&self, url: &str) -> Result<String, String> {
-        (self.f)(url)
+    fn authorize(&self, url: &str) -> Result<String, AuthorizeError> {
+        (self.f)(url).map_err(AuthorizeError::Other)
     }
 }
 
@@ -801,7 +955,7 @@ mod tests {
         std::fs::write(&path, "second.jwt").unwrap();
         assert_eq!(read().unwrap(), "second.jwt");
         std::fs::write(&path, vec![b'a'; MAX_CREDENTIAL + 1]).unwrap();
-        assert!(read().unwrap_err().contains("bytes"));
+        assert!(read().unwrap_err().to_string().contains("bytes"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(TokenSource::File(dir.join("missing")).read().is_err());
         // A command's stdout; a failing command is an error.
@@ -814,6 +968,68 @@ mod tests {
             .read()
             .is_err());
         assert_eq!(TokenSource::Value(" v ".into()).read().unwrap(), "v");
+    }
+
+    /// The typed errors say what the strings said.
+    #[test]
+    fn error_texts_are_unchanged() {
+        let text = |e: TokenSourceError| e.to_string();
+        assert_eq!(
+            text(TokenSource::parse("nope:x").unwrap_err()),
+            "\"nope:x\": expected file:PATH, env:VAR, cmd:COMMAND or value:TOKEN"
+        );
+        assert_eq!(
+            text(TokenSource::parse("file:").unwrap_err()),
+            "\"file:\": nothing after file:"
+        );
+        assert_eq!(
+            text(TokenSource::Command(Vec::new()).read().unwrap_err()),
+            "an empty command"
+        );
+        assert!(text(
+            TokenSource::Env("MCPWIRE_SURELY_UNSET_VARIABLE".into())
+                .read()
+                .unwrap_err()
+        )
+        .starts_with("environment variable MCPWIRE_SURELY_UNSET_VARIABLE: "));
+        #[cfg(unix)]
+        {
+            let failing = TokenSource::Command(vec![
+                "sh".into(),
+                "-c".into(),
+                "echo '  no token  ' >&2; exit 3".into(),
+            ]);
+            assert_eq!(
+                text(failing.read().unwrap_err()),
+                "sh failed (exit status: 3): no token"
+            );
+            let silent = TokenSource::Command(vec!["sh".into(), "-c".into(), "exit 3".into()]);
+            assert_eq!(
+                text(silent.read().unwrap_err()),
+                "sh failed (exit status: 3)"
+            );
+        }
+        let handler = FnRedirect::new("http://127.0.0.1/callback", |_: &str| {
+            Err("log in first".into())
+        });
+        assert_eq!(
+            handler
+                .authorize("https://as.example/a")
+                .unwrap_err()
+                .to_string(),
+            "log in first"
+        );
+        let e = std::io::Error::other("boom");
+        assert_eq!(
+            AuthorizeError::from(SpawnError::Thread(e)).to_string(),
+            "cannot start a thread: boom"
+        );
+        let e = StoreError::Lock {
+            path: "/x/tokens.json.lock".into(),
+            source: std::io::Error::other("busy"),
+        };
+        assert_eq!(e.to_string(), "/x/tokens.json.lock: busy");
+        assert_eq!(StoreError::other("db down").to_string(), "db down");
     }
 
     fn state(resource: &str, token: &str) -> AuthState {
@@ -1009,6 +1225,7 @@ mod tests {
         assert!(r
             .authorize("https://as.example/authorize")
             .unwrap_err()
+            .to_string()
             .contains("no redirect"));
     }
 }

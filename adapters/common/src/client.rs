@@ -86,7 +86,9 @@ impl<R: Runtime> Client<R> {
         let child = child.map(|c| (c, server.clone()));
         let http = HttpClient::with_network(HttpOptions::default(), prepared.network);
         let shared = Shared::<R>::new(Session::new(conn, prepared.setup), child, http);
-        shared.spawn_driver().map_err(Error::Connect)?;
+        shared
+            .spawn_driver()
+            .map_err(|e| Error::Connect(e.to_string()))?;
         let client = Client {
             handle: Arc::new(Handle {
                 shared: shared.clone(),
@@ -96,7 +98,7 @@ impl<R: Runtime> Client<R> {
         let limit = prepared.connect_timeout;
         match timeout::<R, _>(limit, shared.ready()).await {
             Some(Ok(())) => Ok(client),
-            Some(Err(reason)) => Err(Error::Connect(reason)),
+            Some(Err(reason)) => Err(Error::Connect(reason.to_string())),
             // Dropping `client` closes the connection (and the child).
             None => Err(Error::Connect(format!(
                 "no initialize result within {}ms",

@@ -32,7 +32,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use futures_io::{AsyncRead, AsyncWrite};
-use mcpwire::connection::Input;
+use mcpwire::connection::{CloseReason, Input};
 use mcpwire::exchange::ExchangeId;
 use mcpwire::rpc::RequestId;
 use mcpwire::transport::stdio::ExitStatus;
@@ -40,7 +40,7 @@ use mcpwire::ServerConfig;
 
 use crate::handlers::{BoxFuture, Handler};
 use crate::http::{HttpClient, Inbox};
-use crate::runtime::{Child, Runtime};
+use crate::runtime::{Child, Runtime, SpawnError};
 use crate::session::{Effect, Guard, HoldsSession, Info, Outcome, Session};
 use crate::sync::{lock, spawn_abortable, AbortHandle};
 
@@ -334,7 +334,7 @@ impl<R: Runtime> Shared<R> {
     }
 
     /// Starts the driver task.
-    pub(crate) fn spawn_driver(self: &Arc<Self>) -> Result<(), String> {
+    pub(crate) fn spawn_driver(self: &Arc<Self>) -> Result<(), SpawnError> {
         let shared = self.clone();
         R::spawn(Box::pin(async move {
             poll_fn(|cx| {
@@ -354,7 +354,7 @@ impl<R: Runtime> Shared<R> {
     }
 
     /// Waits until the session is ready (or failed).
-    pub(crate) async fn ready(self: &Arc<Self>) -> Result<(), String> {
+    pub(crate) async fn ready(self: &Arc<Self>) -> Result<(), CloseReason> {
         poll_fn(|cx| {
             let mut state = self.lock();
             self.drive_or_poke(&mut state);
@@ -619,7 +619,7 @@ impl<R: Runtime> State<R> {
                         }
                     });
                     if let Err(e) = spawned {
-                        self.session.authorization(Instant::now(), Err(e));
+                        self.session.authorization(Instant::now(), Err(e.into()));
                     }
                 }
                 Effect::LockTokens { store, endpoint } => {
@@ -665,7 +665,7 @@ impl<R: Runtime> State<R> {
                     Err(why) => self.session.respond(
                         Instant::now(),
                         id,
-                        Err(mcpwire::rpc::ErrorObject::internal(why)),
+                        Err(mcpwire::rpc::ErrorObject::internal(why.to_string())),
                     ),
                 }
             }

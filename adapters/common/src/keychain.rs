@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use mcpwire::exchange::HttpUrl;
 
-use crate::auth::{AuthState, FileStore, StoreLock, TokenStore};
+use crate::auth::{AuthState, FileStore, StoreError, StoreLock, TokenStore};
 use crate::files::LockFile;
 
 /// Tokens in the OS credential store, one entry per resource (service
@@ -65,17 +65,16 @@ impl KeychainStore {
 
     /// Whether the credential store answers: reads an entry that need
     /// not exist (`Err` says why not, e.g. no Secret Service on D-Bus).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), StoreError> {
         let entry = self.entry("mcpwire-check")?;
         match entry.get_password() {
             Ok(_) | Err(keyring::Error::NoEntry) => Ok(()),
-            Err(e) => Err(format!("the OS credential store: {e}")),
+            Err(e) => Err(keychain_error(e)),
         }
     }
 
-    fn entry(&self, account: &str) -> Result<keyring::Entry, String> {
-        keyring::Entry::new(&self.service, account)
-            .map_err(|e| format!("the OS credential store: {e}"))
+    fn entry(&self, account: &str) -> Result<keyring::Entry, StoreError> {
+        keyring::Entry::new(&self.service, account).map_err(keychain_error)
     }
 
     fn read(&self, account: &str) -> Option<AuthState> {
@@ -96,16 +95,24 @@ impl KeychainStore {
         }
     }
 
-    fn write(&self, state: &AuthState) -> Result<(), String> {
-        let text = serde_json::to_string(state).map_err(|e| format!("encoding tokens: {e}"))?;
+    fn write(&self, state: &AuthState) -> Result<(), StoreError> {
+        let text = serde_json::to_string(state).map_err(StoreError::Format)?;
         self.entry(&account(&state.resource))?
             .set_password(&text)
-            .map_err(|e| format!("the OS credential store: {e}"))
+            .map_err(keychain_error)
     }
 
-    fn take_lock(&self) -> Result<LockFile, String> {
-        LockFile::acquire(&self.lock_path).map_err(|e| format!("{}: {e}", self.lock_path.display()))
+    fn take_lock(&self) -> Result<LockFile, StoreError> {
+        LockFile::acquire(&self.lock_path).map_err(|source| StoreError::Lock {
+            path: self.lock_path.clone(),
+            source,
+        })
     }
+}
+
+/// The `keyring` crate's error as the store's.
+fn keychain_error(e: keyring::Error) -> StoreError {
+    StoreError::Keychain(Box::new(e))
 }
 
 impl Default for KeychainStore {
@@ -148,12 +155,12 @@ impl TokenStore for KeychainStore {
         candidates(endpoint).iter().find_map(|a| self.read(a))
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         let _lock = self.take_lock()?;
         self.write(state)
     }
 
-    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, String> {
+    fn lock(self: Arc<Self>) -> Result<Box<dyn StoreLock>, StoreError> {
         let lock = self.take_lock()?;
         Ok(Box::new(KeychainLock {
             store: KeychainStore::clone(&self),
@@ -172,7 +179,7 @@ impl StoreLock for KeychainLock {
         self.store.load(endpoint)
     }
 
-    fn save(&self, state: &AuthState) -> Result<(), String> {
+    fn save(&self, state: &AuthState) -> Result<(), StoreError> {
         self.store.write(state)
     }
 }

@@ -62,8 +62,8 @@ pub mod tls;
 pub mod wait;
 
 pub use auth::{
-    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    StoreLock, TokenSource, TokenStore,
+    AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
+    RedirectHandler, StoreError, StoreLock, TokenSource, TokenSourceError, TokenStore,
 };
 pub use client::Client;
 pub use error::Error;
@@ -78,7 +78,7 @@ pub use options::{Async, Blocking, CallOptions, CancelToken, ProgressFn};
 
 /// How the async clients connect (handlers are `async` closures).
 pub type ConnectOptions = options::ConnectOptions<Async>;
-pub use runtime::Runtime;
+pub use runtime::{Runtime, SpawnError};
 
 pub use mcpwire::config::{ServerConfig, TlsSettings};
 pub use mcpwire::connection::EraFinding;

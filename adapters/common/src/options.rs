@@ -394,11 +394,6 @@ fn declare_typed<F>(
     o
 }
 
-/// -32602 (invalid params) with core's message.
-fn invalid_params(message: String) -> ErrorObject {
-    ErrorObject::new(-32602, message)
-}
-
 fn to_value<T: serde::Serialize>(what: &str, v: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(v).map_err(|e| ErrorObject::internal(format!("{what}: {e}")))
 }
@@ -466,7 +461,7 @@ impl ConnectOptions<Async> {
         let handler = Handler::Async(Arc::new(move |p| {
             let f = f.clone();
             Box::pin(async move {
-                let request = ElicitRequest::from_params(p).map_err(invalid_params)?;
+                let request = ElicitRequest::from_params(p)?;
                 to_value("elicitation result", &f(request).await)
             })
         }));
@@ -489,7 +484,7 @@ impl ConnectOptions<Async> {
         let handler = Handler::Async(Arc::new(move |p| {
             let f = f.clone();
             Box::pin(async move {
-                let request = CreateMessageRequest::from_params(p).map_err(invalid_params)?;
+                let request = CreateMessageRequest::from_params(p)?;
                 to_value("sampling result", &f(request).await?)
             })
         }));
@@ -516,10 +511,7 @@ impl ConnectOptions<Blocking> {
         f: impl Fn(ElicitRequest) -> ElicitResult + Send + Sync + 'static,
     ) -> Self {
         let handler = Handler::Blocking(Arc::new(move |p| {
-            to_value(
-                "elicitation result",
-                &f(ElicitRequest::from_params(p).map_err(invalid_params)?),
-            )
+            to_value("elicitation result", &f(ElicitRequest::from_params(p)?))
         }));
         declare_typed(
             self.handler(ServerRequestKind::Elicit, handler),
@@ -540,7 +532,7 @@ impl ConnectOptions<Blocking> {
         let handler = Handler::Blocking(Arc::new(move |p| {
             to_value(
                 "sampling result",
-                &f(CreateMessageRequest::from_params(p).map_err(invalid_params)?)?,
+                &f(CreateMessageRequest::from_params(p)?)?,
             )
         }));
         self.handler(ServerRequestKind::CreateMessage, handler)

@@ -35,6 +35,27 @@ use mcpwire::config::ServerConfig;
 
 use crate::handlers::BoxFuture;
 
+/// Why a task or a thread could not be started ([`Runtime::spawn`], and
+/// the threads of [`crate::auth`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// A thread could not be started (the OS refused).
+    #[error("cannot start a thread: {0}")]
+    Thread(#[source] io::Error),
+    /// The runtime cannot run the task (e.g. tokio called outside a
+    /// runtime): its reason, as it says.
+    #[error(transparent)]
+    Runtime(mcpwire::auth::BoxError),
+}
+
+impl SpawnError {
+    /// A runtime's reason (`SpawnError::runtime("no tokio runtime")`).
+    pub fn runtime(reason: impl Into<mcpwire::auth::BoxError>) -> Self {
+        SpawnError::Runtime(reason.into())
+    }
+}
+
 /// An async runtime, as the shared client uses it. Implemented by the
 /// adapters (`mcpwire-tokio`, `mcpwire-smol`); a unit type names it, as in
 /// `Client<Tokio>`.
@@ -55,8 +76,10 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// Runs `task` to completion in the background (detached). Fails,
     /// dropping `task`, when there is nowhere to run it (e.g. tokio called
-    /// outside a runtime); the error says why.
-    fn spawn(task: BoxFuture<()>) -> Result<(), String>;
+    /// outside a runtime); the error says why
+    /// ([`SpawnError::runtime`], or [`SpawnError::Thread`] for a runtime
+    /// of threads).
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError>;
 
     /// Resolves at `deadline` (at once if it has passed).
     fn sleep_until(deadline: Instant) -> BoxFuture<()>;

@@ -39,7 +39,7 @@ use mcpwire::transport::stdio::Signal;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::auth::{Locked, RedirectHandler, StoreLock, TokenStore};
+use crate::auth::{AuthorizeError, Locked, RedirectHandler, StoreLock, TokenStore};
 use crate::handlers::{DiagnosticFn, Handler, Handlers, NotificationFn};
 use crate::options::ProgressFn;
 use crate::sync::Broadcast;
@@ -235,7 +235,7 @@ struct Slot {
 enum Handshake {
     Connecting(Vec<Waker>),
     Done,
-    Failed(String),
+    Failed(CloseReason),
 }
 
 /// The session: see the [module docs](self).
@@ -402,7 +402,7 @@ impl Session {
 
     /// Ready once the handshake is done; the reason if the connection
     /// ended first.
-    pub fn poll_ready(&mut self, waker: &Waker) -> Poll<Result<(), String>> {
+    pub fn poll_ready(&mut self, waker: &Waker) -> Poll<Result<(), CloseReason>> {
         match &mut self.ready {
             Handshake::Done => Poll::Ready(Ok(())),
             Handshake::Failed(reason) => Poll::Ready(Err(reason.clone())),
@@ -507,10 +507,10 @@ impl Session {
 
     /// Where the user agent ended after [`Effect::Authorize`] (the URL it
     /// reached), or why it could not.
-    pub fn authorization(&mut self, now: Instant, result: Result<String, String>) {
+    pub fn authorization(&mut self, now: Instant, result: Result<String, AuthorizeError>) {
         match result {
             Ok(callback) => self.conn.authorization_response(now, &callback),
-            Err(reason) => self.conn.authorization_failed(now, &reason),
+            Err(reason) => self.conn.authorization_failed(now, &reason.to_string()),
         }
         self.pump(now);
     }
@@ -685,7 +685,7 @@ impl Session {
         let _ = self.info.closed.set(text.clone());
         self.notifications.close();
         if let Handshake::Connecting(waiters) =
-            std::mem::replace(&mut self.ready, Handshake::Failed(text.clone()))
+            std::mem::replace(&mut self.ready, Handshake::Failed(reason))
         {
             waiters.into_iter().for_each(Waker::wake);
         }

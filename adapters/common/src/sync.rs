@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
 use crate::handlers::BoxFuture;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, SpawnError};
 
 /// Locks, ignoring poisoning (nothing here panics while holding a lock).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -17,7 +17,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Spawns `task` on `R`, abortable through the returned handle; `Err`
 /// (with the task dropped) if `R` cannot spawn.
-pub(crate) fn spawn_abortable<R: Runtime>(task: BoxFuture<()>) -> Result<AbortHandle, String> {
+pub(crate) fn spawn_abortable<R: Runtime>(task: BoxFuture<()>) -> Result<AbortHandle, SpawnError> {
     let slot = Arc::new(Slot {
         state: Mutex::new(SlotState {
             task: Some(task),

@@ -219,11 +219,23 @@ pub fn system_roots() -> &'static SystemRoots {
     imp::system_roots()
 }
 
+/// A host that is neither a DNS name nor an IP address: no server name
+/// to verify ([`server_name`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid server name `{host}`")]
+pub struct InvalidServerName {
+    /// The host.
+    pub host: String,
+}
+
 /// The server name to verify for `host` (a DNS name or an IP address).
 #[cfg(feature = "tls")]
-pub fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, String> {
-    rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|_| format!("invalid server name `{host}`"))
+pub fn server_name(
+    host: &str,
+) -> Result<rustls::pki_types::ServerName<'static>, InvalidServerName> {
+    rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| InvalidServerName {
+        host: host.to_owned(),
+    })
 }
 
 #[cfg(feature = "tls")]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
 use mcpwire_adapter::process::KillOnDrop;
-use mcpwire_adapter::runtime::Child;
+use mcpwire_adapter::runtime::{Child, SpawnError};
 use mcpwire_adapter::{BoxFuture, CallOptions, Client, Runtime, ServerConfig};
 use mcpwire_tests::suite::support::{http_server, server_bin};
 use serde_json::json;
@@ -30,12 +30,12 @@ impl Runtime for Threads {
     type Tcp = Async<TcpStream>;
     type Stream = Async<TcpStream>;
 
-    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError> {
         std::thread::Builder::new()
             .name("threads-runtime-task".into())
             .spawn(move || futures_lite::future::block_on(task))
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(SpawnError::Thread)
     }
 
     fn sleep_until(deadline: Instant) -> BoxFuture<()> {

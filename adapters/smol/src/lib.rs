@@ -61,11 +61,11 @@ pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
     Handler, Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime,
-    ServerConfig, ServerNotification, Stats,
+    ServerConfig, ServerNotification, SpawnError, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    StoreLock, TokenSource, TokenStore,
+    AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
+    RedirectHandler, StoreError, StoreLock, TokenSource, TokenSourceError, TokenStore,
 };
 pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::Stream;
@@ -87,7 +87,7 @@ impl Runtime for Smol {
     type Tcp = smol::net::TcpStream;
     type Stream = Stream;
 
-    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError> {
         smol::spawn(task).detach();
         Ok(())
     }

@@ -105,7 +105,7 @@ fn login_then_the_stored_token_is_used() {
             "http://127.0.0.1:9/callback",
             move |url: &str| {
                 counted.fetch_add(1, Ordering::SeqCst);
-                fetch_redirect(url)
+                fetch_redirect(url).map_err(Into::into)
             },
         ))
         .store(store.clone());
@@ -153,7 +153,7 @@ fn login_then_the_stored_token_is_used() {
             "http://127.0.0.1:9/callback",
             move |url: &str| {
                 counted.fetch_add(1, Ordering::SeqCst);
-                Err(format!("the redirect handler was called for {url}"))
+                Err(format!("the redirect handler was called for {url}").into())
             },
         ))
         .store(store);
@@ -199,10 +199,16 @@ fn connections_sharing_a_store_refresh_once() {
                 fn load(&self, e: &str) -> Option<mcpwire_smol::auth::AuthState> {
                     self.0.load(e)
                 }
-                fn save(&self, s: &mcpwire_smol::auth::AuthState) -> Result<(), String> {
+                fn save(
+                    &self,
+                    s: &mcpwire_smol::auth::AuthState,
+                ) -> Result<(), mcpwire_smol::auth::StoreError> {
                     self.0.save(s)
                 }
-                fn lock(self: Arc<Self>) -> Result<Box<dyn mcpwire_smol::StoreLock>, String> {
+                fn lock(
+                    self: Arc<Self>,
+                ) -> Result<Box<dyn mcpwire_smol::StoreLock>, mcpwire_smol::auth::StoreError>
+                {
                     self.0.clone().lock()
                 }
             }
@@ -211,7 +217,7 @@ fn connections_sharing_a_store_refresh_once() {
                 async move {
                     let auth = AuthOptions::new(FnRedirect::new(
                         "http://127.0.0.1:9/callback",
-                        |url: &str| fetch_redirect(url),
+                        |url: &str| fetch_redirect(url).map_err(Into::into),
                     ))
                     .store(Shared(store));
                     Client::connect_with(

@@ -62,11 +62,11 @@ pub use mcpwire_adapter::{ext, EraFinding, ToolUi, TraceContext, TraceError};
 pub use mcpwire_adapter::{
     methods, BoxFuture, CallError, CallOptions, CancelToken, ConnectOptions, Error, ErrorObject,
     Handler, Notifications, Progress, ProgressFn, RequestError, RequestHandler, Runtime,
-    ServerConfig, ServerNotification, Stats,
+    ServerConfig, ServerNotification, SpawnError, Stats,
 };
 pub use mcpwire_adapter::{
-    AuthOptions, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
-    StoreLock, TokenSource, TokenStore,
+    AuthOptions, AuthorizeError, EnterpriseIdpOptions, FileStore, LoopbackRedirect, MemoryStore,
+    RedirectHandler, StoreError, StoreLock, TokenSource, TokenSourceError, TokenStore,
 };
 pub use mcpwire_adapter::{ProxyEnv, TlsSettings};
 pub use net::{Io, Stream};
@@ -88,9 +88,9 @@ impl Runtime for Tokio {
     type Tcp = Io<tokio::net::TcpStream>;
     type Stream = Io<Stream>;
 
-    fn spawn(task: BoxFuture<()>) -> Result<(), String> {
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| "no tokio runtime".to_owned())?;
+    fn spawn(task: BoxFuture<()>) -> Result<(), SpawnError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| SpawnError::runtime("no tokio runtime"))?;
         runtime.spawn(task);
         Ok(())
     }

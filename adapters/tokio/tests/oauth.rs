@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire_tests::oauth::{fetch_redirect, get_head};
-use mcpwire_tokio::auth::FnRedirect;
+use mcpwire_tokio::auth::{AuthorizeError, FnRedirect};
 use mcpwire_tokio::{
     AuthOptions, Client, ConnectOptions, FileStore, LoopbackRedirect, MemoryStore, RedirectHandler,
     ServerConfig,
@@ -119,7 +119,7 @@ fn approving(calls: &Arc<AtomicUsize>) -> impl RedirectHandler + 'static {
     let calls = calls.clone();
     FnRedirect::new(REDIRECT_URI, move |url: &str| {
         calls.fetch_add(1, Ordering::SeqCst);
-        fetch_redirect(url)
+        fetch_redirect(url).map_err(Into::into)
     })
 }
 
@@ -128,7 +128,7 @@ fn refusing(calls: &Arc<AtomicUsize>) -> impl RedirectHandler + 'static {
     let calls = calls.clone();
     FnRedirect::new(REDIRECT_URI, move |url: &str| {
         calls.fetch_add(1, Ordering::SeqCst);
-        Err(format!("the redirect handler was called for {url}"))
+        Err(format!("the redirect handler was called for {url}").into())
     })
 }
 
@@ -399,7 +399,7 @@ impl RedirectHandler for ScriptedBrowser {
         self.0.redirect_uri()
     }
 
-    fn authorize(&self, url: &str) -> Result<String, String> {
+    fn authorize(&self, url: &str) -> Result<String, AuthorizeError> {
         let target = url.to_owned();
         let browser = std::thread::spawn(move || -> Result<(), String> {
             let location = fetch_redirect(&target)?;
@@ -414,7 +414,8 @@ impl RedirectHandler for ScriptedBrowser {
         let got = self.0.authorize(url);
         browser
             .join()
-            .map_err(|_| "the browser thread panicked".to_owned())??;
+            .map_err(|_| AuthorizeError::other("the browser thread panicked"))?
+            .map_err(AuthorizeError::other)?;
         got
     }
 }

@@ -42,7 +42,7 @@ pub use flow::{AuthAction, AuthFlow, Trigger};
 pub use metadata::{
     resource_covers, resource_metadata_urls, server_metadata_urls, ResourceMetadata, ServerMetadata,
 };
-pub use wire::{base64url, pkce_challenge, Secrets};
+pub use wire::{base64url, pkce_challenge, RandomError, Secrets};
 
 /// How the client authenticates at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,8 +261,15 @@ impl Grant {
 /// identity token, an enterprise IdP's ID token. Called anew for every
 /// token request, so a rotated file or a new command output is used once
 /// the tokens expire. The driver provides it (the core does no I/O);
-/// `mcpwire-adapter` has ones for a file, a variable and a command.
-pub type CredentialSource = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+/// `mcpwire-adapter` has ones for a file, a variable and a command. Any
+/// error will do (`Err("no token yet".into())` too): its message is
+/// quoted in the [`AuthError::Config`] the flow fails with.
+pub type CredentialSource = Arc<dyn Fn() -> Result<String, BoxError> + Send + Sync>;
+
+/// The error of an application's callback ([`CredentialSource`],
+/// [`AssertionSigner`]): any error, a `String` or a `&str` too (with
+/// `.into()`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The enterprise identity provider of [`Grant::EnterpriseManaged`].
 #[derive(Clone)]
@@ -299,8 +306,10 @@ pub struct AssertionClaims {
     pub jti: String,
 }
 
-/// Makes a signed client assertion (a compact JWT) from its claims.
-pub type AssertionSigner = Arc<dyn Fn(&AssertionClaims) -> Result<String, String> + Send + Sync>;
+/// Makes a signed client assertion (a compact JWT) from its claims. Any
+/// error will do ([`BoxError`]): its message is quoted in the
+/// [`AuthError::Config`] the flow fails with.
+pub type AssertionSigner = Arc<dyn Fn(&AssertionClaims) -> Result<String, BoxError> + Send + Sync>;
 
 /// How a connection authorizes itself to an HTTP server.
 #[derive(Clone)]

@@ -145,11 +145,16 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
+/// The operating system's random source failed: no secrets can be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no random numbers: {0}")]
+pub struct RandomError(getrandom::Error);
+
 impl Secrets {
     /// Fresh secrets from the operating system's random source.
-    pub fn generate() -> Result<Secrets, String> {
+    pub fn generate() -> Result<Secrets, RandomError> {
         let mut buf = [0u8; 64];
-        getrandom::fill(&mut buf).map_err(|e| format!("no random numbers: {e}"))?;
+        getrandom::fill(&mut buf).map_err(RandomError)?;
         Ok(Secrets {
             verifier: base64url(&buf[..32]),
             state: base64url(&buf[32..48]),

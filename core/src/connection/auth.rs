@@ -135,7 +135,7 @@ impl Auth {
         }
         self.attempts += 1;
         self.trigger = format!("HTTP {status}{hints}");
-        let secrets = Secrets::generate()?;
+        let secrets = Secrets::generate().map_err(|e| e.to_string())?;
         let trigger = Trigger {
             status,
             challenges: parse_challenges(challenges.iter().map(String::as_str)),

@@ -482,6 +482,9 @@ impl fmt::Display for CloseReason {
     }
 }
 
+/// An error too: why a connection that was being set up is not ready.
+impl std::error::Error for CloseReason {}
+
 /// An app call the connection refused; nothing was sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

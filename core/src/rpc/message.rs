@@ -110,6 +110,15 @@ impl ErrorObject {
     }
 }
 
+/// The -32602 (invalid params) a handler answers for params that do not
+/// parse, with the [`InvalidParams`](crate::mcp::types::InvalidParams)
+/// message.
+impl From<crate::mcp::types::InvalidParams> for ErrorObject {
+    fn from(e: crate::mcp::types::InvalidParams) -> Self {
+        ErrorObject::new(INVALID_PARAMS, e.to_string())
+    }
+}
+
 impl PartialEq for ErrorObject {
     fn eq(&self, other: &Self) -> bool {
         self.code == other.code

@@ -60,7 +60,7 @@ fn auth_options(scenario: &str) -> Result<AuthOptions, String> {
         .unwrap_or(Value::Null);
     let mut auth = AuthOptions::new(FnRedirect::new(
         "http://127.0.0.1:3333/callback",
-        fetch_redirect,
+        |url: &str| fetch_redirect(url).map_err(Into::into),
     ))
     .client_metadata_url(CIMD_URL);
     if let Some(id) = context["client_id"].as_str() {

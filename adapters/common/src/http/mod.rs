@@ -48,7 +48,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use mcpwire::codec::http1::{
     Http1Error, Http1Limits, Request, ResponseDecoder, ResponseEvent, ResponseHead,
 };
-use mcpwire::exchange::proxy::{ProxyUrl, Route};
+use mcpwire::exchange::proxy::{ProxyError, ProxyUrl, Route};
 use mcpwire::exchange::tunnel::proxy_refusal;
 use mcpwire::exchange::url::Scheme;
 use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl};
@@ -167,7 +167,7 @@ impl<R: Runtime> HttpClient<R> {
             Err(why) => {
                 let _ = events.try_send(OwnedInput::HttpFailed {
                     exchange: id,
-                    error: why,
+                    error: why.to_string(),
                 });
                 ExchangeHandle { task: None }
             }
@@ -188,7 +188,7 @@ impl<R: Runtime> HttpClient<R> {
         let proxy = match self.inner.network.route(&req.url) {
             Ok(Route::Direct) => Ok(None),
             Ok(Route::Via(proxy)) => Ok(Some(proxy.clone())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         Exchange {
             client: Arc::clone(&self.inner),
@@ -449,7 +449,7 @@ struct Exchange<R: Runtime> {
     key: Key,
     /// The proxy it goes through (`None`: directly), or why the proxy
     /// setting it would use is broken.
-    proxy: Result<Option<ProxyUrl>, String>,
+    proxy: Result<Option<ProxyUrl>, ProxyError>,
     sink: Sink,
 }
 
@@ -504,7 +504,7 @@ impl<R: Runtime> Exchange<R> {
     /// new one if the pooled one was dead.
     async fn perform(&self, req: HttpRequest) -> Result<(), Stop> {
         if let Err(broken) = &self.proxy {
-            return Err(Stop::Failed(broken.clone()));
+            return Err(Stop::Failed(broken.to_string()));
         }
         let wire = Wire::encode(req, self.forward_proxy())
             .map_err(|e| Stop::Failed(format!("invalid request: {e}")))?;

@@ -168,7 +168,7 @@ fn workload_identity_errors_are_typed_and_not_retried() {
     assert_eq!(tokens, 1);
     // A source that fails, or gives no token, or none at all: Config.
     for source in [
-        Some(Arc::new(|| Err("no such file".to_owned())) as CredentialSource),
+        Some(Arc::new(|| Err("no such file".into())) as CredentialSource),
         Some(Arc::new(|| Ok("  \n".to_owned())) as CredentialSource),
         Some(Arc::new(|| Ok("two words".to_owned())) as CredentialSource),
         None,

@@ -11,10 +11,24 @@ use serde_json::{Map, Value};
 use super::{Content, Extra};
 use crate::mcp::ServerRequestKind;
 
-/// What a handler answers the server (with -32602, invalid params) for
-/// params of `kind` that do not parse: the method and what is wrong.
-fn invalid_params(kind: ServerRequestKind, e: &serde_json::Error) -> String {
-    format!("invalid {} params: {e}", kind.method())
+/// A server request's params do not parse: what a handler answers the
+/// server, as a -32602 (invalid params)
+/// [`ErrorObject`](crate::rpc::ErrorObject) with this message
+/// (`From`, so `?` in a handler returning `Result<_, ErrorObject>` does
+/// it).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {} params: {source}", kind.method())]
+pub struct InvalidParams {
+    /// The request (its method).
+    pub kind: ServerRequestKind,
+    /// What is wrong.
+    pub source: serde_json::Error,
+}
+
+impl InvalidParams {
+    fn new(kind: ServerRequestKind, source: serde_json::Error) -> Self {
+        InvalidParams { kind, source }
+    }
 }
 
 // ---------------------------------------------------------------- elicitation
@@ -43,9 +57,10 @@ impl ElicitRequest {
     }
 
     /// [`ElicitRequest::parse`] for a handler: when they do not parse, the
-    /// message of the -32602 (invalid params) the server gets.
-    pub fn from_params(params: Value) -> Result<Self, String> {
-        Self::parse(&params).map_err(|e| invalid_params(ServerRequestKind::Elicit, &e))
+    /// -32602 (invalid params) the server gets ([`InvalidParams`], an
+    /// [`ErrorObject`](crate::rpc::ErrorObject) by `From`).
+    pub fn from_params(params: Value) -> Result<Self, InvalidParams> {
+        Self::parse(&params).map_err(|e| InvalidParams::new(ServerRequestKind::Elicit, e))
     }
 
     /// The message to show the user.
@@ -217,11 +232,12 @@ pub struct CreateMessageRequest {
 
 impl CreateMessageRequest {
     /// Typed `sampling/createMessage` params for a handler: when they do
-    /// not parse, the message of the -32602 (invalid params) the server
-    /// gets.
-    pub fn from_params(params: Value) -> Result<Self, String> {
+    /// not parse, the -32602 (invalid params) the server gets
+    /// ([`InvalidParams`], an [`ErrorObject`](crate::rpc::ErrorObject) by
+    /// `From`).
+    pub fn from_params(params: Value) -> Result<Self, InvalidParams> {
         serde_json::from_value(params)
-            .map_err(|e| invalid_params(ServerRequestKind::CreateMessage, &e))
+            .map_err(|e| InvalidParams::new(ServerRequestKind::CreateMessage, e))
     }
 }
 
@@ -433,6 +449,25 @@ pub struct Icon {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Params that do not parse: an `InvalidParams` naming the method,
+    /// which is the -32602 the server gets.
+    #[test]
+    fn params_that_do_not_parse_are_invalid_params() {
+        let e = ElicitRequest::from_params(json!({"mode": "url"})).unwrap_err();
+        assert_eq!(e.kind, ServerRequestKind::Elicit);
+        let text = e.to_string();
+        assert!(
+            text.starts_with("invalid elicitation/create params: "),
+            "{text}"
+        );
+        let object = crate::rpc::ErrorObject::from(e);
+        assert_eq!((object.code, object.message), (-32602, text));
+        let e = CreateMessageRequest::from_params(json!([])).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("invalid sampling/createMessage params: "));
+    }
 
     #[test]
     fn elicitation_modes_round_trip() {

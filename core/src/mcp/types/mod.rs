@@ -12,8 +12,9 @@ mod client;
 mod tasks;
 pub use client::{
     CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitForm, ElicitRequest,
-    ElicitResult, ElicitUrl, ElicitationComplete, Icon, SamplingContent, SamplingContentList,
-    SamplingMessage, ToolAnnotations, ToolChoice, UrlElicitationRequired, URL_ELICITATION_REQUIRED,
+    ElicitResult, ElicitUrl, ElicitationComplete, Icon, InvalidParams, SamplingContent,
+    SamplingContentList, SamplingMessage, ToolAnnotations, ToolChoice, UrlElicitationRequired,
+    URL_ELICITATION_REQUIRED,
 };
 pub use tasks::{
     ListTasksResult, Task, TaskStarted, TaskStatus, TaskSupport, RELATED_TASK_META_KEY,
