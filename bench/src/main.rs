@@ -26,7 +26,7 @@ mod report;
 mod scenario;
 
 use drive::Target;
-use scenario::{Job, Measured, Transport, Workload, SCENARIOS};
+use scenario::{Job, Measured, Transport, Via, Workload, SCENARIOS};
 
 /// Pinned (client and server on CPU 0) or free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct Row {
 }
 
 const USAGE: &str =
-    "usage: mcpwire-bench [profile] [all | seq | inflight | big | http | connect]... \
+    "usage: mcpwire-bench [profile] [all | seq | inflight | big | http | connect | bridge]... \
 [--smoke] [--clients a,b,...] [--mode both|pinned|unpinned] [--calls N] [--exe PATH] (the last two: profile) [--svg FILE]";
 
 fn main() {
@@ -158,7 +158,8 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     }
     // The peers (TypeScript and Python SDK clients) are installed before
     // anything is timed; one that cannot be is left out, saying why.
-    if clients.iter().any(|c| clients::peers::PEERS.contains(c)) {
+    let bridges = scenarios.contains(&6);
+    if clients.iter().any(|c| clients::peers::PEERS.contains(c)) || bridges {
         let install = clients::peers::root().join("bench/peers/install");
         let _ = Command::new(&install).stdin(Stdio::null()).status();
         clients.retain(|c| {
@@ -177,23 +178,28 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
         modes.retain(|m| *m == Mode::Unpinned);
     }
 
+    if bridges {
+        build_cli()?;
+    }
     let variants: Vec<_> = scenarios
         .iter()
         .flat_map(|&n| scenario::variants(n, smoke))
+        .filter(|v| {
+            // A bridge from npm that could not be installed: left out.
+            let ok = !v.via.is_peer() || clients::peers::bridge_installed(v.via);
+            if !ok {
+                eprintln!(
+                    "mcpwire-bench: `{}` left out: its bridge is not installed",
+                    v.label
+                );
+            }
+            ok
+        })
         .collect();
     let limit_secs = if smoke { 60 } else { 600 };
     let total: usize = variants
         .iter()
-        .map(|v| {
-            let n = clients
-                .iter()
-                .filter(|&&c| {
-                    v.transport != Transport::Stdio
-                        || !clients::CLIENTS.iter().any(|d| d.name == c && d.http_only)
-                })
-                .count();
-            n * modes.len()
-        })
+        .map(|v| clients.iter().filter(|&&c| runs(v, c)).count() * modes.len())
         .sum();
     let started = Instant::now();
     let load_before = report::loadavg();
@@ -201,10 +207,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     for (vi, variant) in variants.iter().enumerate() {
         for &mode in &modes {
             for &client in &clients {
-                let http_only = clients::CLIENTS
-                    .iter()
-                    .any(|c| c.name == client && c.http_only);
-                if http_only && variant.transport == Transport::Stdio {
+                if !runs(variant, client) {
                     continue;
                 }
                 eprint!(
@@ -263,6 +266,34 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
 
 /// Under `cargo run`, which builds only this binary, brings the server
 /// binary up to date too (a no-op when it is).
+/// Whether `client` runs `variant`: an HTTP-only client no stdio row; the
+/// bridges' rows (scenario 6) have one client, mcpwire-tokio, as the host.
+fn runs(variant: &scenario::Variant, client: &str) -> bool {
+    let http_only = clients::CLIENTS
+        .iter()
+        .any(|c| c.name == client && c.http_only);
+    if http_only && variant.transport == Transport::Stdio {
+        return false;
+    }
+    variant.scenario != 6 || client == "mcpwire-tokio"
+}
+
+/// Builds the `mcpwire` command beside this bench (the bridge rows run it).
+fn build_cli() -> Result<(), String> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Ok(());
+    };
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "mcpwire-cli", "--bin", "mcpwire"]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        other => Err(format!("building mcpwire failed: {other:?}")),
+    }
+}
+
 fn build_server() -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());
@@ -320,6 +351,121 @@ fn spawn_client(
     Measured::from_output(&out)
 }
 
+/// Starts the echo server on Streamable HTTP; it and its URL.
+fn http_echo(server: &str, sse: bool) -> Result<(std::process::Child, String), drive::Error> {
+    let mut child = Command::new(server)
+        .args(["--http", if sse { "sse" } else { "json" }])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .ok_or_else(|| format!("server said {line:?}"))?;
+    Ok((child, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+/// A free port of 127.0.0.1 (for a bridge that cannot take port 0).
+fn free_port() -> Result<u16, drive::Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Scenario 6: the client through a bridge to the echo server.
+fn bridged(job: &Job, def: &clients::ClientDef) -> Result<Measured, drive::Error> {
+    let mcpwire = std::path::Path::new(&job.server).with_file_name("mcpwire");
+    let modules = clients::peers::root().join(".deps/bench-node/node_modules");
+    match job.variant.via {
+        Via::Direct => Err("not a bridge".into()),
+        Via::McpwireUrl | Via::McpRemote => {
+            let (mut server, url) = http_echo(&job.server, false)?;
+            let (command, args) = if job.variant.via == Via::McpwireUrl {
+                let args = vec!["bridge".into(), "--url".into(), url];
+                (mcpwire.display().to_string(), args)
+            } else {
+                let proxy = modules.join("mcp-remote/dist/proxy.js");
+                let args = vec![
+                    proxy.display().to_string(),
+                    url,
+                    "--transport".into(),
+                    "http-only".into(),
+                ];
+                ("node".to_string(), args)
+            };
+            // mcp-remote keeps its state here, not in the user's home.
+            let state = std::env::temp_dir()
+                .join(format!("mcpwire-bench-mcp-remote-{}", std::process::id()));
+            std::env::set_var("MCP_REMOTE_CONFIG_DIR", &state);
+            let target = Target::Stdio {
+                command,
+                args,
+                fresh: false,
+            };
+            let result = (def.run)(job, &target);
+            drop(server.stdin.take());
+            server.wait()?;
+            let _ = std::fs::remove_dir_all(state);
+            result
+        }
+        Via::McpwireListen | Via::Supergateway => {
+            let (mut bridge, url) = if job.variant.via == Via::McpwireListen {
+                let mut child = Command::new(&mcpwire)
+                    .args(["bridge", "--listen", "127.0.0.1:0", "--"])
+                    .arg(&job.server)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                let mut line = String::new();
+                BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+                let url = line
+                    .trim()
+                    .strip_prefix("listening on ")
+                    .ok_or_else(|| format!("mcpwire bridge said {line:?}"))?
+                    .to_owned();
+                (child, url)
+            } else {
+                let port = free_port()?;
+                let child = Command::new("node")
+                    .arg(modules.join("supergateway/dist/index.js"))
+                    .args([
+                        "--stdio",
+                        &job.server,
+                        "--outputTransport",
+                        "streamableHttp",
+                    ])
+                    .args([
+                        "--stateful",
+                        "--logLevel",
+                        "none",
+                        "--port",
+                        &port.to_string(),
+                    ])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                // Ready when it accepts connections.
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                    if Instant::now() > deadline {
+                        return Err("supergateway did not listen within 30 s".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                (child, format!("http://127.0.0.1:{port}/mcp"))
+            };
+            let result = (def.run)(job, &Target::Http { url });
+            let _ = bridge.kill();
+            let _ = bridge.wait();
+            result
+        }
+    }
+}
+
 /// The hidden `__client <name> <job-json>` entry: one client, one job, in
 /// this process. Prints `RESULT <json>`; exit code 1 on failure.
 fn client_process(args: &[String]) -> i32 {
@@ -339,6 +485,9 @@ fn client_process(args: &[String]) -> i32 {
             .iter()
             .find(|c| c.name == name)
             .ok_or_else(|| format!("unknown client `{name}`"))?;
+        if job.variant.via != Via::Direct {
+            return bridged(&job, def);
+        }
         match job.variant.transport {
             Transport::Stdio => {
                 let (args, fresh) = match job.variant.workload {
@@ -358,18 +507,7 @@ fn client_process(args: &[String]) -> i32 {
                 )
             }
             Transport::Http { sse } => {
-                let mut server = Command::new(&job.server)
-                    .args(["--http", if sse { "sse" } else { "json" }])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()?;
-                let mut line = String::new();
-                BufReader::new(server.stdout.take().expect("piped")).read_line(&mut line)?;
-                let port = line
-                    .trim()
-                    .strip_prefix("PORT ")
-                    .ok_or_else(|| format!("server said {line:?}"))?;
-                let url = format!("http://127.0.0.1:{port}/mcp");
+                let (mut server, url) = http_echo(&job.server, sse)?;
                 let result = (def.run)(&job, &Target::Http { url });
                 drop(server.stdin.take()); // the server exits on stdin EOF
                 server.wait()?;

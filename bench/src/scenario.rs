@@ -15,6 +15,30 @@ pub enum Transport {
     Http { sse: bool },
 }
 
+/// A bridge between the client and the echo server (scenario 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Via {
+    /// None: the client talks to the echo server.
+    #[default]
+    Direct,
+    /// stdio client → `mcpwire bridge --url` → the HTTP echo server.
+    McpwireUrl,
+    /// stdio client → `mcp-remote` (npm) → the HTTP echo server.
+    McpRemote,
+    /// HTTP client → `mcpwire bridge --listen` → the stdio echo server.
+    McpwireListen,
+    /// HTTP client → `supergateway --outputTransport streamableHttp
+    /// --stateful` (npm) → the stdio echo server.
+    Supergateway,
+}
+
+impl Via {
+    /// Whether a peer from npm runs it.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Via::McpRemote | Via::Supergateway)
+    }
+}
+
 /// The tool call a variant repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CallSpec {
@@ -81,11 +105,16 @@ impl ProbeReply {
 /// One row group of the table: what every client does, the same way.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Variant {
-    /// The scenario number of the issue (1–5).
+    /// The scenario number of the issue (1–5; 6: bridges).
     pub scenario: u8,
     /// Row label, e.g. `stdio 10000 calls, 64 in flight`.
     pub label: String,
+    /// How the client reaches the server (`transport` is the client's
+    /// side of it).
     pub transport: Transport,
+    /// A bridge between the client and the echo server, if any.
+    #[serde(default)]
+    pub via: Via,
     pub workload: Workload,
     /// Untimed calls (or cycles) before the timed runs.
     pub warmup: usize,
@@ -112,6 +141,11 @@ pub const SCENARIOS: &[(&str, u8, &str)] = &[
         "Streamable HTTP on 127.0.0.1: sequential and 64 in flight, JSON and SSE",
     ),
     ("connect", 5, "stdio connect + initialize + close"),
+    (
+        "bridge",
+        6,
+        "sequential echo calls through mcpwire bridge, mcp-remote and supergateway, and direct",
+    ),
 ];
 
 /// The variants of scenario `n`, with the issue's counts or, with
@@ -123,6 +157,7 @@ pub fn variants(n: u8, smoke: bool) -> Vec<Variant> {
         scenario: n,
         label,
         transport,
+        via: Via::Direct,
         workload: Workload::Calls {
             call,
             calls,
@@ -200,6 +235,7 @@ pub fn variants(n: u8, smoke: bool) -> Vec<Variant> {
                 scenario: 5,
                 label,
                 transport: Transport::Stdio,
+                via: Via::Direct,
                 workload: Workload::Connect {
                     cycles,
                     probe,
@@ -241,6 +277,50 @@ pub fn variants(n: u8, smoke: bool) -> Vec<Variant> {
                     c,
                     ProbeReply::Silent,
                     false,
+                ),
+            ]
+        }
+        6 => {
+            let c = scale(2_000, 50);
+            let row = |transport, via, what: &str| {
+                let mut v = calls(
+                    transport,
+                    CallSpec::Echo,
+                    c,
+                    1,
+                    c / 10,
+                    format!("bridge: {what}, {c} sequential echo calls"),
+                );
+                v.via = via;
+                v
+            };
+            let json = Transport::Http { sse: false };
+            vec![
+                row(
+                    Transport::Stdio,
+                    Via::Direct,
+                    "stdio client → stdio server (direct)",
+                ),
+                row(json, Via::Direct, "HTTP client → HTTP server (direct)"),
+                row(
+                    Transport::Stdio,
+                    Via::McpwireUrl,
+                    "stdio client → mcpwire bridge --url → HTTP server",
+                ),
+                row(
+                    Transport::Stdio,
+                    Via::McpRemote,
+                    "stdio client → mcp-remote → HTTP server",
+                ),
+                row(
+                    json,
+                    Via::McpwireListen,
+                    "HTTP client → mcpwire bridge --listen → stdio server",
+                ),
+                row(
+                    json,
+                    Via::Supergateway,
+                    "HTTP client → supergateway → stdio server",
                 ),
             ]
         }

@@ -72,3 +72,14 @@ pub fn run_py(job: &Job, target: &Target) -> Result<Measured, Error> {
     cmd.arg(root.join("bench/peers/py-client.py"));
     run_script(cmd, job, target)
 }
+
+/// Whether the bridge `via` runs from npm (`bench/peers/install` put it
+/// into `.deps/bench-node`).
+pub fn bridge_installed(via: crate::scenario::Via) -> bool {
+    let modules = root().join(".deps/bench-node/node_modules");
+    match via {
+        crate::scenario::Via::McpRemote => modules.join("mcp-remote/dist/proxy.js").is_file(),
+        crate::scenario::Via::Supergateway => modules.join("supergateway/dist/index.js").is_file(),
+        _ => true,
+    }
+}
