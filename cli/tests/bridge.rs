@@ -708,3 +708,66 @@ fn a_host_config_entry_running_the_bridge_is_listed_by_servers() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("via the config"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Sends one HTTP request on a fresh connection and reads the response
+/// until `until` shows in it (or the connection ends); what was read.
+fn read_until(port: u16, request: &str, until: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(until) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    // Dropped here: the client loses the stream.
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn bridge_listen_answers_are_resumable_after_a_lost_stream() {
+    let server = test_server();
+    let l = Listener::start(&["--", &server], &marker("resume"));
+    let post = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let (_, headers, _) = l.http("POST", "/mcp", &post, INIT);
+    let sid = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let port = l.port();
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500,"steps":3}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-session-id: {sid}\r\ncontent-length: {}\r\n\r\n{call}",
+        call.len()
+    );
+    // The answer's stream starts with a priming event: an id, a retry,
+    // no data. The connection is then dropped, long before the answer.
+    let primed = read_until(port, &request, "\n\n");
+    assert!(primed.contains("retry: 1000"), "{primed}");
+    let id: u64 = primed
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no event id: {primed}"));
+    // Resumed with GET and Last-Event-ID: the answer comes there.
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nlast-event-id: {id}\r\n\r\n"
+    );
+    let resumed = read_until(port, &get, "\"id\":7");
+    assert!(resumed.contains("slow done: 3 steps"), "{resumed}");
+    // An event no longer kept (or never sent): 404.
+    let gone = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("last-event-id", "999999"),
+    ];
+    assert_eq!(l.http("GET", "/mcp", &gone, "").0, 404);
+}

@@ -6,8 +6,9 @@
 //!  POST /mcp  initialize (no session) ─► connect the target ─► JSON + Mcp-Session-Id
 //!             request ─► relayed ─► JSON, or an SSE stream (progress, then the answer)
 //!             notification, response ─► 202
-//!  GET  /mcp  the session's stream: the target's notifications and requests
-//!             (event ids; Last-Event-ID replays what was missed)
+//!  GET  /mcp  the session's stream: the target's notifications and requests;
+//!             with Last-Event-ID, any stream resumed after that event (a
+//!             POST's answer too: each is primed with an event id and a retry)
 //!  DELETE /mcp  ends the session (the target's closed)
 //!  GET /healthz  ok
 //! ```
@@ -58,6 +59,8 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 const REPLAY: usize = 256;
 /// Events waiting in one open stream, at most.
 const STREAM_QUEUE: usize = 256;
+/// The reconnection delay an SSE answer suggests (`retry:`).
+const RETRY_MS: u64 = 1000;
 
 /// What the server shares between its connections.
 struct Server {
@@ -77,13 +80,32 @@ struct Session {
     state: Mutex<State>,
 }
 
+/// Which stream of a session an event belongs to: the GET stream, or
+/// the SSE answer of one POST (numbered in the session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum StreamKey {
+    Get,
+    Post(u64),
+}
+
+/// One event kept for a client that reconnects.
+struct Kept {
+    id: u64,
+    stream: StreamKey,
+    bytes: Bytes,
+    /// The stream's last event (a POST's answer): nothing follows.
+    last: bool,
+}
+
 #[derive(Default)]
 struct State {
-    /// The GET stream, when one is open.
-    stream: Option<mpsc::Sender<Bytes>>,
-    /// The last events sent on the session's stream (id, SSE text).
-    replay: VecDeque<(u64, Bytes)>,
+    /// Where each open stream's events go now (a POST stream resumed by a
+    /// GET goes to that GET's body).
+    sinks: HashMap<StreamKey, mpsc::Sender<Bytes>>,
+    /// The last events of every stream, for `Last-Event-ID`.
+    replay: VecDeque<Kept>,
     next_event: u64,
+    next_post: u64,
     /// The target's requests sent to the client, by our id.
     asks: HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>,
     next_ask: u64,
@@ -96,19 +118,35 @@ impl Session {
     /// Sends `message` on the session's stream (kept for a replay; a
     /// client without a stream gets it when it opens one).
     fn push(&self, message: &Value) {
+        self.push_to(StreamKey::Get, &format!("data: {message}\n\n"), false);
+    }
+
+    /// Sends an event (`data` and what follows the id: `data: …` lines,
+    /// `retry: …`) on `stream`, with the next event id; keeps it for a
+    /// replay; `last`: the stream ends after it.
+    fn push_to(&self, stream: StreamKey, data: &str, last: bool) {
         let mut state = self.state.lock().expect("session lock");
         state.next_event += 1;
         let id = state.next_event;
-        let event = Bytes::from(format!("id: {id}\nevent: message\ndata: {message}\n\n"));
+        let bytes = Bytes::from(format!("id: {id}\nevent: message\n{data}"));
         if state.replay.len() == REPLAY {
             state.replay.pop_front();
         }
-        state.replay.push_back((id, event.clone()));
-        if let Some(tx) = &state.stream {
-            if tx.try_send(event).is_err() {
+        state.replay.push_back(Kept {
+            id,
+            stream,
+            bytes: bytes.clone(),
+            last,
+        });
+        if let Some(tx) = state.sinks.get(&stream) {
+            if tx.try_send(bytes).is_err() {
                 // Full or gone: the client reconnects with Last-Event-ID.
-                state.stream = None;
+                state.sinks.remove(&stream);
             }
+        }
+        if last {
+            // Its body ends once the relay's sender is gone too.
+            state.sinks.remove(&stream);
         }
     }
 }
@@ -206,7 +244,7 @@ async fn reap(server: Arc<Server>) {
                 .filter(|(_, s)| {
                     let st = s.state.lock().expect("lock");
                     st.calls.is_empty()
-                        && st.stream.as_ref().is_none_or(mpsc::Sender::is_closed)
+                        && st.sinks.values().all(mpsc::Sender::is_closed)
                         && st
                             .last_used
                             .is_some_and(|t| now.duration_since(t) >= server.idle)
@@ -330,7 +368,9 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Body> 
     }
 }
 
-/// The session's stream: what the target sends unasked.
+/// The session's stream: what the target sends unasked. With
+/// `Last-Event-ID`, the stream that event was on, from the event after it
+/// (a POST's answer that the client lost its connection to included).
 fn get(session: &Arc<Session>, req: &Request<Incoming>) -> Response<Body> {
     if !header(req, ACCEPT).is_some_and(|a| a.contains("text/event-stream")) {
         return refused(
@@ -340,20 +380,41 @@ fn get(session: &Arc<Session>, req: &Request<Incoming>) -> Response<Body> {
     }
     let last: Option<u64> = header(req, LAST_EVENT_HEADER).and_then(|v| v.parse().ok());
     let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-    {
-        let mut state = session.state.lock().expect("lock");
-        if state.stream.as_ref().is_some_and(|s| !s.is_closed()) && last.is_none() {
-            return refused(StatusCode::CONFLICT, "a stream is open for this session");
-        }
-        // Replayed: what came after the client's last event (everything
-        // kept, for a first stream: what came before it opened).
-        for (id, event) in &state.replay {
-            if last.is_none_or(|l| *id > l) {
-                let _ = tx.try_send(event.clone());
+    let mut state = session.state.lock().expect("lock");
+    let stream = match last {
+        None => {
+            if state
+                .sinks
+                .get(&StreamKey::Get)
+                .is_some_and(|s| !s.is_closed())
+            {
+                return refused(StatusCode::CONFLICT, "a stream is open for this session");
             }
+            StreamKey::Get
         }
-        state.stream = Some(tx);
+        Some(l) => match state.replay.iter().find(|k| k.id == l) {
+            Some(k) => k.stream,
+            None => {
+                return refused(
+                    StatusCode::NOT_FOUND,
+                    "that event is no longer kept (start the request again)",
+                )
+            }
+        },
+    };
+    // Replayed: what came after the client's last event (a first GET
+    // stream: everything kept of it).
+    let mut ended = false;
+    for k in state.replay.iter().filter(|k| k.stream == stream) {
+        if last.is_none_or(|l| k.id > l) {
+            let _ = tx.try_send(k.bytes.clone());
+        }
+        ended |= k.last;
     }
+    if !ended {
+        state.sinks.insert(stream, tx);
+    }
+    drop(state);
     sse(rx)
 }
 
@@ -654,14 +715,25 @@ async fn request(
         let outcome = relay(&client, &relayed, params, token, limit, |_| {}).await;
         return json_response(&answer(finish(outcome)));
     }
+    // The answer's own stream: primed with an event id at once (SEP-1699),
+    // so a client that loses it resumes with GET and Last-Event-ID.
     let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
-    let event = |message: &Value| Bytes::from(format!("event: message\ndata: {message}\n\n"));
+    let stream = {
+        let mut state = session.state.lock().expect("lock");
+        state.next_post += 1;
+        let stream = StreamKey::Post(state.next_post);
+        state.sinks.insert(stream, tx.clone());
+        stream
+    };
+    session.push_to(stream, &format!("retry: {RETRY_MS}\ndata: \n\n"), false);
     let progress = {
-        let tx = tx.clone();
+        let session = Arc::downgrade(session);
         move |params: Box<RawValue>| {
             let note = json!({"jsonrpc":"2.0","method":notifications::PROGRESS,
                 "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
-            let _ = tx.try_send(event(&note));
+            if let Some(s) = session.upgrade() {
+                s.push_to(stream, &format!("data: {note}\n\n"), false);
+            }
         }
     };
     let final_message = {
@@ -673,10 +745,13 @@ async fn request(
             Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
         }
     };
+    let session = session.clone();
     tokio::spawn(async move {
         let outcome = relay(&client, &relayed, params, token, limit, progress).await;
         let message = final_message(finish(outcome));
-        let _ = tx.send(event(&message)).await;
+        session.push_to(stream, &format!("data: {message}\n\n"), true);
+        // The stream ends once this last sender goes.
+        drop(tx);
     });
     sse(rx)
 }
