@@ -406,7 +406,7 @@ fn keep_alive_chunked_requests_and_connection_close() {
     let body = json!({"jsonrpc": "2.0", "id": 50, "method": "ping"}).to_string();
     let (a, b) = body.split_at(10);
     let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
          Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
         a.len(),

@@ -201,10 +201,16 @@ fn http_needs_no_session_and_checks_the_era_headers() {
         assert_eq!(body["error"]["code"], -32020, "{bad:?}");
         assert_eq!(body["id"], 1);
     }
-    // A version not served: 400 with -32022.
+    // A version not served (in the header and the body alike): 400 with
+    // -32022; in the body alone, it is a mismatch (-32020).
     let mut old = call.clone();
     old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
     let r = post(&srv, &old, &good);
+    assert_eq!(r.status, 400);
+    let body: Value = serde_json::from_str(&r.text()).unwrap();
+    assert_eq!(body["error"]["code"], -32020);
+    let same = [("MCP-Protocol-Version", "2099-01-01"), good[1], good[2]];
+    let r = post(&srv, &old, &same);
     assert_eq!(r.status, 400);
     let body: Value = serde_json::from_str(&r.text()).unwrap();
     assert_eq!(body["error"]["code"], -32022);

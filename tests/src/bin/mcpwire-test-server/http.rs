@@ -670,6 +670,23 @@ impl Outbound for ListenerSink<'_> {
 /// body: `MCP-Protocol-Version` (the envelope's version), `Mcp-Method`,
 /// and `Mcp-Name` (the name or URI of `tools/call`, `prompts/get`,
 /// `resources/read`; plain or `=?base64?…?=`).
+/// Whether a `Host` or `Origin` value names this local server: loopback,
+/// `localhost`, or a name of the reserved `.test` domain.
+fn local_name(value: &str) -> bool {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"))
+        .unwrap_or(value);
+    let host = match rest.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => rest,
+    }
+    .to_ascii_lowercase();
+    matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1")
+        || host.ends_with(".test")
+        || host.ends_with(".localhost")
+}
+
 fn check_era_headers(req: &Request, method: &str, params: &Value) -> Result<(), String> {
     let expect = |header: &str, want: &str| -> Result<(), String> {
         match req.header(header) {
@@ -852,6 +869,26 @@ impl Server {
         }
         if path != "/mcp" {
             wire.respond(404, &[], Some("text/plain"), b"not found", close);
+            return true;
+        }
+        // DNS rebinding (the spec's security warning for local servers): a
+        // Host or Origin naming another site is refused. Names of the
+        // reserved `.test` domain are the tests' own (through a proxy).
+        let foreign = |v: &str| !local_name(v);
+        if req.header("host").is_some_and(foreign) || req.header("origin").is_some_and(foreign) {
+            ctx.log.event(
+                "rebinding_refused",
+                json!({"host": req.header("host"), "origin": req.header("origin")}),
+            );
+            let body = json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32600, "message": "Forbidden: Host or Origin is not this local server"}});
+            wire.respond(
+                403,
+                &[],
+                Some("application/json"),
+                body.to_string().as_bytes(),
+                close,
+            );
             return true;
         }
         match req.method.as_str() {
@@ -1080,6 +1117,20 @@ impl Server {
         };
         match incoming {
             Incoming::Request { id, method, params } => {
+                // The version header against the body's, before the
+                // version itself is judged (SEP-2575: values that differ
+                // are a mismatch, -32020; the same version not served is
+                // -32022, below).
+                if let (Some(header), Some(body)) =
+                    (req.header("mcp-protocol-version"), declared_version(params))
+                {
+                    if header != body {
+                        let why = format!(
+                            "Header mismatch: mcp-protocol-version is {header:?}, the body says {body:?}"
+                        );
+                        return refuse(wire, error_response(id, -32020, &why));
+                    }
+                }
                 match request_era(&self.ctx, id, method, params) {
                     Ok(Era::Legacy) => None,
                     Err(refusal) => refuse(wire, refusal),
@@ -1207,7 +1258,18 @@ impl Server {
             .collect();
 
         let reply = |v: &Value| {
-            if json_mode {
+            // 2026-07-28 over HTTP: a method not found is a 404 too (the
+            // methods removed in that era included).
+            let not_found = era == Era::Modern && v["error"]["code"] == -32601;
+            if not_found && !sink.started.get() {
+                sink.wire.borrow_mut().respond(
+                    404,
+                    &session_header,
+                    Some("application/json"),
+                    v.to_string().as_bytes(),
+                    close,
+                );
+            } else if json_mode {
                 sink.wire.borrow_mut().respond(
                     200,
                     &session_header,

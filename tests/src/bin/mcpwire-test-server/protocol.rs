@@ -174,10 +174,25 @@ pub fn request_era(ctx: &Ctx, id: &Value, method: &str, params: &Value) -> Resul
     if mode == EraMode::Legacy {
         return Ok(Era::Legacy);
     }
+    let meta = params.get("_meta");
     match declared_version(params) {
+        // The envelope must say what the client handles (SEP-2575).
+        Some(MODERN_VERSION) if meta.and_then(|m| m.get(CAPABILITIES_KEY)).is_none() => {
+            Err(error_response(
+                id,
+                -32602,
+                &format!("Invalid params: _meta lacks {CAPABILITIES_KEY}"),
+            ))
+        }
         Some(MODERN_VERSION) => Ok(Era::Modern),
         Some(other) => Err(unsupported_version(ctx, id, json!(other))),
-        None if method == "server/discover" => Ok(Era::Modern),
+        // server/discover is of the 2026-07-28 era: without its envelope
+        // (or without the version in it) it is invalid.
+        None if method == "server/discover" => Err(error_response(
+            id,
+            -32602,
+            &format!("Invalid params: server/discover needs _meta with {VERSION_KEY}"),
+        )),
         None if mode.legacy() => Ok(Era::Legacy),
         None => {
             let requested = match method {
