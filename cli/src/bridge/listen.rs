@@ -38,7 +38,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
 use mcpwire::mcp::methods::{notifications, ServerRequestKind};
 use mcpwire::rpc::{parse_message, Message, ParseError, RequestId};
-use mcpwire::server::ServerSession;
+use mcpwire::server::{is_local_authority, ServerSession};
 use mcpwire_tokio::{CancelToken, Client, ErrorObject, Handler};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -287,19 +287,6 @@ fn header(req: &Request<Incoming>, name: impl hyper::header::AsHeaderName) -> Op
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether a `Host` or `Origin` names this loopback server.
-fn is_local(authority: &str) -> bool {
-    let host = authority
-        .strip_prefix("http://")
-        .or_else(|| authority.strip_prefix("https://"))
-        .unwrap_or(authority);
-    let host = match host.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-        _ => host,
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
-}
-
 async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     if path == "/healthz" && req.method() == Method::GET {
@@ -310,10 +297,10 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Body> 
     }
     // DNS rebinding: a page elsewhere must not reach a loopback server.
     if server.loopback {
-        if header(&req, HOST).is_some_and(|h| !is_local(h)) {
+        if header(&req, HOST).is_some_and(|h| !is_local_authority(h)) {
             return refused(StatusCode::FORBIDDEN, "Host is not this loopback server");
         }
-        if header(&req, ORIGIN).is_some_and(|o| !is_local(o)) {
+        if header(&req, ORIGIN).is_some_and(|o| !is_local_authority(o)) {
             return refused(StatusCode::FORBIDDEN, "Origin is not allowed");
         }
     }
@@ -516,6 +503,17 @@ async fn post(
     }
 }
 
+/// The JSON-RPC response to request `id`.
+fn response(id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Value {
+    match outcome {
+        Ok(raw) => {
+            let result = serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null);
+            json!({"jsonrpc":"2.0","id":id,"result":result})
+        }
+        Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
+    }
+}
+
 fn parse_error(why: &str) -> Response<Body> {
     let error = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":format!("parse error: {why}")}});
     full(
@@ -583,10 +581,11 @@ fn new_session_id() -> String {
     let mut bytes = [0u8; 16];
     // The std hasher's random keys: unguessable enough for a local
     // session id; with --bearer the token guards the server.
+    // (Each `RandomState` has keys of its own: hashing nothing gives
+    // 8 bytes that depend on them alone.)
     use std::hash::{BuildHasher, Hasher};
     for chunk in bytes.chunks_mut(8) {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(Instant::now().elapsed().as_nanos());
+        let h = std::collections::hash_map::RandomState::new().build_hasher();
         chunk.copy_from_slice(&h.finish().to_le_bytes());
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -670,12 +669,7 @@ async fn request(
     params: Option<Box<RawValue>>,
     wants_sse: bool,
 ) -> Response<Body> {
-    let answer = |outcome: Result<Box<RawValue>, ErrorObject>| match outcome {
-        Ok(raw) => {
-            json!({"jsonrpc":"2.0","id":id,"result":serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null)})
-        }
-        Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
-    };
+    let answer = |outcome| response(&id, outcome);
     if method == mcpwire::mcp::methods::MethodId::Ping.name() {
         return json_response(&answer(Ok(
             RawValue::from_string("{}".into()).expect("JSON")
@@ -698,21 +692,17 @@ async fn request(
     let client = session.client.clone();
     let tools = server.tools.clone();
     let limit = timeout(&server.cli);
-    let method = method.to_owned();
-    let relayed = method.clone();
+    let relayed = method.to_owned();
     let finish = {
         let session = session.clone();
         let id = id.clone();
         move |outcome: Result<Box<RawValue>, ErrorObject>| {
             session.state.lock().expect("lock").calls.remove(&id);
-            match outcome {
-                Ok(raw) if method == "tools/list" => Ok(tools.filter_list(raw)),
-                other => other,
-            }
+            outcome
         }
     };
     if !wants_sse {
-        let outcome = relay(&client, &relayed, params, token, limit, |_| {}).await;
+        let outcome = relay(&client, &tools, &relayed, params, token, limit, |_| {}).await;
         return json_response(&answer(finish(outcome)));
     }
     // The answer's own stream: primed with an event id at once (SEP-1699),
@@ -736,19 +726,10 @@ async fn request(
             }
         }
     };
-    let final_message = {
-        let id = id.clone();
-        move |outcome: Result<Box<RawValue>, ErrorObject>| match outcome {
-            Ok(raw) => {
-                json!({"jsonrpc":"2.0","id":id,"result":serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null)})
-            }
-            Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
-        }
-    };
     let session = session.clone();
     tokio::spawn(async move {
-        let outcome = relay(&client, &relayed, params, token, limit, progress).await;
-        let message = final_message(finish(outcome));
+        let outcome = relay(&client, &tools, &relayed, params, token, limit, progress).await;
+        let message = response(&id, finish(outcome));
         session.push_to(stream, &format!("data: {message}\n\n"), true);
         // The stream ends once this last sender goes.
         drop(tx);

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
-use mcpwire::mcp::methods::{notifications, ServerRequestKind};
+use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
 use mcpwire::rpc::RequestId;
 use mcpwire::server::{ServerEvent, ServerSession};
 use mcpwire_manager::ToolFilter;
@@ -263,11 +263,8 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                                 });
                             }
                         };
-                        let outcome = relay(&c, &method, params, token, timeout, progress).await;
-                        let outcome = match outcome {
-                            Ok(raw) if method == "tools/list" => Ok(tools.filter_list(raw)),
-                            other => other,
-                        };
+                        let outcome =
+                            relay(&c, &tools, &method, params, token, timeout, progress).await;
                         let _ = tx.send(Cmd::Respond { id, outcome }).await;
                     });
                 }
@@ -338,7 +335,7 @@ pub(super) fn refuse(
     method: &str,
     params: Option<&RawValue>,
 ) -> Option<ErrorObject> {
-    if method != "tools/call" {
+    if method != MethodId::CallTool.name() {
         return None;
     }
     let name = params
@@ -442,9 +439,12 @@ pub(super) fn init_result(client: &Client) -> Value {
 }
 
 /// One request of the host, relayed: its progress under the host's token,
-/// cancelled with `token`.
+/// cancelled with `token`; the answer in the host's era's shape, a
+/// `tools/list` page without the tools the host may not see.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn relay(
     client: &Client,
+    tools: &Tools,
     method: &str,
     params: Option<Box<RawValue>>,
     token: CancelToken,
@@ -474,8 +474,13 @@ pub(super) async fn relay(
         .request_raw(method, params, options)
         .await
         .map_err(error_object)?;
-    Ok(if speaks_modern(client) {
+    let raw = if speaks_modern(client) {
         handshake_shape(raw)
+    } else {
+        raw
+    };
+    Ok(if method == MethodId::ListTools.name() {
+        tools.filter_list(raw)
     } else {
         raw
     })

@@ -44,6 +44,29 @@ use crate::rpc::{
 #[cfg(test)]
 mod tests;
 
+/// Whether a `Host` header or an `Origin` (`http://host:port`) names a
+/// loopback server: `localhost`, `127.0.0.1` or `[::1]`, any port, any
+/// case. A local HTTP server refuses anything else against DNS rebinding
+/// (the spec's security warning for Streamable HTTP).
+pub fn is_local_authority(value: &str) -> bool {
+    local_host(value)
+        .is_some_and(|h| matches!(h.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1"))
+}
+
+/// The host of a `Host` or `Origin` value, lowercase, without scheme and
+/// port (`None` when empty).
+pub fn local_host(value: &str) -> Option<String> {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"))
+        .unwrap_or(value);
+    let host = match rest.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => rest,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
 /// Limits of a [`ServerSession`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeConfig {

@@ -371,3 +371,27 @@ fn a_truncated_last_line_is_a_diagnostic() {
     s.feed(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
     assert!(s.poll_write().is_none());
 }
+
+#[test]
+fn local_authorities() {
+    for v in [
+        "localhost",
+        "localhost:8080",
+        "127.0.0.1:1",
+        "[::1]:443",
+        "http://LOCALHOST:3000",
+        "https://127.0.0.1",
+    ] {
+        assert!(is_local_authority(v), "{v}");
+    }
+    for v in [
+        "evil.example.com",
+        "http://evil.example.com",
+        "127.0.0.2",
+        "",
+        ":80",
+        "localhost.evil.com",
+    ] {
+        assert!(!is_local_authority(v), "{v}");
+    }
+}
