@@ -132,7 +132,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let server = exe.with_file_name("bench-echo-server");
-    build_server()?;
+    build("mcpwire-bench", "bench-echo-server")?;
     if !server.exists() {
         return Err(format!(
             "{} not found: build it with `cargo build --release -p mcpwire-bench` (all binaries)",
@@ -179,7 +179,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     }
 
     if bridges {
-        build_cli()?;
+        build("mcpwire-cli", "mcpwire")?;
     }
     let variants: Vec<_> = scenarios
         .iter()
@@ -278,41 +278,21 @@ fn runs(variant: &scenario::Variant, client: &str) -> bool {
     variant.scenario != 6 || client == "mcpwire-tokio"
 }
 
-/// Builds the `mcpwire` command beside this bench (the bridge rows run it).
-fn build_cli() -> Result<(), String> {
+/// Builds binary `bin` of `package` beside this bench, in its profile (the
+/// echo server; the `mcpwire` command, which the bridge rows run). Outside
+/// cargo (no `$CARGO`) the binaries must be there already.
+fn build(package: &str, bin: &str) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());
     };
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "mcpwire-cli", "--bin", "mcpwire"]);
+    cmd.args(["build", "-q", "-p", package, "--bin", bin]);
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
     match cmd.status() {
         Ok(s) if s.success() => Ok(()),
-        other => Err(format!("building mcpwire failed: {other:?}")),
-    }
-}
-
-fn build_server() -> Result<(), String> {
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        return Ok(());
-    };
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "-q",
-        "-p",
-        "mcpwire-bench",
-        "--bin",
-        "bench-echo-server",
-    ]);
-    if !cfg!(debug_assertions) {
-        cmd.arg("--release");
-    }
-    match cmd.status() {
-        Ok(s) if s.success() => Ok(()),
-        other => Err(format!("building bench-echo-server failed: {other:?}")),
+        other => Err(format!("building {bin} failed: {other:?}")),
     }
 }
 
