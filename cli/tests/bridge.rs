@@ -30,23 +30,29 @@ fn node_modules() -> PathBuf {
     modules
 }
 
-/// Runs the TypeScript SDK host with `spec`; what it printed.
-fn ts_host(spec: Value) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bridge/host.mjs");
-    let node = std::env::var("MCPWIRE_NODE").unwrap_or_else(|_| "node".into());
-    let out = Command::new(node)
-        .arg(script)
-        .arg(node_modules())
+/// Runs a host script (`cmd`, its arguments so far) with `spec`; the JSON
+/// line it printed last.
+fn run_host(mut cmd: Command, spec: Value) -> Value {
+    let out = cmd
         .arg(spec.to_string())
         .env("XDG_CACHE_HOME", fresh_cache_home())
         .stdin(Stdio::null())
         .output()
-        .expect("run node");
+        .expect("run the host");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// Runs the TypeScript SDK host with `spec`; what it printed.
+fn ts_host(spec: Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bridge/host.mjs");
+    let node = std::env::var("MCPWIRE_NODE").unwrap_or_else(|_| "node".into());
+    let mut cmd = Command::new(node);
+    cmd.arg(script).arg(node_modules());
+    run_host(cmd, spec)
 }
 
 /// `mcpwire bridge` with `bridge_args`, as the host's command.
@@ -551,18 +557,9 @@ fn python() -> PathBuf {
 /// Runs the Python SDK host with `spec`; what it printed.
 fn py_host(spec: Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bridge/host.py");
-    let out = Command::new(python())
-        .arg(script)
-        .arg(spec.to_string())
-        .env("XDG_CACHE_HOME", fresh_cache_home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+    let mut cmd = Command::new(python());
+    cmd.arg(script);
+    run_host(cmd, spec)
 }
 
 fn python_steps() -> Value {
