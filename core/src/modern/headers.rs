@@ -125,6 +125,48 @@ pub fn encode_header_value(v: &str) -> String {
     }
 }
 
+/// The text of a header value: an `=?base64?…?=` one decoded (`None` if
+/// its base64 or UTF-8 is broken), any other as it is.
+///
+/// ```
+/// use mcpwire::modern::decode_header_value;
+/// assert_eq!(decode_header_value("us-west1").as_deref(), Some("us-west1"));
+/// assert_eq!(decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(), Some("Hello, 世界"));
+/// assert_eq!(decode_header_value("=?base64?*?="), None);
+/// ```
+pub fn decode_header_value(v: &str) -> Option<String> {
+    let Some(b64) = v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
+        return Some(v.to_owned());
+    };
+    let digit = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = b64.trim_end_matches('=').as_bytes();
+    if b64.len() % 4 != 0 || b64.len() - body.len() > 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    for chunk in body.chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            n |= digit(*c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    String::from_utf8(out).ok()
+}
+
 fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);

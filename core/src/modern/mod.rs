@@ -32,8 +32,8 @@ pub use errors::{
     ModernError, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use headers::{
-    encode_header_value, message_headers, param_header_values, param_headers, request_headers,
-    HeaderError, ParamHeader, ToolHeaders,
+    decode_header_value, encode_header_value, message_headers, param_header_values, param_headers,
+    request_headers, HeaderError, ParamHeader, ToolHeaders,
 };
 pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
 pub use mrtr::{

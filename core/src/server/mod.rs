@@ -13,8 +13,7 @@
 //!
 //! The session answers by itself what needs no application: `ping`, lines
 //! that are not JSON (-32700), messages that are not JSON-RPC (-32600),
-//! requests before `initialize` (-32600; `server/discover` gets -32601,
-//! so a client of the 2026-07-28 era falls back to the handshake), a
+//! requests before `initialize` (-32600), a
 //! second `initialize`, an id already open, too many requests at once, and
 //! an over-long line whose id can be read. Requests sent right behind
 //! `initialize`, before its answer, are passed on after it (in order).
@@ -23,10 +22,25 @@
 //! is not open, and a request the client cancelled is answered by nobody
 //! (the spec: the receiver SHOULD NOT respond to a cancelled request).
 //!
-//! Only the handshake era (2025-11-25 and earlier) is served: the version
-//! is negotiated in `initialize` ([`ServerSession::negotiate`]).
+//! Both eras are served, request by request, as a dual-era server does:
+//! - the handshake era (2025-11-25 and earlier): the version is
+//!   negotiated in `initialize` ([`ServerSession::negotiate`]);
+//! - 2026-07-28 (with [`ServeConfig::modern`], the default): a request
+//!   whose `_meta` declares `io.modelcontextprotocol/protocolVersion`
+//!   needs no handshake. The session checks the envelope (no client
+//!   capabilities: -32602; a version not served: -32022 with the ones
+//!   that are), refuses the methods that era removed (`initialize`,
+//!   `ping`, `logging/setLevel`, `resources/(un)subscribe`: -32601),
+//!   hands `server/discover` to the application as
+//!   [`ServerEvent::Discover`] (answered with [`ServerSession::discover`])
+//!   and stamps `resultType: "complete"` on the results of that era that
+//!   do not say what they are. `server/discover` without the envelope is
+//!   -32602. Server-to-client requests do not exist in that era: a
+//!   request needing the client's input is answered with an
+//!   `input_required` result (multi round-trip requests), which the
+//!   application builds.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -36,9 +50,16 @@ use crate::codec::glimpse::Kind;
 use crate::codec::jsonl::{self, JsonlConfig, JsonlDecoder, JsonlError};
 use crate::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::methods::{notifications, MethodId};
+use crate::modern::Era;
 use crate::rpc::{
     parse_message, ErrorObject, Message, ParseError, RequestId, INVALID_REQUEST, METHOD_NOT_FOUND,
     PARSE_ERROR,
+};
+
+mod stateless;
+
+pub use stateless::{
+    check_headers, declared_version, discover_result, modern_result, request_era, served_versions,
 };
 
 #[cfg(test)]
@@ -78,6 +99,11 @@ pub struct ServeConfig {
     pub max_open_requests: usize,
     /// Our requests to the client open at once (256).
     pub max_own_requests: usize,
+    /// Whether 2026-07-28 requests are served too (`true`): see the
+    /// [module docs](self). `false` serves the handshake era only, as a
+    /// server of that era does: the envelope is ignored, and
+    /// `server/discover` before `initialize` is -32601.
+    pub modern: bool,
 }
 
 impl Default for ServeConfig {
@@ -86,6 +112,7 @@ impl Default for ServeConfig {
             max_line_len: jsonl::DEFAULT_MAX_LINE_LEN,
             max_open_requests: 1024,
             max_own_requests: 256,
+            modern: true,
         }
     }
 }
@@ -109,8 +136,20 @@ pub enum ServerEvent {
         id: RequestId,
         /// The method.
         method: String,
-        /// The params, if any.
+        /// The params, if any (a 2026-07-28 request's with its `_meta`
+        /// envelope).
         params: Option<Box<RawValue>>,
+        /// Its era: [`Era::Modern`] for a request whose envelope declares
+        /// 2026-07-28, else [`Era::Legacy`] (of the handshake).
+        era: Era,
+    },
+    /// `server/discover` (2026-07-28): answer it with
+    /// [`ServerSession::discover`].
+    Discover {
+        /// The request's id.
+        id: RequestId,
+        /// The capabilities the client declared in its envelope.
+        client_capabilities: Value,
     },
     /// A notification (not `initialized`, not the cancellation of an open
     /// request: those are events of their own).
@@ -181,8 +220,9 @@ pub struct ServerSession {
     config: ServeConfig,
     decoder: JsonlDecoder,
     phase: Phase,
-    /// The client's requests not answered yet.
-    open: HashSet<RequestId>,
+    /// The client's requests not answered yet, with their era (and a
+    /// 2026-07-28 one's method, whose result is stamped).
+    open: HashMap<RequestId, (Era, Option<MethodId>)>,
     /// Ours, not answered yet.
     own: HashSet<u64>,
     next_id: u64,
@@ -207,7 +247,7 @@ impl ServerSession {
             }),
             config,
             phase: Phase::New,
-            open: HashSet::new(),
+            open: HashMap::new(),
             own: HashSet::new(),
             next_id: 1,
             events: VecDeque::new(),
@@ -318,7 +358,11 @@ impl ServerSession {
     fn request_in(&mut self, id: RequestId, method: &str, params: Option<&RawValue>) {
         let refuse = |code: i64, message: String| Some(ErrorObject::new(code, message));
         let is = |m: MethodId| method == m.name();
-        let refusal = if self.open.contains(&id) {
+        let modern = match request_era(method, params, self.config.modern) {
+            Ok(modern) => modern,
+            Err(error) => return self.write_error(Some(&id), &error),
+        };
+        let refusal = if self.open.contains_key(&id) {
             refuse(
                 INVALID_REQUEST,
                 format!("request id {id} is already in use"),
@@ -326,6 +370,23 @@ impl ServerSession {
         } else if self.open.len() >= self.config.max_open_requests {
             let n = self.config.max_open_requests;
             refuse(-32000, format!("too many requests in flight (at most {n})"))
+        } else if let Some(client_capabilities) = modern {
+            self.open
+                .insert(id.clone(), (Era::Modern, MethodId::of(method)));
+            let event = if is(MethodId::Discover) {
+                ServerEvent::Discover {
+                    id,
+                    client_capabilities,
+                }
+            } else {
+                ServerEvent::Request {
+                    id,
+                    method: method.to_owned(),
+                    params: params.map(RawValue::to_owned),
+                    era: Era::Modern,
+                }
+            };
+            return self.events.push_back(event);
         } else if is(MethodId::Ping) {
             // Any time, answered here.
             return self.write_result(&id, &serde_json::json!({}));
@@ -350,7 +411,7 @@ impl ServerSession {
         if let Some(error) = refusal {
             return self.write_error(Some(&id), &error);
         }
-        self.open.insert(id.clone());
+        self.open.insert(id.clone(), (Era::Legacy, None));
         if is(MethodId::Initialize) {
             let params: Value = params
                 .and_then(|p| serde_json::from_str(p.get()).ok())
@@ -372,6 +433,7 @@ impl ServerSession {
             id,
             method: method.to_owned(),
             params: params.map(RawValue::to_owned),
+            era: Era::Legacy,
         });
     }
 
@@ -389,7 +451,7 @@ impl ServerSession {
             }
             let cancel = params.and_then(|p| serde_json::from_str::<Cancel>(p.get()).ok());
             if let Some(Cancel { id, reason }) = cancel {
-                if self.open.remove(&id) {
+                if self.open.remove(&id).is_some() {
                     return self.events.push_back(ServerEvent::Cancelled { id, reason });
                 }
             }
@@ -451,9 +513,9 @@ impl ServerSession {
         if self.closed {
             return Err(ServeError::Closed);
         }
-        if !self.open.remove(&id) {
+        let Some((era, method)) = self.open.remove(&id) else {
             return Err(ServeError::NotOpen(id));
-        }
+        };
         if let Phase::Initializing { id: init, .. } = &self.phase {
             if *init == id {
                 self.phase = match &outcome {
@@ -469,6 +531,7 @@ impl ServerSession {
             }
         }
         match outcome {
+            Ok(raw) if era == Era::Modern => self.write_result(&id, &modern_result(raw, method)),
             Ok(raw) => self.write_result(&id, &raw),
             Err(error) => self.write_error(Some(&id), &error),
         }

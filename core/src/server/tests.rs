@@ -83,7 +83,7 @@ fn initialize_negotiates_the_version() {
 }
 
 #[test]
-fn requests_before_the_handshake_are_refused_and_discover_is_not_found() {
+fn requests_before_the_handshake_are_refused_and_discover_needs_its_envelope() {
     let mut s = ServerSession::default();
     feed(
         &mut s,
@@ -97,7 +97,9 @@ fn requests_before_the_handshake_are_refused_and_discover_is_not_found() {
     let out = lines(&mut s);
     assert_eq!(out[0]["error"]["code"], -32600);
     assert_eq!(out[0]["id"], 1);
-    assert_eq!(out[1]["error"]["code"], -32601);
+    // Without the 2026-07-28 envelope discover is invalid (a session of the
+    // handshake era only does not know it: -32601, tested below).
+    assert_eq!(out[1]["error"]["code"], -32602);
     assert_eq!(out[1]["id"], 2);
     assert_eq!(out[2], json!({"jsonrpc":"2.0","id":3,"result":{}}));
     assert!(events(&mut s).is_empty());
@@ -157,7 +159,10 @@ fn each_request_is_answered_once() {
         json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}),
     );
     let ev = events(&mut s);
-    let [ServerEvent::Request { id, method, params }] = &ev[..] else {
+    let [ServerEvent::Request {
+        id, method, params, ..
+    }] = &ev[..]
+    else {
         panic!("{ev:?}")
     };
     assert_eq!(method, "tools/call");
@@ -393,5 +398,202 @@ fn local_authorities() {
         "localhost.evil.com",
     ] {
         assert!(!is_local_authority(v), "{v}");
+    }
+}
+
+/// A 2026-07-28 request's params: `extra` with the envelope.
+fn envelope(extra: Value) -> Value {
+    let mut p = extra;
+    p["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    });
+    p
+}
+
+#[test]
+fn a_2026_request_needs_no_handshake_and_its_result_says_complete() {
+    let mut s = ServerSession::default();
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":envelope(json!({}))}),
+    );
+    let ev = events(&mut s);
+    let [ServerEvent::Request {
+        id, method, era, ..
+    }] = &ev[..]
+    else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((method.as_str(), *era), ("tools/list", Era::Modern));
+    s.respond(id.clone(), Ok(raw(json!({"tools": []}))))
+        .unwrap();
+    // One that says what it is keeps it.
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":envelope(json!({"name":"x"}))}),
+    );
+    let [ServerEvent::Request { id, .. }] = &events(&mut s)[..] else {
+        panic!()
+    };
+    let input = json!({"resultType": "input_required", "inputRequests": {}});
+    s.respond(id.clone(), Ok(raw(input.clone()))).unwrap();
+    let out = lines(&mut s);
+    // A cacheable result gets the hints the era requires (nothing cached).
+    assert_eq!(
+        out[0]["result"],
+        json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+    );
+    assert_eq!(out[1]["result"], input);
+    // The handshake era is still there to speak, on the same session.
+    assert_eq!(s.protocol_version(), None);
+}
+
+#[test]
+fn a_2026_envelope_is_checked() {
+    let mut s = ServerSession::default();
+    let mut no_caps = envelope(json!({}));
+    no_caps["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":no_caps}),
+    );
+    let mut future = envelope(json!({}));
+    future["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":future}),
+    );
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}),
+    );
+    for removed in [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+    ] {
+        feed(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":removed,"method":removed,"params":envelope(json!({}))}),
+        );
+    }
+    assert!(events(&mut s).is_empty());
+    let out = lines(&mut s);
+    assert_eq!(out[0]["error"]["code"], -32602, "{}", out[0]);
+    assert_eq!(out[1]["error"]["code"], -32022, "{}", out[1]);
+    assert_eq!(out[1]["error"]["data"]["requested"], "2099-01-01");
+    assert_eq!(out[1]["error"]["data"]["supported"][0], "2026-07-28");
+    assert_eq!(out[2]["error"]["code"], -32602, "{}", out[2]);
+    for (i, removed) in [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(out[3 + i]["id"], removed);
+        assert_eq!(out[3 + i]["error"]["code"], -32601, "{}", out[3 + i]);
+    }
+    assert_eq!(s.open_requests(), 0);
+}
+
+#[test]
+fn server_discover_is_answered_with_the_versions_served() {
+    let mut s = ServerSession::default();
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":7,"method":"server/discover","params":envelope(json!({}))}),
+    );
+    let ev = events(&mut s);
+    let [ServerEvent::Discover {
+        id,
+        client_capabilities,
+    }] = &ev[..]
+    else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(client_capabilities, &json!({"sampling": {}}));
+    let info = json!({"name": "srv", "version": "2"});
+    s.discover(
+        id,
+        json!({"capabilities": {"tools": {}}, "serverInfo": info}),
+    )
+    .unwrap();
+    let out = lines(&mut s);
+    let r = &out[0]["result"];
+    assert_eq!(r["supportedVersions"][0], "2026-07-28");
+    assert!(r["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2025-11-25")));
+    assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"], info);
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(r["ttlMs"], 0);
+    // Answered once.
+    assert_eq!(
+        s.discover(id, json!({})),
+        Err(ServeError::NotOpen(id.clone()))
+    );
+}
+
+#[test]
+fn a_session_of_the_handshake_era_only_ignores_the_envelope() {
+    let config = ServeConfig {
+        modern: false,
+        ..ServeConfig::default()
+    };
+    let mut s = ServerSession::new(config);
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":envelope(json!({}))}),
+    );
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":envelope(json!({}))}),
+    );
+    assert!(events(&mut s).is_empty());
+    let out = lines(&mut s);
+    assert_eq!(out[0]["error"]["code"], -32601);
+    assert_eq!(out[1]["error"]["code"], -32600, "before the handshake");
+    assert_eq!(s.served_versions(), SUPPORTED_PROTOCOL_VERSIONS);
+}
+
+#[test]
+fn the_2026_http_headers_must_match_the_body() {
+    let params = raw(envelope(json!({"name": "get weather"})));
+    let headers = |version: &'static str, method: &'static str, name: Option<&'static str>| {
+        move |h: &str| match h {
+            "mcp-protocol-version" => Some(version),
+            "mcp-method" => Some(method),
+            "mcp-name" => name,
+            _ => None,
+        }
+    };
+    let ok = check_headers(
+        "tools/call",
+        Some(&params),
+        headers(
+            "2026-07-28",
+            "tools/call",
+            Some("=?base64?Z2V0IHdlYXRoZXI=?="),
+        ),
+    );
+    assert_eq!(ok, Ok(()));
+    for bad in [
+        headers("2025-11-25", "tools/call", Some("get weather")),
+        headers("2026-07-28", "tools/list", Some("get weather")),
+        headers("2026-07-28", "tools/call", Some("other")),
+        headers("2026-07-28", "tools/call", None),
+    ] {
+        let e = check_headers("tools/call", Some(&params), bad).unwrap_err();
+        assert_eq!(e.code, crate::modern::HEADER_MISMATCH, "{}", e.message);
     }
 }

@@ -1,0 +1,254 @@
+//! The 2026-07-28 side of a [`ServerSession`]: reading a request's
+//! `_meta` envelope, answering `server/discover`, and stamping results.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{ServeError, ServerSession};
+use crate::mcp::methods::{Eras, MethodId};
+use crate::modern::discover::SUPPORTED_MODERN_VERSIONS;
+use crate::modern::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
+use crate::modern::{decode_header_value, HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::rpc::{ErrorObject, RequestId, INVALID_PARAMS, METHOD_NOT_FOUND};
+
+/// The envelope keys a request's `params._meta` may carry (others are
+/// skipped unread).
+#[derive(Deserialize)]
+struct Params<'a> {
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
+    version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+    capabilities: Option<Value>,
+}
+
+/// The versions a server serves, newest first: 2026-07-28 when `modern`,
+/// and the handshake era's.
+pub fn served_versions(modern: bool) -> Vec<&'static str> {
+    let modern = if modern {
+        SUPPORTED_MODERN_VERSIONS
+    } else {
+        &[]
+    };
+    modern
+        .iter()
+        .chain(super::SUPPORTED_PROTOCOL_VERSIONS)
+        .copied()
+        .collect()
+}
+
+/// The era of a client's request `method` with `params`, for a server
+/// that serves 2026-07-28 when `modern`: `Ok(Some(the client's
+/// capabilities))` when its `_meta` envelope declares 2026-07-28,
+/// `Ok(None)` for a request of the handshake era, or the error that
+/// refuses it: -32602 for an envelope without client capabilities or a
+/// `server/discover` without an envelope, -32022 (with the versions
+/// served) for a version not served, -32601 for a method 2026-07-28
+/// removed (`initialize`, `ping`, `logging/setLevel`, …).
+pub fn request_era(
+    method: &str,
+    params: Option<&RawValue>,
+    modern: bool,
+) -> Result<Option<Value>, ErrorObject> {
+    if !modern {
+        return Ok(None);
+    }
+    let discover = method == MethodId::Discover.name();
+    let Some(version) = declared_meta(params).and_then(|m| m.version.map(|v| (v, m.capabilities)))
+    else {
+        if discover {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!("invalid params: server/discover needs _meta with {PROTOCOL_VERSION_KEY}"),
+            ));
+        }
+        return Ok(None);
+    };
+    let (version, capabilities) = version;
+    if !SUPPORTED_MODERN_VERSIONS.contains(&version.as_ref()) {
+        if super::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_ref()) && !discover {
+            // A handshake version in an envelope: that era has none; the
+            // request is judged as of the handshake.
+            return Ok(None);
+        }
+        let served = served_versions(true);
+        let mut error = ErrorObject::new(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "unsupported protocol version {version}: this server speaks {}",
+                served.join(", ")
+            ),
+        );
+        let data = serde_json::json!({"supported": served, "requested": version});
+        error.data = serde_json::value::to_raw_value(&data).ok();
+        return Err(error);
+    }
+    let Some(capabilities) = capabilities else {
+        return Err(ErrorObject::new(
+            INVALID_PARAMS,
+            format!("invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}"),
+        ));
+    };
+    if MethodId::of(method).is_some_and(|m| m.spec().eras == Eras::Handshake) {
+        return Err(ErrorObject::new(
+            METHOD_NOT_FOUND,
+            format!("method not found: {method} (not in {version})"),
+        ));
+    }
+    Ok(Some(capabilities))
+}
+
+/// The version a request's `_meta` envelope declares, if any.
+pub fn declared_version(params: Option<&RawValue>) -> Option<String> {
+    declared_meta(params)?
+        .version
+        .map(std::borrow::Cow::into_owned)
+}
+
+fn declared_meta(params: Option<&RawValue>) -> Option<Meta<'_>> {
+    // Most requests of the handshake era have no envelope: not parsed.
+    let p = params.filter(|p| p.get().contains(PROTOCOL_VERSION_KEY))?;
+    serde_json::from_str::<Params>(p.get()).ok()?.meta
+}
+
+/// The 2026-07-28 headers of an HTTP POST of request `method`, checked
+/// against its body (`header` reads one, by lowercase name):
+/// `MCP-Protocol-Version` must be the envelope's version, `Mcp-Method`
+/// the method, `Mcp-Name` the `name` or `uri` the method table mirrors
+/// (verbatim or `=?base64?…?=`). A mismatch is -32020 (HTTP 400).
+pub fn check_headers<'h>(
+    method: &str,
+    params: Option<&RawValue>,
+    header: impl Fn(&str) -> Option<&'h str>,
+) -> Result<(), ErrorObject> {
+    let mismatch = |name: &str, got: Option<&str>, want: &str| {
+        let got = got.map_or("missing".to_owned(), |g| format!("{g:?}"));
+        Err(ErrorObject::new(
+            HEADER_MISMATCH,
+            format!("header mismatch: {name} is {got}, the body says {want:?}"),
+        ))
+    };
+    let expect = |name: &str, want: &str| match header(name) {
+        Some(v) if v == want || decode_header_value(v).as_deref() == Some(want) => Ok(()),
+        got => mismatch(name, got, want),
+    };
+    if let Some(version) = declared_version(params) {
+        expect("mcp-protocol-version", &version)?;
+    }
+    expect("mcp-method", method)?;
+    let Some(field) = MethodId::of(method).and_then(|m| m.spec().header_param) else {
+        return Ok(());
+    };
+    #[derive(Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        uri: Option<std::borrow::Cow<'a, str>>,
+        #[serde(rename = "taskId", borrow)]
+        task_id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let named = params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok());
+    let value = named.and_then(|n| match field {
+        "name" => n.name,
+        "uri" => n.uri,
+        "taskId" => n.task_id,
+        _ => None,
+    });
+    match value {
+        Some(v) => expect("mcp-name", &v),
+        // The method itself refuses params without it.
+        None => Ok(()),
+    }
+}
+
+/// A 2026-07-28 result as that era has it: stamped `resultType:
+/// "complete"` when it does not say what it is (an `input_required` one
+/// is left as it is), and, for a method whose result is cacheable
+/// (`tools/list`, …, SEP-2549), with `ttlMs` 0 and `cacheScope`
+/// `private` when absent (nothing cached unless the server says so).
+pub fn modern_result(raw: Box<RawValue>, method: Option<MethodId>) -> Box<RawValue> {
+    let Ok(mut map) = serde_json::from_str::<Map<String, Value>>(raw.get()) else {
+        // Not an object: nothing to stamp.
+        return raw;
+    };
+    let mut changed = false;
+    if !map.contains_key("resultType") {
+        map.insert("resultType".into(), Value::from("complete"));
+        changed = true;
+    }
+    let complete = map.get("resultType").and_then(Value::as_str) == Some("complete");
+    if complete && method.is_some_and(|m| m.spec().cacheable) {
+        if !map.contains_key("ttlMs") {
+            map.insert("ttlMs".into(), Value::from(0));
+            changed = true;
+        }
+        if !map.contains_key("cacheScope") {
+            map.insert("cacheScope".into(), Value::from("private"));
+            changed = true;
+        }
+    }
+    if !changed {
+        return raw;
+    }
+    serde_json::value::to_raw_value(&map).unwrap_or(raw)
+}
+
+/// A `server/discover` result from the server's `result` object as for
+/// `initialize` (`capabilities`, `serverInfo`, `instructions`): with
+/// `supportedVersions` (both eras'), the identity in `_meta` too (where
+/// the schema puts it), `resultType`, and the caching hints when absent.
+pub fn discover_result(result: Value) -> Result<Box<RawValue>, ServeError> {
+    let mut map = match result {
+        Value::Object(map) => map,
+        other => {
+            let why = format!("the discover result is not an object: {other}");
+            return Err(ServeError::Serialize(why));
+        }
+    };
+    map.insert(
+        "supportedVersions".into(),
+        Value::from(served_versions(true)),
+    );
+    if let Some(info) = map.get("serverInfo").cloned() {
+        let meta = map
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.entry(SERVER_INFO_KEY).or_insert(info);
+        }
+    }
+    // A CacheableResult: the hints are required.
+    map.entry("ttlMs").or_insert(Value::from(0));
+    map.entry("cacheScope").or_insert(Value::from("private"));
+    let raw =
+        serde_json::value::to_raw_value(&map).map_err(|e| ServeError::Serialize(e.to_string()))?;
+    Ok(modern_result(raw, Some(MethodId::Discover)))
+}
+
+impl ServerSession {
+    /// The versions served, newest first: 2026-07-28 (when
+    /// [`ServeConfig::modern`](super::ServeConfig::modern)) and the
+    /// handshake era's.
+    pub fn served_versions(&self) -> Vec<&'static str> {
+        served_versions(self.config.modern)
+    }
+
+    /// Answers `server/discover` ([`ServerEvent::Discover`](super::ServerEvent::Discover))
+    /// with the server's `result` object as for `initialize`
+    /// (`capabilities`, `serverInfo`, `instructions`): see
+    /// [`discover_result`].
+    pub fn discover(&mut self, id: &RequestId, result: Value) -> Result<(), ServeError> {
+        if !self.open.contains_key(id) {
+            return Err(ServeError::NotOpen(id.clone()));
+        }
+        let raw = discover_result(result)?;
+        self.respond(id.clone(), Ok(raw))
+    }
+}
