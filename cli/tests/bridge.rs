@@ -768,3 +768,177 @@ fn bridge_listen_answers_are_resumable_after_a_lost_stream() {
     ];
     assert_eq!(l.http("GET", "/mcp", &gone, "").0, 404);
 }
+
+/// `mcpwire ARGS` (a client of ours); its stdout, which must be a success.
+fn mcpwire(args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("XDG_CACHE_HOME", fresh_cache_home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcpwire");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "mcpwire {args:?}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A 2026-07-28 request's `_meta` envelope.
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    })
+}
+
+#[test]
+fn a_2026_host_reaches_targets_of_either_era_through_the_stdio_bridge() {
+    let server = test_server();
+    for era in ["legacy", "modern"] {
+        let target = ["--", BIN, "bridge", "--", &server, "--era", era];
+        // Our own client, speaking 2026-07-28 only, as the host.
+        let info = mcpwire(&[&["info", "--era", "modern"][..], &target[..]].concat());
+        assert!(info.contains("2026-07-28"), "{era}: {info}");
+        let args = [
+            &["call", "echo", "message=hi", "--json", "--era", "modern"][..],
+            &target[..],
+        ];
+        let out: Value = serde_json::from_str(&mcpwire(&args.concat())).unwrap();
+        assert_eq!(out["content"][0]["text"], "Echo: hi", "{era}: {out}");
+
+        // Raw lines: what the host is answered, exactly.
+        let mut b = Raw::start(&["--", &server, "--era", era], &marker("modern-host"));
+        b.send(json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":envelope()}}));
+        let d = b.answer(1, Duration::from_secs(30));
+        let r = &d["result"];
+        assert_eq!(r["supportedVersions"][0], "2026-07-28", "{era}: {d}");
+        assert_eq!(r["resultType"], "complete", "{era}: {d}");
+        assert_eq!(
+            r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpwire-test-server",
+            "{era}: {d}"
+        );
+        b.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":envelope()}}));
+        let l = b.answer(2, Duration::from_secs(30));
+        assert_eq!(l["result"]["resultType"], "complete", "{era}: {l}");
+        assert!(l["result"]["ttlMs"].is_u64(), "{era}: {l}");
+        b.send(json!({"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":envelope()}}));
+        assert_eq!(
+            b.answer(3, Duration::from_secs(30))["error"]["code"],
+            -32601
+        );
+        let mut no_caps = envelope();
+        no_caps
+            .as_object_mut()
+            .unwrap()
+            .remove("io.modelcontextprotocol/clientCapabilities");
+        b.send(json!({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":no_caps}}));
+        assert_eq!(
+            b.answer(4, Duration::from_secs(30))["error"]["code"],
+            -32602
+        );
+        assert!(b.hang_up(Duration::from_secs(20)).success());
+    }
+}
+
+#[test]
+fn bridge_listen_serves_2026_requests_without_a_session() {
+    let server = test_server();
+    let l = Listener::start(
+        &["--", &server, "--era", "legacy"],
+        &marker("listen-modern"),
+    );
+    let out: Value = serde_json::from_str(&mcpwire(&[
+        "call",
+        "echo",
+        "message=stateless",
+        "--json",
+        "--era",
+        "modern",
+        "--url",
+        &l.url,
+    ]))
+    .unwrap();
+    assert_eq!(out["content"][0]["text"], "Echo: stateless", "{out}");
+
+    let post = |method: &str, params: Value, headers: &[(&str, &str)]| {
+        let body = json!({"jsonrpc":"2.0","id":9,"method":method,"params":params}).to_string();
+        let mut h = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        h.extend_from_slice(headers);
+        let (status, _, body) = l.http("POST", "/mcp", &h, &body);
+        // JSON, or an SSE answer: its last event's data.
+        let json = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| !d.is_empty())
+            .last()
+            .unwrap_or(&body);
+        (
+            status,
+            serde_json::from_str::<Value>(json).unwrap_or(Value::Null),
+        )
+    };
+    let era = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let (status, d) = post("server/discover", json!({"_meta": envelope()}), &era);
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28", "{d}");
+    let call = json!({"name": "echo", "arguments": {"message": "raw"}, "_meta": envelope()});
+    let good = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    let (status, r) = post("tools/call", call.clone(), &good);
+    assert_eq!(
+        (status, &r["result"]["resultType"]),
+        (200, &json!("complete")),
+        "{r}"
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "Echo: raw", "{r}");
+    // The headers must say what the body says.
+    let wrong_name = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "add"),
+    ];
+    let (status, r) = post("tools/call", call.clone(), &wrong_name);
+    assert_eq!((status, &r["error"]["code"]), (400, &json!(-32020)), "{r}");
+    let wrong_version = [("mcp-protocol-version", "2025-11-25")];
+    let (status, r) = post("tools/call", call, &wrong_version);
+    assert_eq!((status, &r["error"]["code"]), (400, &json!(-32020)), "{r}");
+    // A version not served, in header and body alike: -32022.
+    let mut future = envelope();
+    future["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let (status, r) = post(
+        "tools/list",
+        json!({"_meta": future}),
+        &[
+            ("mcp-protocol-version", "2099-01-01"),
+            ("mcp-method", "tools/list"),
+        ],
+    );
+    assert_eq!((status, &r["error"]["code"]), (400, &json!(-32022)), "{r}");
+    // Removed in 2026-07-28: not found, with a 404.
+    let ping = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "ping"),
+    ];
+    let (status, r) = post("ping", json!({"_meta": envelope()}), &ping);
+    assert_eq!((status, &r["error"]["code"]), (404, &json!(-32601)), "{r}");
+    // Without the envelope but with the era's header: invalid params.
+    let list = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let (status, r) = post("tools/list", json!({}), &list);
+    assert_eq!((status, &r["error"]["code"]), (400, &json!(-32602)), "{r}");
+}

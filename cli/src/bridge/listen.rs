@@ -10,6 +10,11 @@
 //!             with Last-Event-ID, any stream resumed after that event (a
 //!             POST's answer too: each is primed with an event id and a retry)
 //!  DELETE /mcp  ends the session (the target's closed)
+//!  POST /mcp  a 2026-07-28 request (its `_meta` envelope, no session):
+//!             judged by core (`server::request_era`, `check_headers`),
+//!             relayed to the one target session all such requests share
+//!             (started by the first), answered in that era's shape;
+//!             `server/discover` answered from the target's identity
 //!  GET /healthz  ok
 //! ```
 //!
@@ -35,16 +40,19 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
-use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
-use mcpwire::mcp::methods::{notifications, ServerRequestKind};
-use mcpwire::rpc::{parse_message, Message, ParseError, RequestId};
-use mcpwire::server::{is_local_authority, ServerSession};
+use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
+use mcpwire::modern::{Era, MODERN_PROTOCOL_VERSION};
+use mcpwire::rpc::{parse_message, Message, ParseError, RequestId, INVALID_PARAMS};
+use mcpwire::server::{
+    check_headers, declared_version, discover_result, is_local_authority, modern_result,
+    request_era, served_versions, ServerSession,
+};
 use mcpwire_tokio::{CancelToken, Client, ErrorObject, Handler};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{connect, init_result, refuse, relay, timeout, Tools};
+use super::{connect, init_result, modern_host_of, refuse, relay, timeout, Relay, Tools};
 use crate::args::{Cli, Fail};
 use crate::target::Target;
 
@@ -72,6 +80,9 @@ struct Server {
     max_sessions: usize,
     idle: Duration,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The target session 2026-07-28 requests share (that era has no
+    /// sessions), connected by the first.
+    stateless: tokio::sync::Mutex<Option<Arc<Session>>>,
 }
 
 /// One client session and its target session.
@@ -191,6 +202,7 @@ pub(crate) async fn listen(
         max_sessions,
         idle,
         sessions: Mutex::new(HashMap::new()),
+        stateless: tokio::sync::Mutex::new(None),
     });
     tokio::spawn(reap(server.clone()));
     loop {
@@ -222,7 +234,10 @@ pub(crate) async fn listen(
             }
         });
     }
-    let sessions: Vec<_> = server.sessions.lock().expect("lock").drain().collect();
+    let mut sessions: Vec<_> = server.sessions.lock().expect("lock").drain().collect();
+    if let Some(s) = server.stateless.lock().await.take() {
+        sessions.push((String::new(), s));
+    }
     for (_, s) in sessions {
         let _ = s.client.clone().close_timeout(Duration::from_secs(5)).await;
     }
@@ -314,7 +329,10 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Body> 
         }
     }
     if let Some(v) = header(&req, VERSION_HEADER) {
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
+        // A 2026-07-28 POST's version is judged with its body (-32020,
+        // -32022 as JSON-RPC errors): see post.
+        let stateless_post = req.method() == Method::POST && header(&req, SESSION_HEADER).is_none();
+        if !stateless_post && !served_versions(true).contains(&v) {
             return refused(
                 StatusCode::BAD_REQUEST,
                 &format!("unsupported MCP-Protocol-Version: {v}"),
@@ -439,6 +457,7 @@ async fn post(
     req: Request<Incoming>,
 ) -> Response<Body> {
     let wants_sse = header(&req, ACCEPT).is_some_and(|a| a.contains("text/event-stream"));
+    let headers = req.headers().clone();
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => return refused(StatusCode::PAYLOAD_TOO_LARGE, &format!("body: {e}")),
@@ -458,26 +477,53 @@ async fn post(
             );
         }
     };
+    let era_header = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
     match (message, session) {
         (Message::Request { id, method, params }, None) => {
-            if method != mcpwire::mcp::methods::MethodId::Initialize.name() {
-                return refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
+            // The header against the body's version first (SEP-2575).
+            if let (Some(h), Some(body)) = (era_header, declared_version(params)) {
+                if h != body {
+                    let why = format!(
+                        "header mismatch: {VERSION_HEADER} is {h:?}, the body says {body:?}"
+                    );
+                    let error = ErrorObject::new(mcpwire::modern::HEADER_MISMATCH, why);
+                    return era_refusal(&id, error);
+                }
             }
-            let params: Value = params
-                .and_then(|p| serde_json::from_str(p.get()).ok())
-                .unwrap_or(Value::Null);
-            initialize(server, id, params).await
+            match request_era(&method, params, true) {
+                Err(error) => era_refusal(&id, error),
+                Ok(Some(_)) => {
+                    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+                    if let Err(error) = check_headers(&method, params, header) {
+                        return era_refusal(&id, error);
+                    }
+                    stateless(server, id, &method, params, wants_sse).await
+                }
+                Ok(None) if era_header == Some(MODERN_PROTOCOL_VERSION) => {
+                    let why = "invalid params: a 2026-07-28 request needs its _meta envelope";
+                    era_refusal(&id, ErrorObject::new(INVALID_PARAMS, why))
+                }
+                Ok(None) if method == MethodId::Initialize.name() => {
+                    let params: Value = params
+                        .and_then(|p| serde_json::from_str(p.get()).ok())
+                        .unwrap_or(Value::Null);
+                    initialize(server, id, params).await
+                }
+                Ok(None) => refused(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+            }
         }
         (Message::Request { id, method, params }, Some(s)) => {
-            request(
-                server,
-                &s,
-                id,
-                &method,
-                params.map(RawValue::to_owned),
-                wants_sse,
-            )
-            .await
+            let params = params.map(RawValue::to_owned);
+            request(server, &s, id, &method, params, wants_sse, Era::Legacy).await
+        }
+        (Message::Notification { method, params }, None)
+            if era_header == Some(MODERN_PROTOCOL_VERSION)
+                || declared_version(params).is_some() =>
+        {
+            if let Some(s) = server.stateless.lock().await.clone() {
+                notification(&s, &method, params.map(RawValue::to_owned));
+            }
+            full(StatusCode::ACCEPTED, "text/plain", "")
         }
         (Message::Notification { method, params }, Some(s)) => {
             notification(&s, &method, params.map(RawValue::to_owned));
@@ -512,6 +558,67 @@ fn response(id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Valu
         }
         Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
     }
+}
+
+/// A 2026-07-28 request refused before it is relayed: its JSON-RPC error
+/// with HTTP 404 for a method not found (that era's removed methods
+/// included), else 400.
+fn era_refusal(id: &RequestId, error: ErrorObject) -> Response<Body> {
+    let status = if error.code == mcpwire::rpc::METHOD_NOT_FOUND {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    let body = json!({"jsonrpc":"2.0","id":id,"error":error});
+    full(status, "application/json", body.to_string())
+}
+
+/// A 2026-07-28 request: relayed to the target session such requests
+/// share (connected by the first, with its envelope's capabilities);
+/// `server/discover` answered from the target's identity.
+async fn stateless(
+    server: &Arc<Server>,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    wants_sse: bool,
+) -> Response<Body> {
+    let session = {
+        let mut slot = server.stateless.lock().await;
+        match &*slot {
+            Some(s) => s.clone(),
+            None => {
+                let host = modern_host_of(params);
+                // That era sends the host no requests: no asker is used.
+                let ask = |kind: ServerRequestKind| ask_client(kind, Arc::new(Mutex::new(None)));
+                match connect(&server.cli, &server.target, &host, ask).await {
+                    Ok(client) => {
+                        let session = Arc::new(Session {
+                            client: client.clone(),
+                            state: Mutex::new(State::default()),
+                        });
+                        forward_notifications(&client, &session);
+                        *slot = Some(session.clone());
+                        session
+                    }
+                    Err(message) => {
+                        tracing::error!("{message}");
+                        let error = ErrorObject::internal(message);
+                        return json_response(&json!({"jsonrpc":"2.0","id":id,"error":error}));
+                    }
+                }
+            }
+        }
+    };
+    if method == MethodId::Discover.name() {
+        return json_response(&response(
+            &id,
+            discover_result(init_result(&session.client))
+                .map_err(|e| ErrorObject::internal(e.to_string())),
+        ));
+    }
+    let params = params.map(RawValue::to_owned);
+    request(server, &session, id, method, params, wants_sse, Era::Modern).await
 }
 
 fn parse_error(why: &str) -> Response<Body> {
@@ -668,14 +775,15 @@ async fn request(
     method: &str,
     params: Option<Box<RawValue>>,
     wants_sse: bool,
+    era: Era,
 ) -> Response<Body> {
     let answer = |outcome| response(&id, outcome);
-    if method == mcpwire::mcp::methods::MethodId::Ping.name() {
+    if method == MethodId::Ping.name() {
         return json_response(&answer(Ok(
             RawValue::from_string("{}".into()).expect("JSON")
         )));
     }
-    if method == mcpwire::mcp::methods::MethodId::Initialize.name() {
+    if method == MethodId::Initialize.name() {
         let error = ErrorObject::new(-32600, "this session is initialized already");
         return json_response(&answer(Err(error)));
     }
@@ -696,14 +804,34 @@ async fn request(
     let finish = {
         let session = session.clone();
         let id = id.clone();
+        let method = MethodId::of(method);
         move |outcome: Result<Box<RawValue>, ErrorObject>| {
             session.state.lock().expect("lock").calls.remove(&id);
-            outcome
+            match era {
+                Era::Modern => outcome.map(|raw| modern_result(raw, method)),
+                Era::Legacy => outcome,
+            }
         }
     };
     if !wants_sse {
-        let outcome = relay(&client, &tools, &relayed, params, token, limit, |_| {}).await;
-        return json_response(&answer(finish(outcome)));
+        let call = Relay {
+            client: &client,
+            tools: &tools,
+            token,
+            timeout: limit,
+            host: era,
+        };
+        let outcome = finish(relay(call, &relayed, params, |_| {}).await);
+        // 2026-07-28 over HTTP: a method not found is a 404 too.
+        if era == Era::Modern {
+            if let Err(e) = &outcome {
+                if e.code == mcpwire::rpc::METHOD_NOT_FOUND {
+                    let body = answer(outcome).to_string();
+                    return full(StatusCode::NOT_FOUND, "application/json", body);
+                }
+            }
+        }
+        return json_response(&answer(outcome));
     }
     // The answer's own stream: primed with an event id at once (SEP-1699),
     // so a client that loses it resumes with GET and Last-Event-ID.
@@ -728,7 +856,14 @@ async fn request(
     };
     let session = session.clone();
     tokio::spawn(async move {
-        let outcome = relay(&client, &tools, &relayed, params, token, limit, progress).await;
+        let call = Relay {
+            client: &client,
+            tools: &tools,
+            token,
+            timeout: limit,
+            host: era,
+        };
+        let outcome = relay(call, &relayed, params, progress).await;
         let message = response(&id, finish(outcome));
         session.push_to(stream, &format!("data: {message}\n\n"), true);
         // The stream ends once this last sender goes.

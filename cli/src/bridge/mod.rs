@@ -14,10 +14,18 @@
 //! - The target is connected when the host sends `initialize`, declaring
 //!   the host's own capabilities (so the target asks only what the host
 //!   answers); the host's answer is the target's capabilities, identity
-//!   and instructions. Each side negotiates its own version: the host
-//!   the handshake era (a 2026-07-28 host's `server/discover` is refused,
-//!   and it falls back), the target either era; a 2026-07-28 target's
-//!   results reach the host without that era's `resultType`.
+//!   and instructions. Each side speaks its own era: the host either
+//!   (`initialize`, or 2026-07-28 requests with their `_meta` envelope and
+//!   `server/discover`, judged by core's [`ServerSession`]), the target
+//!   either (probed by the client). A 2026-07-28 target's results reach a
+//!   host of the handshake era without that era's `resultType`; a
+//!   handshake target's reach a 2026-07-28 host stamped as that era's
+//!   (`resultType`, caching hints). The host's envelope is not relayed
+//!   (the client puts its own on a 2026-07-28 target's requests).
+//! - A 2026-07-28 host cannot be sent requests (that era asks through
+//!   `input_required` results, not relayed yet): the target connected
+//!   for it is not told the host handles roots, sampling or elicitation,
+//!   so it does not ask.
 //! - Requests run concurrently; the host's `notifications/cancelled`
 //!   cancels the relayed call (the target is told); progress is relayed
 //!   under the host's token.
@@ -37,6 +45,10 @@ use std::time::Duration;
 
 use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
 use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
+use mcpwire::modern::meta::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
+};
+use mcpwire::modern::Era;
 use mcpwire::rpc::RequestId;
 use mcpwire::server::{ServerEvent, ServerSession};
 use mcpwire_manager::ToolFilter;
@@ -211,39 +223,69 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
         while let Some(event) = session.poll_event() {
             match event {
                 ServerEvent::Initialize { id, params } => {
-                    let answer = match &client {
-                        Some(c) => Ok(init_result(c)),
-                        None => match connect(cli, &target, &params, |k| ask_host(k, tx.clone()))
-                            .await
-                        {
-                            Ok(c) => {
-                                let result = init_result(&c);
-                                forward_notifications(&c, &tx);
-                                client = Some(c);
-                                Ok(result)
-                            }
-                            Err(message) => Err(message),
-                        },
-                    };
-                    match answer {
-                        Ok(result) => {
-                            if let Err(e) = session.accept(&id, result) {
+                    let connected = ensure(
+                        &mut client,
+                        || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
+                        &tx,
+                    )
+                    .await;
+                    match connected {
+                        Ok(c) => {
+                            if let Err(e) = session.accept(&id, init_result(&c)) {
                                 tracing::warn!("initialize not answered: {e}");
                             }
                         }
-                        Err(message) => {
-                            tracing::error!("{message}");
-                            let error = ErrorObject::internal(message);
+                        Err(error) => {
+                            let _ = session.respond(id, Err(error));
+                        }
+                    }
+                }
+                ServerEvent::Discover {
+                    id,
+                    client_capabilities,
+                } => {
+                    let params = modern_host(&client_capabilities, None);
+                    let connected = ensure(
+                        &mut client,
+                        || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
+                        &tx,
+                    )
+                    .await;
+                    let answer = connected.map(|c| session.discover(&id, init_result(&c)));
+                    match answer {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!("server/discover not answered: {e}"),
+                        Err(error) => {
                             let _ = session.respond(id, Err(error));
                         }
                     }
                 }
                 ServerEvent::Initialized => {}
-                ServerEvent::Request { id, method, params } => {
-                    let Some(c) = client.clone() else {
-                        let error = ErrorObject::internal("the target is not connected");
-                        let _ = session.respond(id, Err(error));
-                        continue;
+                ServerEvent::Request {
+                    id,
+                    method,
+                    params,
+                    era,
+                } => {
+                    let c = if era == Era::Modern {
+                        let params = modern_host_of(params.as_deref());
+                        ensure(
+                            &mut client,
+                            || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
+                            &tx,
+                        )
+                        .await
+                    } else {
+                        client
+                            .clone()
+                            .ok_or_else(|| ErrorObject::internal("the target is not connected"))
+                    };
+                    let c = match c {
+                        Ok(c) => c,
+                        Err(error) => {
+                            let _ = session.respond(id, Err(error));
+                            continue;
+                        }
                     };
                     if let Some(refusal) = refuse(&tools, &method, params.as_deref()) {
                         let _ = session.respond(id, Err(refusal));
@@ -263,8 +305,14 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                                 });
                             }
                         };
-                        let outcome =
-                            relay(&c, &tools, &method, params, token, timeout, progress).await;
+                        let call = Relay {
+                            client: &c,
+                            tools: &tools,
+                            token,
+                            timeout,
+                            host: era,
+                        };
+                        let outcome = relay(call, &method, params, progress).await;
                         let _ = tx.send(Cmd::Respond { id, outcome }).await;
                     });
                 }
@@ -368,11 +416,8 @@ pub(super) async fn connect(
     }
     let declared = serde_json::to_value(&caps).unwrap_or_default();
     for kind in ServerRequestKind::HANDLED {
-        let key = match kind {
-            ServerRequestKind::ListRoots => "roots",
-            ServerRequestKind::CreateMessage => "sampling",
-            ServerRequestKind::Elicit => "elicitation",
-            _ => continue,
+        let Some(key) = capability_key(kind) else {
+            continue;
         };
         if declared.get(key).is_some() {
             options = options.handler(kind, ask(kind));
@@ -438,19 +483,41 @@ pub(super) fn init_result(client: &Client) -> Value {
     result
 }
 
-/// One request of the host, relayed: its progress under the host's token,
-/// cancelled with `token`; the answer in the host's era's shape, a
-/// `tools/list` page without the tools the host may not see.
-#[allow(clippy::too_many_arguments)]
+/// How one request of the host is relayed.
+pub(super) struct Relay<'a> {
+    /// The target.
+    pub client: &'a Client,
+    /// What the host may see and call.
+    pub tools: &'a Tools,
+    /// Cancels the relayed call (the host's `notifications/cancelled`).
+    pub token: CancelToken,
+    /// The relayed call's time limit.
+    pub timeout: Duration,
+    /// The era of the host's request.
+    pub host: Era,
+}
+
+/// One request of the host, relayed: without the host's envelope, its
+/// progress under the host's token, cancelled with the token; the answer
+/// in the host's era's shape, a `tools/list` page without the tools the
+/// host may not see.
 pub(super) async fn relay(
-    client: &Client,
-    tools: &Tools,
+    call: Relay<'_>,
     method: &str,
     params: Option<Box<RawValue>>,
-    token: CancelToken,
-    timeout: Duration,
     progress: impl Fn(Box<RawValue>) + Send + Sync + 'static,
 ) -> Result<Box<RawValue>, ErrorObject> {
+    let Relay {
+        client,
+        tools,
+        token,
+        timeout,
+        host,
+    } = call;
+    let params = match host {
+        Era::Modern => without_envelope(params),
+        Era::Legacy => params,
+    };
     let mut options = CallOptions::new().cancel_token(token).timeout(timeout);
     let progress_token = params
         .as_deref()
@@ -474,7 +541,9 @@ pub(super) async fn relay(
         .request_raw(method, params, options)
         .await
         .map_err(error_object)?;
-    let raw = if speaks_modern(client) {
+    // A 2026-07-28 host's result is stamped by its ServerSession (or the
+    // listener) as that era's.
+    let raw = if host == Era::Legacy && speaks_modern(client) {
         handshake_shape(raw)
     } else {
         raw
@@ -484,6 +553,100 @@ pub(super) async fn relay(
     } else {
         raw
     })
+}
+
+/// Connects the target into `client` unless it is connected: the client.
+/// A failure is logged and given as the host's error.
+async fn ensure<F, C>(
+    client: &mut Option<Client>,
+    connect: F,
+    tx: &mpsc::Sender<Cmd>,
+) -> Result<Client, ErrorObject>
+where
+    F: FnOnce() -> C,
+    C: std::future::Future<Output = Result<Client, String>>,
+{
+    if let Some(c) = client {
+        return Ok(c.clone());
+    }
+    match connect().await {
+        Ok(c) => {
+            forward_notifications(&c, tx);
+            *client = Some(c.clone());
+            Ok(c)
+        }
+        Err(message) => {
+            tracing::error!("{message}");
+            Err(ErrorObject::internal(message))
+        }
+    }
+}
+
+/// `initialize`-like params for connecting the target for a 2026-07-28
+/// host that declared `capabilities` (and `info`): without the
+/// capabilities that promise answers to the target's requests (that era
+/// has none to send).
+pub(super) fn modern_host(capabilities: &Value, info: Option<Value>) -> Value {
+    let mut caps = capabilities.clone();
+    if let Value::Object(map) = &mut caps {
+        for kind in ServerRequestKind::HANDLED {
+            map.remove(capability_key(kind).unwrap_or_default());
+        }
+    }
+    let mut params = json!({ "capabilities": caps });
+    if let Some(info) = info {
+        params["clientInfo"] = info;
+    }
+    params
+}
+
+/// [`modern_host`] of a 2026-07-28 request's envelope.
+pub(super) fn modern_host_of(params: Option<&RawValue>) -> Value {
+    let meta = params
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|mut v| v.get_mut("_meta").map(Value::take))
+        .unwrap_or_default();
+    let caps = meta
+        .get(CLIENT_CAPABILITIES_KEY)
+        .cloned()
+        .unwrap_or_default();
+    modern_host(&caps, meta.get(CLIENT_INFO_KEY).cloned())
+}
+
+/// A 2026-07-28 host's params without its envelope (`_meta`'s protocol
+/// keys; an emptied `_meta` goes too).
+fn without_envelope(params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
+    let raw = params?;
+    if !raw.get().contains(PROTOCOL_VERSION_KEY) {
+        return Some(raw);
+    }
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(raw.get()) else {
+        return Some(raw);
+    };
+    if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+        for key in [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+            LOG_LEVEL_KEY,
+        ] {
+            meta.remove(key);
+        }
+        if meta.is_empty() {
+            map.remove("_meta");
+        }
+    }
+    serde_json::value::to_raw_value(&map).ok().or(Some(raw))
+}
+
+/// The client capability that says the host answers `kind`.
+fn capability_key(kind: ServerRequestKind) -> Option<&'static str> {
+    match kind {
+        ServerRequestKind::ListRoots => Some("roots"),
+        ServerRequestKind::CreateMessage => Some("sampling"),
+        ServerRequestKind::Elicit => Some("elicitation"),
+        _ => None,
+    }
 }
 
 /// Whether the target speaks the 2026-07-28 era.
