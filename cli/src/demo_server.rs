@@ -5,7 +5,15 @@
 //! with an output schema), `countdown` (progress notifications, honours
 //! cancellation), `slow_job` (a task, for clients that support tasks).
 //! Resource: `demo://readme`. Prompt: `greet`.
-//! Plain std: one reader loop, one thread per slow call and per task.
+//!
+//! The protocol is core's [`ServerSession`] (the one server side of
+//! mcpwire, shared with `mcpwire bridge`): framing, the handshake,
+//! both eras request by request (the 2025-11-25 handshake, and the
+//! stateless 2026-07-28 protocol with its envelope, `server/discover`
+//! and `resultType`), `ping`, cancellation, ids answered once. This file
+//! is only the demo's tools, resource and prompt. Plain std: one loop
+//! owns the session; a reader thread feeds it stdin, and each slow call
+//! or task answers from a thread of its own through the same channel.
 //!
 //! Tasks (`slow_job` only; see [`Tasks`]): in 2026-07-28, a client that
 //! declares the `io.modelcontextprotocol/tasks` extension gets a task
@@ -13,51 +21,40 @@
 //! `tools/list`; in 2025-11-25, `params.task` makes it a task (`tasks/get`,
 //! `tasks/result`, `tasks/list`, `tasks/cancel`). Without a task it just
 //! sleeps and answers.
-//!
-//! Dual-era, as real servers are: the 2025-11-25 handshake (`initialize`)
-//! and the stateless 2026-07-28 protocol (`server/discover`; each request
-//! carries `io.modelcontextprotocol/protocolVersion` in `_meta`; results
-//! say `resultType: "complete"`; `initialize` and `ping` are gone there),
-//! request by request.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mcpwire::mcp::methods::notifications;
+use mcpwire::modern::Era;
+use mcpwire::rpc::{ErrorObject, RequestId};
+use mcpwire::server::{ServerEvent, ServerSession};
 use serde_json::{json, Value};
 
 const README: &str = "mcpwire demo server\n\nThis resource was read over MCP from the \
 server that `mcpwire serve --demo` runs. Try `mcpwire tools -- mcpwire serve --demo`.\n";
 
-type Out = Arc<Mutex<std::io::Stdout>>;
-
-fn send(out: &Out, msg: &Value) {
-    let mut line = serde_json::to_vec(msg).expect("JSON");
-    line.push(b'\n');
-    let mut o = out.lock().expect("stdout lock");
-    // A closed stdout means the client is gone; nothing left to do.
-    let _ = o.write_all(&line).and_then(|()| o.flush());
+/// What the loop that owns the session is told: bytes from stdin, or an
+/// answer or a notification from a thread doing slow work.
+enum Note {
+    Read(Vec<u8>),
+    Eof,
+    Answer(RequestId, Result<Value, ErrorObject>),
+    Notify(&'static str, Value),
 }
 
-fn result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
+/// Where threads send their answers.
+type Out = mpsc::Sender<Note>;
 
-fn error(id: &Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
+type Answer = Result<Value, ErrorObject>;
 
-/// The stateless era's version, and the versions served, newest first.
-const MODERN: &str = "2026-07-28";
-const VERSIONS: &[&str] = &[
-    MODERN,
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
-];
+fn error(code: i64, message: impl Into<String>) -> Answer {
+    Err(ErrorObject::new(code, message))
+}
 
 fn server_info() -> Value {
     json!({"name": "mcpwire-demo", "title": "mcpwire demo server", "version": env!("CARGO_PKG_VERSION")})
@@ -214,7 +211,7 @@ impl Tasks {
 
     /// `tasks/result` (2025-11-25), on a thread of its own: waits for the
     /// end of the task, then answers.
-    fn answer_result(self: &Arc<Self>, out: &Out, id: Value, task_id: String) {
+    fn answer_result(self: &Arc<Self>, out: &Out, id: RequestId, task_id: String) {
         let (tasks, out) = (self.clone(), out.clone());
         std::thread::spawn(move || loop {
             let done = {
@@ -224,15 +221,20 @@ impl Tasks {
                     .filter(|(_, t)| terminal(t.status))
                     .map(|(_, t)| (t.status, t.result.clone()))
             };
-            match done {
+            let answer = match done {
                 Some(("completed", Some(mut r))) => {
                     r["_meta"] =
                         json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
-                    return send(&out, &result(&id, r));
+                    Ok(r)
                 }
-                Some(_) => return send(&out, &error(&id, -32603, "task was cancelled")),
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
+                Some(_) => error(-32603, "task was cancelled"),
+                None => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            let _ = out.send(Note::Answer(id, answer));
+            return;
         });
     }
 }
@@ -250,38 +252,40 @@ fn seconds_arg(args: &Value) -> f64 {
 fn tasks_request(
     tasks: &Arc<Tasks>,
     out: &Out,
-    id: &Value,
+    id: &RequestId,
     method: &str,
     params: &Value,
     modern: bool,
-) -> Option<Value> {
-    let not_found = || error(id, -32602, "Failed to retrieve task: Task not found");
+) -> Option<Answer> {
+    let not_found = || error(-32602, "Failed to retrieve task: Task not found");
     let task_id = params["taskId"].as_str().unwrap_or("").to_owned();
     if modern && !declares_tasks(params) {
-        return Some(json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32021,
-            "message": format!("{method} needs the client extension {TASKS_EXTENSION}"),
-            "data": {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-        }}));
+        let data = json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}});
+        let e = ErrorObject::new(
+            -32021,
+            format!("{method} needs the client extension {TASKS_EXTENSION}"),
+        );
+        let e = match serde_json::value::to_raw_value(&data) {
+            Ok(data) => e.with_data(data),
+            Err(_) => e,
+        };
+        return Some(Err(e));
     }
     Some(match (modern, method) {
-        (_, "tasks/get") => match tasks.view(&task_id, modern) {
-            Some(v) => result(id, v),
-            None => not_found(),
-        },
+        (_, "tasks/get") => tasks.view(&task_id, modern).map_or_else(not_found, Ok),
         (_, "tasks/cancel") => {
             if tasks.view(&task_id, modern).is_none() {
                 return Some(not_found());
             }
             let cancelled = tasks.cancel(&task_id);
             match tasks.view(&task_id, modern) {
-                _ if modern => result(id, json!({})),
-                Some(v) if cancelled => result(id, v),
-                _ => error(id, -32602, "task is already terminal"),
+                _ if modern => Ok(json!({})),
+                Some(v) if cancelled => Ok(v),
+                _ => error(-32602, "task is already terminal"),
             }
         }
         (true, "tasks/update") => match tasks.view(&task_id, modern) {
-            Some(_) => result(id, json!({})),
+            Some(_) => Ok(json!({})),
             None => not_found(),
         },
         (false, "tasks/result") => {
@@ -297,37 +301,28 @@ fn tasks_request(
                 .iter()
                 .filter_map(|i| tasks.view(i, false))
                 .collect();
-            result(id, json!({ "tasks": all }))
+            Ok(json!({ "tasks": all }))
         }
-        _ => error(id, -32601, &format!("Method not found: {method}")),
+        _ => error(-32601, format!("Method not found: {method}")),
     })
 }
 
 const INSTRUCTIONS: &str =
     "A demo server: echo, add and countdown tools, slow_job (a task), one resource, one prompt.";
 
-/// Whether request `method` with `params` is of the 2026-07-28 era
-/// (`Err`: the error answer, a version this server does not serve).
-fn modern(id: &Value, method: &str, params: &Value) -> Result<bool, Value> {
-    match &params["_meta"]["io.modelcontextprotocol/protocolVersion"] {
-        Value::String(v) if v == MODERN => Ok(true),
-        Value::Null => Ok(method == "server/discover"),
-        other => Err(json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32022,
-            "message": format!("Unsupported protocol version {other}"),
-            "data": {"supported": VERSIONS, "requested": other},
-        }})),
+/// The answer to `initialize` (`modern` false) or `server/discover`: the
+/// session adds the versions.
+fn identity(modern: bool) -> Value {
+    let tasks = if modern {
+        json!({"extensions": {TASKS_EXTENSION: {}}})
+    } else {
+        json!({"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+    };
+    let mut caps = json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}});
+    if let (Value::Object(caps), Value::Object(tasks)) = (&mut caps, tasks) {
+        caps.extend(tasks);
     }
-}
-
-/// A 2026-07-28 answer: its result says it is complete.
-fn stamp(modern: bool, mut reply: Value) -> Value {
-    if modern {
-        if let Some(r) = reply.get_mut("result").and_then(Value::as_object_mut) {
-            r.entry("resultType").or_insert(json!("complete"));
-        }
-    }
-    reply
+    json!({"capabilities": caps, "serverInfo": server_info(), "instructions": INSTRUCTIONS})
 }
 
 /// The tools; `slow_job` runs as a task for a client that can (2026-07-28:
@@ -377,211 +372,142 @@ fn tools(modern: bool) -> Value {
 
 /// Runs the demo server on this process's stdin/stdout until stdin ends.
 pub fn run() {
-    let out: Out = Arc::new(Mutex::new(std::io::stdout()));
-    let running: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Default::default();
-    let tasks: Arc<Tasks> = Default::default();
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let msg: Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                send(
-                    &out,
-                    &error(&Value::Null, -32700, &format!("Parse error: {e}")),
-                );
-                continue;
-            }
-        };
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
-        let id = msg.get("id").cloned();
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let Some(id) = id else {
-            // Notifications.
-            if method == "notifications/cancelled" {
-                let key = params["requestId"].to_string();
-                if let Some(flag) = running.lock().expect("lock").get(&key) {
-                    flag.store(true, Ordering::SeqCst);
-                }
-            }
-            continue;
-        };
-        if method.is_empty() {
-            continue; // a response to us: we never ask anything
-        }
-        let modern = match modern(&id, method, &params) {
-            Ok(m) => m,
-            Err(refusal) => {
-                send(&out, &refusal);
-                continue;
-            }
-        };
-        let reply = match method {
-            "initialize" | "ping" | "logging/setLevel" if modern => error(
-                &id,
-                -32601,
-                &format!("Method not found: {method} (not in {MODERN})"),
-            ),
-            "server/discover" => result(
-                &id,
-                json!({
-                    "supportedVersions": VERSIONS,
-                    "capabilities": {
-                        "extensions": {TASKS_EXTENSION: {}},
-                        "tools": {}, "resources": {}, "prompts": {}, "logging": {},
-                    },
-                    "serverInfo": server_info(),
-                    "instructions": INSTRUCTIONS,
-                    "ttlMs": 0,
-                    "cacheScope": "private",
-                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-                }),
-            ),
-            "initialize" => {
-                let asked = params["protocolVersion"].as_str().unwrap_or("2025-11-25");
-                let version = match asked {
-                    "2025-11-25" | "2025-06-18" | "2025-03-26" | "2024-11-05" => asked,
-                    _ => "2025-11-25",
-                };
-                result(
-                    &id,
-                    json!({
-                        "protocolVersion": version,
-                        "capabilities": {
-                            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
-                            "tools": {}, "resources": {}, "prompts": {}, "logging": {},
-                        },
-                        "serverInfo": server_info(),
-                        "instructions": INSTRUCTIONS,
-                    }),
-                )
-            }
-            "ping" | "logging/setLevel" => result(&id, json!({})),
-            "tools/list" => result(&id, json!({"tools": tools(modern)})),
-            _ if method.starts_with("tasks/") => {
-                match tasks_request(&tasks, &out, &id, method, &params, modern) {
-                    Some(reply) => reply,
-                    None => continue, // answered by a thread of its own
-                }
-            }
-            "tools/call" => {
-                let name = params["name"].as_str().unwrap_or("");
-                let args = &params["arguments"];
-                if !modern && name != "slow_job" && !params["task"].is_null() {
-                    let refusal = error(&id, -32602, &format!("{name} does not support tasks"));
-                    send(&out, &refusal);
-                    continue;
-                }
-                match name {
-                    "echo" => match args["message"].as_str() {
-                        Some(m) => result(
-                            &id,
-                            json!({"content": [{"type": "text", "text": m}], "structuredContent": {"message": m}}),
-                        ),
-                        None => error(&id, -32602, "echo needs a string `message`"),
-                    },
-                    "add" => match (args["a"].as_f64(), args["b"].as_f64()) {
-                        (Some(a), Some(b)) => {
-                            let sum = a + b;
-                            let sum_json = if sum.fract() == 0.0 && sum.abs() < 9e15 {
-                                json!(sum as i64)
-                            } else {
-                                json!(sum)
-                            };
-                            result(
-                                &id,
-                                json!({"content": [{"type": "text", "text": sum_json.to_string()}], "structuredContent": {"sum": sum_json}}),
-                            )
+    let (out, notes) = mpsc::channel::<Note>();
+    {
+        let out = out.clone();
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if out.send(Note::Read(buf[..n].to_vec())).is_err() {
+                            return;
                         }
-                        _ => error(&id, -32602, "add needs numbers `a` and `b`"),
-                    },
-                    "countdown" => {
-                        let steps = args["steps"].as_u64().unwrap_or(5).clamp(1, 100);
-                        let ms = args["ms"].as_u64().unwrap_or(200).min(10_000);
-                        let token = params["_meta"]["progressToken"].clone();
-                        let flag = Arc::new(AtomicBool::new(false));
-                        running
-                            .lock()
-                            .expect("lock")
-                            .insert(id.to_string(), flag.clone());
-                        let out = out.clone();
-                        let running = running.clone();
-                        std::thread::spawn(move || {
-                            for i in 1..=steps {
-                                std::thread::sleep(Duration::from_millis(ms));
-                                if flag.load(Ordering::SeqCst) {
-                                    running.lock().expect("lock").remove(&id.to_string());
-                                    return; // cancelled: no answer, per the spec
-                                }
-                                if !token.is_null() {
-                                    send(
-                                        &out,
-                                        &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                                            "progressToken": token, "progress": i, "total": steps,
-                                            "message": format!("{} to go", steps - i)
-                                        }}),
-                                    );
-                                }
-                            }
-                            running.lock().expect("lock").remove(&id.to_string());
-                            let done = result(
-                                &id,
-                                json!({"content": [{"type": "text", "text": format!("Liftoff after {steps} steps")}]}),
-                            );
-                            send(&out, &stamp(modern, done));
+                    }
+                }
+            }
+            let _ = out.send(Note::Eof);
+        });
+    }
+    let mut demo = Demo {
+        out,
+        running: HashMap::new(),
+        tasks: Arc::default(),
+    };
+    let mut session = ServerSession::default();
+    let mut stdout = std::io::stdout().lock();
+    let mut done = false;
+    for note in notes.iter() {
+        match note {
+            Note::Read(bytes) => session.feed(&bytes),
+            Note::Eof => session.finish(),
+            Note::Answer(id, answer) => {
+                demo.running.remove(&id);
+                let outcome = answer.and_then(|v| {
+                    serde_json::value::to_raw_value(&v)
+                        .map_err(|e| ErrorObject::internal(e.to_string()))
+                });
+                // Refused when the client cancelled it meanwhile: no answer is due.
+                let _ = session.respond(id, outcome);
+            }
+            Note::Notify(method, params) => {
+                if let Ok(params) = serde_json::value::to_raw_value(&params) {
+                    let _ = session.notify(method, Some(&params));
+                }
+            }
+        }
+        while let Some(event) = session.poll_event() {
+            match event {
+                ServerEvent::Initialize { id, .. } => {
+                    let _ = session.accept(&id, identity(false));
+                }
+                ServerEvent::Discover { id, .. } => {
+                    let _ = session.discover(&id, identity(true));
+                }
+                ServerEvent::Request {
+                    id,
+                    method,
+                    params,
+                    era,
+                } => {
+                    let params: Value = params
+                        .and_then(|p| serde_json::from_str(p.get()).ok())
+                        .unwrap_or(Value::Null);
+                    if let Some(answer) = demo.request(&id, &method, &params, era == Era::Modern) {
+                        let outcome = answer.and_then(|v| {
+                            serde_json::value::to_raw_value(&v)
+                                .map_err(|e| ErrorObject::internal(e.to_string()))
                         });
-                        continue;
+                        let _ = session.respond(id, outcome);
                     }
-                    "slow_job" => {
-                        let seconds = seconds_arg(args);
-                        let as_task = if modern {
-                            declares_tasks(&params)
-                        } else {
-                            !params["task"].is_null()
-                        };
-                        if as_task {
-                            let ttl = params["task"]["ttl"].as_u64().unwrap_or(TASK_TTL_MS);
-                            let task_id = tasks.start(seconds, ttl);
-                            let mut view = tasks.view(&task_id, modern).expect("just started");
-                            if modern {
-                                view["resultType"] = json!("task");
-                            } else {
-                                view = json!({ "task": view });
-                            }
-                            result(&id, view)
-                        } else {
-                            let out = out.clone();
-                            std::thread::spawn(move || {
-                                std::thread::sleep(Duration::from_secs_f64(seconds));
-                                send(&out, &stamp(modern, result(&id, slow_job_result(seconds))));
-                            });
-                            continue;
-                        }
-                    }
-                    other => result(
-                        &id,
-                        json!({"content": [{"type": "text", "text": format!("unknown tool: {other}")}], "isError": true}),
-                    ),
                 }
+                ServerEvent::Cancelled { id, .. } => {
+                    if let Some(flag) = demo.running.remove(&id) {
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                }
+                ServerEvent::Closed { .. } => done = true,
+                // We never ask the client anything; other notifications
+                // need nothing.
+                ServerEvent::Initialized
+                | ServerEvent::Notification { .. }
+                | ServerEvent::Response { .. }
+                | ServerEvent::Diagnostic(_) => {}
             }
-            "resources/list" => result(
-                &id,
+        }
+        while let Some(line) = session.poll_write() {
+            // A closed stdout means the client is gone.
+            if stdout.write_all(&line).is_err() {
+                return;
+            }
+        }
+        let _ = stdout.flush();
+        if done {
+            return;
+        }
+    }
+}
+
+/// The demo's state: calls running on threads, tasks.
+struct Demo {
+    out: Out,
+    /// Calls answered by a thread, with their cancel flag.
+    running: HashMap<RequestId, Arc<AtomicBool>>,
+    tasks: Arc<Tasks>,
+}
+
+impl Demo {
+    /// The answer to a request, or `None` when a thread answers it later.
+    fn request(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        params: &Value,
+        modern: bool,
+    ) -> Option<Answer> {
+        Some(match method {
+            // `initialize`, `ping` and `server/discover` are the
+            // session's; `logging/setLevel` is never sent in 2026-07-28.
+            "logging/setLevel" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": tools(modern)})),
+            _ if method.starts_with("tasks/") => {
+                return tasks_request(&self.tasks, &self.out, id, method, params, modern)
+            }
+            "tools/call" => return self.call(id, params, modern),
+            "resources/list" => Ok(
                 json!({"resources": [{"uri": "demo://readme", "name": "readme", "title": "About this demo", "mimeType": "text/plain"}]}),
             ),
-            "resources/templates/list" => result(&id, json!({"resourceTemplates": []})),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
             "resources/read" => match params["uri"].as_str() {
-                Some("demo://readme") => result(
-                    &id,
+                Some("demo://readme") => Ok(
                     json!({"contents": [{"uri": "demo://readme", "mimeType": "text/plain", "text": README}]}),
                 ),
-                Some(other) => error(&id, -32002, &format!("Resource not found: {other}")),
-                None => error(&id, -32602, "resources/read needs `uri`"),
+                Some(other) => error(-32002, format!("Resource not found: {other}")),
+                None => error(-32602, "resources/read needs `uri`"),
             },
-            "prompts/list" => result(
-                &id,
+            "prompts/list" => Ok(
                 json!({"prompts": [{"name": "greet", "title": "Greeting", "description": "Asks for a friendly greeting.",
                     "arguments": [{"name": "name", "description": "Who to greet", "required": true}]}]}),
             ),
@@ -589,17 +515,98 @@ pub fn run() {
                 params["name"].as_str(),
                 params["arguments"]["name"].as_str(),
             ) {
-                (Some("greet"), Some(name)) => result(
-                    &id,
-                    json!({"description": "A friendly greeting", "messages": [
+                (Some("greet"), Some(name)) => {
+                    Ok(json!({"description": "A friendly greeting", "messages": [
                         {"role": "user", "content": {"type": "text", "text": format!("Please greet {name} warmly, in one sentence.")}}
-                    ]}),
-                ),
-                (Some("greet"), None) => error(&id, -32602, "greet needs the argument `name`"),
-                _ => error(&id, -32602, "unknown prompt"),
+                    ]}))
+                }
+                (Some("greet"), None) => error(-32602, "greet needs the argument `name`"),
+                _ => error(-32602, "unknown prompt"),
             },
-            _ => error(&id, -32601, &format!("Method not found: {method}")),
-        };
-        send(&out, &stamp(modern, reply));
+            _ => error(-32601, format!("Method not found: {method}")),
+        })
+    }
+
+    /// `tools/call`; `None` when a thread answers it later.
+    fn call(&mut self, id: &RequestId, params: &Value, modern: bool) -> Option<Answer> {
+        let name = params["name"].as_str().unwrap_or("");
+        let args = &params["arguments"];
+        if !modern && name != "slow_job" && !params["task"].is_null() {
+            return Some(error(-32602, format!("{name} does not support tasks")));
+        }
+        Some(match name {
+            "echo" => match args["message"].as_str() {
+                Some(m) => Ok(
+                    json!({"content": [{"type": "text", "text": m}], "structuredContent": {"message": m}}),
+                ),
+                None => error(-32602, "echo needs a string `message`"),
+            },
+            "add" => match (args["a"].as_f64(), args["b"].as_f64()) {
+                (Some(a), Some(b)) => {
+                    let sum = a + b;
+                    let sum = if sum.fract() == 0.0 && sum.abs() < 9e15 {
+                        json!(sum as i64)
+                    } else {
+                        json!(sum)
+                    };
+                    Ok(
+                        json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}}),
+                    )
+                }
+                _ => error(-32602, "add needs numbers `a` and `b`"),
+            },
+            "countdown" => {
+                let steps = args["steps"].as_u64().unwrap_or(5).clamp(1, 100);
+                let ms = args["ms"].as_u64().unwrap_or(200).min(10_000);
+                let token = params["_meta"]["progressToken"].clone();
+                let flag = Arc::new(AtomicBool::new(false));
+                self.running.insert(id.clone(), flag.clone());
+                let (out, id) = (self.out.clone(), id.clone());
+                std::thread::spawn(move || {
+                    for i in 1..=steps {
+                        std::thread::sleep(Duration::from_millis(ms));
+                        if flag.load(Ordering::SeqCst) {
+                            return; // cancelled: no answer, per the spec
+                        }
+                        if !token.is_null() {
+                            let progress = json!({"progressToken": token, "progress": i,
+                                "total": steps, "message": format!("{} to go", steps - i)});
+                            let _ = out.send(Note::Notify(notifications::PROGRESS, progress));
+                        }
+                    }
+                    let done = json!({"content": [{"type": "text", "text": format!("Liftoff after {steps} steps")}]});
+                    let _ = out.send(Note::Answer(id, Ok(done)));
+                });
+                return None;
+            }
+            "slow_job" => {
+                let seconds = seconds_arg(args);
+                let as_task = if modern {
+                    declares_tasks(params)
+                } else {
+                    !params["task"].is_null()
+                };
+                if !as_task {
+                    let (out, id) = (self.out.clone(), id.clone());
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_secs_f64(seconds));
+                        let _ = out.send(Note::Answer(id, Ok(slow_job_result(seconds))));
+                    });
+                    return None;
+                }
+                let ttl = params["task"]["ttl"].as_u64().unwrap_or(TASK_TTL_MS);
+                let task_id = self.tasks.start(seconds, ttl);
+                let mut view = self.tasks.view(&task_id, modern).expect("just started");
+                if modern {
+                    view["resultType"] = json!("task");
+                    Ok(view)
+                } else {
+                    Ok(json!({ "task": view }))
+                }
+            }
+            other => Ok(
+                json!({"content": [{"type": "text", "text": format!("unknown tool: {other}")}], "isError": true}),
+            ),
+        })
     }
 }

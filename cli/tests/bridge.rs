@@ -876,8 +876,7 @@ fn bridge_listen_serves_2026_requests_without_a_session() {
         let json = body
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
-            .filter(|d| !d.is_empty())
-            .last()
+            .rfind(|d| !d.is_empty())
             .unwrap_or(&body);
         (
             status,
