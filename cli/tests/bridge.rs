@@ -174,6 +174,25 @@ impl Raw {
         }
     }
 
+    /// Every line up to the first that `done` accepts (included), within
+    /// `wait`.
+    fn until(&self, wait: Duration, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + wait;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("nothing awaited within {wait:?}: {seen:?}"));
+            let last = done(&v);
+            seen.push(v);
+            if last {
+                return seen;
+            }
+        }
+    }
+
     fn initialize(&mut self) -> Value {
         self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}));
@@ -940,4 +959,109 @@ fn bridge_listen_serves_2026_requests_without_a_session() {
     ];
     let (status, r) = post("tools/list", json!({}), &list);
     assert_eq!((status, &r["error"]["code"]), (400, &json!(-32602)), "{r}");
+}
+
+#[test]
+fn a_2026_host_hears_list_changes_on_its_listen_whatever_the_targets_era() {
+    let server = test_server();
+    for era in ["legacy", "modern"] {
+        let mut b = Raw::start(&["--", &server, "--era", era], &marker("modern-listen"));
+        let listen = json!({"notifications": {"toolsListChanged": true}, "_meta": envelope()});
+        b.send(json!({"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":listen}));
+        let ack = b.until(Duration::from_secs(30), |v| v["method"].is_string());
+        let ack = ack.last().unwrap();
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{era}: {ack}"
+        );
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            1
+        );
+        let call = json!({"name": "notify_first", "arguments": {"count": 1}, "_meta": envelope()});
+        b.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":call}));
+        let seen = b.until(Duration::from_secs(30), |v| {
+            v["method"] == "notifications/tools/list_changed"
+        });
+        let change = seen.last().unwrap();
+        assert_eq!(
+            change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1,
+            "{era}: {seen:?}"
+        );
+        // The host ends its listen; later changes reach nobody.
+        b.send(
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}),
+        );
+        b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":call}));
+        b.send(json!({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":envelope()}}));
+        // (One more round trip: a change relayed late would be seen.)
+        let after = b.until(Duration::from_secs(30), |v| v["id"] == 4);
+        assert!(
+            !after
+                .iter()
+                .any(|v| v["method"] == "notifications/tools/list_changed"),
+            "{era}: {after:?}"
+        );
+        assert!(b.hang_up(Duration::from_secs(20)).success());
+    }
+}
+
+#[test]
+fn bridge_listen_serves_a_2026_clients_listen_stream() {
+    use std::io::Read;
+    let server = test_server();
+    for era in ["legacy", "modern"] {
+        let l = Listener::start(&["--", &server, "--era", era], &marker("listen-sub"));
+        let body = json!({"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{
+            "notifications": {"toolsListChanged": true}, "_meta": envelope()}})
+        .to_string();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", l.port())).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+             mcp-method: subscriptions/listen\r\ncontent-length: {}\r\n\r\n{body}",
+            l.port(),
+            body.len()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut got = String::new();
+        let read_until = |s: &mut std::net::TcpStream, got: &mut String, until: &str| {
+            let mut buf = [0u8; 4096];
+            while !got.contains(until) {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => panic!("{era}: the stream ended before {until:?}: {got}"),
+                    Ok(n) => got.push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+        };
+        read_until(&mut s, &mut got, "notifications/subscriptions/acknowledged");
+        assert!(
+            got.contains(r#""io.modelcontextprotocol/subscriptionId":"sub""#),
+            "{got}"
+        );
+        let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+            "name": "notify_first", "arguments": {"count": 1}, "_meta": envelope()}})
+        .to_string();
+        let headers = [
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "notify_first"),
+        ];
+        let (status, _, answer) = l.http("POST", "/mcp", &headers, &call);
+        assert_eq!(status, 200, "{era}: {answer}");
+        read_until(&mut s, &mut got, "notifications/tools/list_changed");
+        let change = got
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .find(|d| d.contains("tools/list_changed"))
+            .unwrap();
+        let change: Value = serde_json::from_str(change).unwrap();
+        assert_eq!(
+            change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub",
+            "{era}: {change}"
+        );
+    }
 }

@@ -52,6 +52,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use super::listens::{ack, through_listens, Filter, Listens};
 use super::{connect, init_result, modern_host_of, refuse, relay, timeout, Relay, Tools};
 use crate::args::{Cli, Fail};
 use crate::target::Target;
@@ -122,6 +123,9 @@ struct State {
     next_ask: u64,
     /// The client's requests relayed and not answered.
     calls: HashMap<RequestId, CancelToken>,
+    /// The 2026-07-28 clients' open `subscriptions/listen`, by the stream
+    /// answering each (the shared stateless session only).
+    listens: Listens<StreamKey>,
     last_used: Option<Instant>,
 }
 
@@ -597,7 +601,7 @@ async fn stateless(
                             client: client.clone(),
                             state: Mutex::new(State::default()),
                         });
-                        forward_notifications(&client, &session);
+                        forward_notifications(&client, &session, true);
                         *slot = Some(session.clone());
                         session
                     }
@@ -610,6 +614,9 @@ async fn stateless(
             }
         }
     };
+    if method == MethodId::SubscriptionsListen.name() {
+        return listen_stream(&session, id, params);
+    }
     if method == MethodId::Discover.name() {
         return json_response(&response(
             &id,
@@ -619,6 +626,39 @@ async fn stateless(
     }
     let params = params.map(RawValue::to_owned);
     request(server, &session, id, method, params, wants_sse, Era::Modern).await
+}
+
+/// A 2026-07-28 client's `subscriptions/listen`: an SSE stream,
+/// acknowledged at once, then the list changes and resource updates its
+/// filter asks for, until the client cancels it or goes away.
+fn listen_stream(
+    session: &Arc<Session>,
+    id: RequestId,
+    params: Option<&RawValue>,
+) -> Response<Body> {
+    let filter = Filter::of(params);
+    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
+    let stream = {
+        let mut state = session.state.lock().expect("lock");
+        for uri in filter.uris.iter().filter(|u| !state.listens.subscribed(u)) {
+            let (c, uri) = (session.client.clone(), uri.clone());
+            tokio::spawn(async move {
+                if let Err(e) = c.subscribe(&uri).await {
+                    tracing::warn!("subscribing to {uri}: {e}");
+                }
+            });
+        }
+        state.next_post += 1;
+        let stream = StreamKey::Post(state.next_post);
+        state.sinks.insert(stream, tx);
+        state.listens.open(stream, id.clone(), filter);
+        stream
+    };
+    let (method, params) = ack(&id);
+    let note = json!({"jsonrpc":"2.0","method":method,
+        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+    session.push_to(stream, &format!("data: {note}\n\n"), false);
+    sse(rx)
 }
 
 fn parse_error(why: &str) -> Response<Body> {
@@ -668,7 +708,7 @@ async fn initialize(server: &Arc<Server>, id: RequestId, params: Value) -> Respo
         }),
     });
     *slot.lock().expect("lock") = Some(session.clone());
-    forward_notifications(&client, &session);
+    forward_notifications(&client, &session, false);
     server
         .sessions
         .lock()
@@ -728,15 +768,41 @@ fn ask_client(kind: ServerRequestKind, slot: Arc<Mutex<Option<Arc<Session>>>>) -
     }))
 }
 
-/// The target's notifications, on the session's stream.
-fn forward_notifications(client: &Client, session: &Arc<Session>) {
+/// The target's notifications, on the session's stream (`stateless`: the
+/// list changes and resource updates on the 2026-07-28 clients' listens
+/// that want them, nowhere else).
+fn forward_notifications(client: &Client, session: &Arc<Session>, stateless: bool) {
     let mut notes = client.notifications();
     let weak = Arc::downgrade(session);
     tokio::spawn(async move {
         while let Some(n) = notes.recv().await {
             let Some(session) = weak.upgrade() else { break };
+            let params = n.params();
+            if stateless && through_listens(n.method()) {
+                let routed = {
+                    let mut state = session.state.lock().expect("lock");
+                    // Listens whose client went away are closed.
+                    let gone: Vec<StreamKey> = state
+                        .listens
+                        .route(n.method(), None)
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .filter(|k| state.sinks.get(k).is_none_or(mpsc::Sender::is_closed))
+                        .collect();
+                    for k in &gone {
+                        state.listens.close(k);
+                    }
+                    state.listens.route(n.method(), params.as_deref())
+                };
+                for (stream, params) in routed {
+                    let note = json!({"jsonrpc":"2.0","method":n.method(),
+                        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+                    session.push_to(stream, &format!("data: {note}\n\n"), false);
+                }
+                continue;
+            }
             let mut message = json!({"jsonrpc":"2.0","method":n.method()});
-            if let Some(p) = n.params() {
+            if let Some(p) = params {
                 message["params"] = serde_json::from_str(p.get()).unwrap_or(Value::Null);
             }
             session.push(&message);
@@ -750,9 +816,25 @@ fn notification(session: &Arc<Session>, method: &str, params: Option<Box<RawValu
             .as_deref()
             .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
             .and_then(|v| serde_json::from_value::<RequestId>(v.get("requestId")?.clone()).ok());
-        if let Some(token) = id.and_then(|id| session.state.lock().expect("lock").calls.remove(&id))
-        {
+        let Some(id) = id else { return };
+        let mut state = session.state.lock().expect("lock");
+        if let Some(token) = state.calls.remove(&id) {
             token.cancel();
+        }
+        if let Some((stream, filter)) = state.listens.close_id(&id) {
+            // Its stream ends.
+            state.sinks.remove(&stream);
+            let gone: Vec<String> = filter
+                .uris
+                .into_iter()
+                .filter(|u| !state.listens.subscribed(u))
+                .collect();
+            let client = session.client.clone();
+            tokio::spawn(async move {
+                for uri in gone {
+                    let _ = client.unsubscribe(&uri).await;
+                }
+            });
         }
         return;
     }

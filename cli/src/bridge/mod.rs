@@ -38,6 +38,7 @@
 //!   the bridge exits 0.
 
 mod listen;
+mod listens;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +62,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use self::listens::{ack, through_listens, Filter, Listens};
 use crate::args::{Cli, Fail};
 use crate::target::{connect_options, Target};
 
@@ -177,6 +179,9 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
     let mut stdout = tokio::io::stdout();
     let mut buf = vec![0u8; 64 * 1024];
     let mut host_gone = false;
+    // A 2026-07-28 host: list changes reach it through its listens only.
+    let mut host_modern = false;
+    let mut listens: Listens<RequestId> = Listens::default();
     loop {
         tokio::select! {
             read = stdin.read(&mut buf), if !host_gone => match read {
@@ -191,6 +196,11 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     calls.remove(&id);
                     // Cancelled by the host meanwhile: no answer is due.
                     let _ = session.respond(id, outcome);
+                }
+                Cmd::Notify { method, params } if host_modern && through_listens(&method) => {
+                    for (_, params) in listens.route(&method, params.as_deref()) {
+                        let _ = session.notify(&method, Some(&params));
+                    }
                 }
                 Cmd::Notify { method, params } => {
                     let _ = session.notify(&method, params.as_deref());
@@ -287,6 +297,22 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                             continue;
                         }
                     };
+                    host_modern |= era == Era::Modern;
+                    if era == Era::Modern && method == MethodId::SubscriptionsListen.name() {
+                        let filter = Filter::of(params.as_deref());
+                        for uri in filter.uris.iter().filter(|u| !listens.subscribed(u)) {
+                            let (c, uri) = (c.clone(), uri.clone());
+                            tokio::spawn(async move {
+                                if let Err(e) = c.subscribe(&uri).await {
+                                    tracing::warn!("subscribing to {uri}: {e}");
+                                }
+                            });
+                        }
+                        let (ack_method, ack_params) = ack(&id);
+                        listens.open(id.clone(), id, filter);
+                        let _ = session.notify(ack_method, Some(&ack_params));
+                        continue;
+                    }
                     if let Some(refusal) = refuse(&tools, &method, params.as_deref()) {
                         let _ = session.respond(id, Err(refusal));
                         continue;
@@ -317,6 +343,18 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     });
                 }
                 ServerEvent::Cancelled { id, reason } => {
+                    if let (Some(filter), Some(c)) = (listens.close(&id), client.clone()) {
+                        let gone: Vec<String> = filter
+                            .uris
+                            .into_iter()
+                            .filter(|u| !listens.subscribed(u))
+                            .collect();
+                        tokio::spawn(async move {
+                            for uri in gone {
+                                let _ = c.unsubscribe(&uri).await;
+                            }
+                        });
+                    }
                     if let Some(token) = calls.remove(&id) {
                         tracing::debug!("the host cancelled {id}: {reason:?}");
                         token.cancel();
