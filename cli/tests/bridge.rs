@@ -1065,3 +1065,63 @@ fn bridge_listen_serves_a_2026_clients_listen_stream() {
         );
     }
 }
+
+#[test]
+fn tasks_pass_through_the_bridge_within_an_era_and_run_inline_across_eras() {
+    // Both sides of the handshake era: the host's task is the target's.
+    let mut b = Raw::start(
+        &["--era", "legacy", "--", BIN, "serve", "--demo"],
+        &marker("tasks-same"),
+    );
+    let init = b.initialize();
+    assert!(
+        init["result"]["capabilities"]["tasks"]["requests"].is_object(),
+        "{init}"
+    );
+    let task = json!({"name": "slow_job", "arguments": {"seconds": 0.3}, "task": {"ttl": 60000}});
+    b.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":task}));
+    let created = b.answer(1, Duration::from_secs(30));
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    b.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":id}}));
+    let result = b.answer(2, Duration::from_secs(30));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "done after 0.3 s",
+        "{result}"
+    );
+    b.send(json!({"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":id}}));
+    let got = b.answer(3, Duration::from_secs(30));
+    assert_eq!(
+        (&got["result"]["status"], got["result"]["ttl"].is_u64()),
+        (&json!("completed"), true),
+        "{got}"
+    );
+    b.send(json!({"jsonrpc":"2.0","id":4,"method":"tasks/list","params":{}}));
+    assert_eq!(
+        b.answer(4, Duration::from_secs(30))["result"]["tasks"][0]["taskId"],
+        json!(id)
+    );
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+
+    // A host of the handshake era before a 2026-07-28 target: no tasks
+    // offered, and a call made a task anyway is answered when done.
+    let mut b = Raw::start(
+        &["--era", "modern", "--", BIN, "serve", "--demo"],
+        &marker("tasks-across"),
+    );
+    let init = b.initialize();
+    let caps = &init["result"]["capabilities"];
+    assert!(
+        caps.get("tasks").is_none() && caps.get("extensions").is_none(),
+        "{init}"
+    );
+    b.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":task}));
+    let done = b.answer(1, Duration::from_secs(30));
+    assert_eq!(
+        done["result"]["content"][0]["text"], "done after 0.3 s",
+        "{done}"
+    );
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+}

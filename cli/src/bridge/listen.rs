@@ -620,7 +620,7 @@ async fn stateless(
     if method == MethodId::Discover.name() {
         return json_response(&response(
             &id,
-            discover_result(init_result(&session.client))
+            discover_result(init_result(&session.client, Era::Modern))
                 .map_err(|e| ErrorObject::internal(e.to_string())),
         ));
     }
@@ -714,7 +714,7 @@ async fn initialize(server: &Arc<Server>, id: RequestId, params: Value) -> Respo
         .lock()
         .expect("lock")
         .insert(session_id.clone(), session);
-    let mut result = init_result(&client);
+    let mut result = init_result(&client, Era::Legacy);
     result["protocolVersion"] = Value::String(version);
     let mut r = json_response(&json!({"jsonrpc":"2.0","id":id,"result":result}));
     r.headers_mut().insert(

@@ -22,6 +22,8 @@
 //!   handshake target's reach a 2026-07-28 host stamped as that era's
 //!   (`resultType`, caching hints). The host's envelope is not relayed
 //!   (the client puts its own on a 2026-07-28 target's requests).
+//! - Tasks pass through when host and target speak the same era; across
+//!   eras the host is offered none (see [`init_result`]).
 //! - A 2026-07-28 host cannot be sent requests (that era asks through
 //!   `input_required` results, not relayed yet): the target connected
 //!   for it is not told the host handles roots, sampling or elicitation,
@@ -46,6 +48,7 @@ use std::time::Duration;
 
 use mcpwire::mcp::handshake::SUPPORTED_PROTOCOL_VERSIONS;
 use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
+use mcpwire::mcp::types::TASKS_EXTENSION;
 use mcpwire::modern::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
@@ -241,7 +244,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     .await;
                     match connected {
                         Ok(c) => {
-                            if let Err(e) = session.accept(&id, init_result(&c)) {
+                            if let Err(e) = session.accept(&id, init_result(&c, Era::Legacy)) {
                                 tracing::warn!("initialize not answered: {e}");
                             }
                         }
@@ -261,7 +264,8 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                         &tx,
                     )
                     .await;
-                    let answer = connected.map(|c| session.discover(&id, init_result(&c)));
+                    let answer =
+                        connected.map(|c| session.discover(&id, init_result(&c, Era::Modern)));
                     match answer {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => tracing::warn!("server/discover not answered: {e}"),
@@ -507,12 +511,33 @@ fn forward_notifications(client: &Client, tx: &mpsc::Sender<Cmd>) {
     });
 }
 
-/// The host's `initialize` answer: the target's capabilities, identity
-/// and instructions.
-pub(super) fn init_result(client: &Client) -> Value {
+/// The host's `initialize` (or `server/discover`) answer: the target's
+/// capabilities, identity and instructions, for a host of era `host`.
+/// Tasks are offered only when both sides speak the same era: across
+/// eras their shapes differ (the capability, `ttl` or `ttlMs`, where the
+/// result is), so the other era's task capability is left out, and a
+/// call the host still makes a task runs to its end in the client and is
+/// answered inline.
+pub(super) fn init_result(client: &Client, host: Era) -> Value {
     let server = client.server();
+    let mut caps = serde_json::to_value(&server.capabilities).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut caps {
+        match host {
+            Era::Legacy => {
+                if let Some(Value::Object(ext)) = map.get_mut("extensions") {
+                    ext.remove(TASKS_EXTENSION);
+                    if ext.is_empty() {
+                        map.remove("extensions");
+                    }
+                }
+            }
+            Era::Modern => {
+                map.remove("tasks");
+            }
+        }
+    }
     let mut result = json!({
-        "capabilities": server.capabilities,
+        "capabilities": caps,
         "serverInfo": server.server_info,
     });
     if let Some(i) = &server.instructions {
