@@ -1125,3 +1125,42 @@ fn tasks_pass_through_the_bridge_within_an_era_and_run_inline_across_eras() {
     );
     assert!(b.hang_up(Duration::from_secs(20)).success());
 }
+
+#[test]
+fn a_2026_host_answers_the_targets_requests_as_input_rounds() {
+    let server = test_server();
+    for era in ["legacy", "modern"] {
+        let mut b = Raw::start(&["--", &server, "--era", era], &marker("rounds"));
+        let mut meta = envelope();
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": {}});
+        let call = json!({"name": "ask", "arguments": {"method": "roots/list"}, "_meta": meta});
+        b.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":call}));
+        let round = b.answer(1, Duration::from_secs(30));
+        let r = &round["result"];
+        assert_eq!(r["resultType"], "input_required", "{era}: {round}");
+        let (key, request) = r["inputRequests"]
+            .as_object()
+            .and_then(|m| m.iter().next())
+            .unwrap_or_else(|| panic!("{era}: {round}"));
+        assert_eq!(request["method"], "roots/list", "{era}: {round}");
+        // The retry: the same request, with the answer and the state.
+        let mut retry = call.clone();
+        retry["inputResponses"] =
+            json!({ key.as_str(): {"roots": [{"uri": "file:///tmp/rounds", "name": "r"}]} });
+        retry["requestState"] = r["requestState"].clone();
+        b.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":retry}));
+        let done = b.answer(2, Duration::from_secs(30));
+        assert_eq!(done["result"]["resultType"], "complete", "{era}: {done}");
+        let text = done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("file:///tmp/rounds"), "{era}: {done}");
+        // A state that names nothing: refused.
+        b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":retry}));
+        assert_eq!(
+            b.answer(3, Duration::from_secs(30))["error"]["code"],
+            -32602
+        );
+        assert!(b.hang_up(Duration::from_secs(20)).success());
+    }
+}

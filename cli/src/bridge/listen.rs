@@ -53,7 +53,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::listens::{ack, through_listens, Filter, Listens};
-use super::{connect, init_result, modern_host_of, refuse, relay, timeout, Relay, Tools};
+use super::{connect, init_result, modern_host_of, refuse, relay_call, timeout, Relay, Tools};
 use crate::args::{Cli, Fail};
 use crate::target::Target;
 
@@ -592,7 +592,7 @@ async fn stateless(
         match &*slot {
             Some(s) => s.clone(),
             None => {
-                let host = modern_host_of(params);
+                let host = modern_host_of(params, false);
                 // That era sends the host no requests: no asker is used.
                 let ask = |kind: ServerRequestKind| ask_client(kind, Arc::new(Mutex::new(None)));
                 match connect(&server.cli, &server.target, &host, ask).await {
@@ -903,7 +903,7 @@ async fn request(
             timeout: limit,
             host: era,
         };
-        let outcome = finish(relay(call, &relayed, params, |_| {}).await);
+        let outcome = finish(relay_call(call, &relayed, params, |_| {}).await);
         // 2026-07-28 over HTTP: a method not found is a 404 too.
         if era == Era::Modern {
             if let Err(e) = &outcome {
@@ -945,7 +945,7 @@ async fn request(
             timeout: limit,
             host: era,
         };
-        let outcome = relay(call, &relayed, params, progress).await;
+        let outcome = relay_call(call, &relayed, params, progress).await;
         let message = response(&id, finish(outcome));
         session.push_to(stream, &format!("data: {message}\n\n"), true);
         // The stream ends once this last sender goes.

@@ -24,10 +24,11 @@
 //!   (the client puts its own on a 2026-07-28 target's requests).
 //! - Tasks pass through when host and target speak the same era; across
 //!   eras the host is offered none (see [`init_result`]).
-//! - A 2026-07-28 host cannot be sent requests (that era asks through
-//!   `input_required` results, not relayed yet): the target connected
-//!   for it is not told the host handles roots, sampling or elicitation,
-//!   so it does not ask.
+//! - A 2026-07-28 host cannot be sent requests: the target's requests
+//!   (roots, sampling, elicitation) reach it as input rounds of its
+//!   request in flight (`input_required`, see [`rounds`]). Over
+//!   `--listen` they are not relayed yet: the target connected for such
+//!   hosts is not told they answer any, so it does not ask.
 //! - Requests run concurrently; the host's `notifications/cancelled`
 //!   cancels the relayed call (the target is told); progress is relayed
 //!   under the host's token.
@@ -41,6 +42,7 @@
 
 mod listen;
 mod listens;
+mod rounds;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -66,6 +68,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use self::listens::{ack, through_listens, Filter, Listens};
+use self::rounds::Rounds;
 use crate::args::{Cli, Fail};
 use crate::target::{connect_options, Target};
 
@@ -158,6 +161,11 @@ enum Cmd {
         method: String,
         params: Option<Box<RawValue>>,
     },
+    /// A relayed request of a 2026-07-28 host ended.
+    Done {
+        relay: u64,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    },
     /// A request of the target for the host; its answer goes to `reply`.
     Ask {
         method: &'static str,
@@ -185,6 +193,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
     // A 2026-07-28 host: list changes reach it through its listens only.
     let mut host_modern = false;
     let mut listens: Listens<RequestId> = Listens::default();
+    let mut rounds = Rounds::default();
     loop {
         tokio::select! {
             read = stdin.read(&mut buf), if !host_gone => match read {
@@ -207,6 +216,16 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                 }
                 Cmd::Notify { method, params } => {
                     let _ = session.notify(&method, params.as_deref());
+                }
+                Cmd::Done { relay, outcome } => {
+                    if let Some((id, outcome)) = rounds.done(relay, outcome) {
+                        let _ = session.respond(id, outcome);
+                    }
+                }
+                Cmd::Ask { method, params, reply } if host_modern => {
+                    if let Some((id, round)) = rounds.ask(method, params, reply) {
+                        let _ = session.respond(id, round);
+                    }
                 }
                 Cmd::Ask { method, params, reply } => {
                     // A request without params has none (not `null`).
@@ -257,7 +276,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     id,
                     client_capabilities,
                 } => {
-                    let params = modern_host(&client_capabilities, None);
+                    let params = modern_host(&client_capabilities, None, true);
                     let connected = ensure(
                         &mut client,
                         || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
@@ -282,7 +301,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     era,
                 } => {
                     let c = if era == Era::Modern {
-                        let params = modern_host_of(params.as_deref());
+                        let params = modern_host_of(params.as_deref(), true);
                         ensure(
                             &mut client,
                             || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
@@ -317,12 +336,28 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                         let _ = session.notify(ack_method, Some(&ack_params));
                         continue;
                     }
+                    if era == Era::Modern {
+                        // The retry of an input round: the relayed call
+                        // goes on; this request waits for it.
+                        if let Some(now) = rounds.retry(&id, params.as_deref()) {
+                            if let Some((id, outcome)) = now {
+                                let _ = session.respond(id, outcome);
+                            }
+                            continue;
+                        }
+                    }
                     if let Some(refusal) = refuse(&tools, &method, params.as_deref()) {
                         let _ = session.respond(id, Err(refusal));
                         continue;
                     }
                     let token = CancelToken::new();
-                    calls.insert(id.clone(), token.clone());
+                    let relay = match era {
+                        Era::Modern => Some(rounds.start(id.clone(), &method, token.clone())),
+                        Era::Legacy => {
+                            calls.insert(id.clone(), token.clone());
+                            None
+                        }
+                    };
                     let (tx, tools, timeout) = (tx.clone(), tools.clone(), timeout(cli));
                     tokio::spawn(async move {
                         let progress = {
@@ -342,8 +377,12 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                             timeout,
                             host: era,
                         };
-                        let outcome = relay(call, &method, params, progress).await;
-                        let _ = tx.send(Cmd::Respond { id, outcome }).await;
+                        let outcome = relay_call(call, &method, params, progress).await;
+                        let done = match relay {
+                            Some(relay) => Cmd::Done { relay, outcome },
+                            None => Cmd::Respond { id, outcome },
+                        };
+                        let _ = tx.send(done).await;
                     });
                 }
                 ServerEvent::Cancelled { id, reason } => {
@@ -358,6 +397,9 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                                 let _ = c.unsubscribe(&uri).await;
                             }
                         });
+                    }
+                    if rounds.cancel(&id) {
+                        tracing::debug!("the host cancelled {id}: {reason:?}");
                     }
                     if let Some(token) = calls.remove(&id) {
                         tracing::debug!("the host cancelled {id}: {reason:?}");
@@ -391,6 +433,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                 ServerEvent::Closed { .. } => {
                     // Dropping the senders fails the target's requests.
                     asks.clear();
+                    rounds.clear();
                     for (_, token) in calls.drain() {
                         token.cancel();
                     }
@@ -564,7 +607,7 @@ pub(super) struct Relay<'a> {
 /// progress under the host's token, cancelled with the token; the answer
 /// in the host's era's shape, a `tools/list` page without the tools the
 /// host may not see.
-pub(super) async fn relay(
+pub(super) async fn relay_call(
     call: Relay<'_>,
     method: &str,
     params: Option<Box<RawValue>>,
@@ -646,12 +689,12 @@ where
 }
 
 /// `initialize`-like params for connecting the target for a 2026-07-28
-/// host that declared `capabilities` (and `info`): without the
-/// capabilities that promise answers to the target's requests (that era
-/// has none to send).
-pub(super) fn modern_host(capabilities: &Value, info: Option<Value>) -> Value {
+/// host that declared `capabilities` (and `info`); without `asks`, less
+/// the capabilities that promise answers to the target's requests (where
+/// they cannot be put to the host as input rounds).
+pub(super) fn modern_host(capabilities: &Value, info: Option<Value>, asks: bool) -> Value {
     let mut caps = capabilities.clone();
-    if let Value::Object(map) = &mut caps {
+    if let (Value::Object(map), false) = (&mut caps, asks) {
         for kind in ServerRequestKind::HANDLED {
             map.remove(capability_key(kind).unwrap_or_default());
         }
@@ -664,7 +707,7 @@ pub(super) fn modern_host(capabilities: &Value, info: Option<Value>) -> Value {
 }
 
 /// [`modern_host`] of a 2026-07-28 request's envelope.
-pub(super) fn modern_host_of(params: Option<&RawValue>) -> Value {
+pub(super) fn modern_host_of(params: Option<&RawValue>, asks: bool) -> Value {
     let meta = params
         .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
         .and_then(|mut v| v.get_mut("_meta").map(Value::take))
@@ -673,7 +716,7 @@ pub(super) fn modern_host_of(params: Option<&RawValue>) -> Value {
         .get(CLIENT_CAPABILITIES_KEY)
         .cloned()
         .unwrap_or_default();
-    modern_host(&caps, meta.get(CLIENT_INFO_KEY).cloned())
+    modern_host(&caps, meta.get(CLIENT_INFO_KEY).cloned(), asks)
 }
 
 /// A 2026-07-28 host's params without its envelope (`_meta`'s protocol
