@@ -1164,3 +1164,28 @@ fn a_2026_host_answers_the_targets_requests_as_input_rounds() {
         assert!(b.hang_up(Duration::from_secs(20)).success());
     }
 }
+
+#[test]
+fn a_request_the_target_withdraws_is_withdrawn_from_the_host() {
+    let server = test_server();
+    let mut b = Raw::start(&["--", &server, "--era", "legacy"], &marker("withdraw"));
+    b.send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"roots":{}},
+        "clientInfo":{"name":"raw","version":"1"}}}),
+    );
+    b.answer(0, Duration::from_secs(30));
+    b.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    b.call(1, "ask", json!({"method": "roots/list"}));
+    let seen = b.until(Duration::from_secs(30), |v| v["method"] == "roots/list");
+    let asked = seen.last().unwrap()["id"].clone();
+    // The host gives up its call: the target withdraws its question, and
+    // the bridge tells the host, which need not answer it any more.
+    b.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}));
+    let seen = b.until(Duration::from_secs(30), |v| {
+        v["method"] == "notifications/cancelled"
+    });
+    let cancelled = seen.last().unwrap();
+    assert_eq!(cancelled["params"]["requestId"], asked, "{seen:?}");
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+}

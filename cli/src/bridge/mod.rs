@@ -166,6 +166,9 @@ enum Cmd {
         relay: u64,
         outcome: Result<Box<RawValue>, ErrorObject>,
     },
+    /// The target withdrew its request `id` to the host (its handler was
+    /// dropped): the host is told.
+    Withdraw { id: u64 },
     /// A request of the target for the host; its answer goes to `reply`.
     Ask {
         method: &'static str,
@@ -217,6 +220,11 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                 Cmd::Notify { method, params } => {
                     let _ = session.notify(&method, params.as_deref());
                 }
+                Cmd::Withdraw { id } => {
+                    if asks.remove(&id).is_some() {
+                        let _ = session.withdraw(id, Some("the server cancelled its request"));
+                    }
+                }
                 Cmd::Done { relay, outcome } => {
                     if let Some((id, outcome)) = rounds.done(relay, outcome) {
                         let _ = session.respond(id, outcome);
@@ -235,7 +243,25 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     };
                     match session.request(method, params.as_deref()) {
                         Ok(id) => {
-                            asks.insert(id, reply);
+                            // The answer goes through a watcher: if the
+                            // target withdraws its request (the client
+                            // drops the handler), the host is told.
+                            let (answer, answered) = oneshot::channel();
+                            asks.insert(id, answer);
+                            let tx = tx.clone();
+                            tokio::spawn(async move {
+                                let mut reply = reply;
+                                tokio::select! {
+                                    a = answered => {
+                                        if let Ok(a) = a {
+                                            let _ = reply.send(a);
+                                        }
+                                    }
+                                    () = reply.closed() => {
+                                        let _ = tx.send(Cmd::Withdraw { id }).await;
+                                    }
+                                }
+                            });
                         }
                         Err(e) => {
                             let _ = reply.send(Err(ErrorObject::internal(format!(

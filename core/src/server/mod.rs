@@ -568,6 +568,27 @@ impl ServerSession {
         Ok(id)
     }
 
+    /// Withdraws our request `id` ([`ServerSession::request`]): the client
+    /// is told with `notifications/cancelled` (and `reason`), and a late
+    /// answer is dropped.
+    pub fn withdraw(&mut self, id: u64, reason: Option<&str>) -> Result<(), ServeError> {
+        if self.closed {
+            return Err(ServeError::Closed);
+        }
+        if !self.own.remove(&id) {
+            let id = i64::try_from(id)
+                .map_or_else(|_| RequestId::String(id.to_string()), RequestId::Number);
+            return Err(ServeError::NotOpen(id));
+        }
+        let mut params = serde_json::json!({ "requestId": id });
+        if let Some(reason) = reason {
+            params["reason"] = Value::from(reason);
+        }
+        let params = serde_json::value::to_raw_value(&params)
+            .map_err(|e| ServeError::Serialize(e.to_string()))?;
+        self.notify(notifications::CANCELLED, Some(&params))
+    }
+
     /// Sends a notification to the client.
     pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), ServeError> {
         if self.closed {

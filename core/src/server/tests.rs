@@ -597,3 +597,23 @@ fn the_2026_http_headers_must_match_the_body() {
         assert_eq!(e.code, crate::modern::HEADER_MISMATCH, "{}", e.message);
     }
 }
+
+#[test]
+fn a_request_of_ours_withdrawn_is_cancelled_at_the_client_and_its_answer_dropped() {
+    let mut s = ready("2025-11-25");
+    let id = s.request("roots/list", None).unwrap();
+    s.withdraw(id, Some("no longer needed")).unwrap();
+    let out = lines(&mut s);
+    assert_eq!(out[0]["method"], "roots/list");
+    assert_eq!(
+        out[1],
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+               "params":{"requestId": id, "reason": "no longer needed"}})
+    );
+    assert!(matches!(s.withdraw(id, None), Err(ServeError::NotOpen(_))));
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":id,"result":{"roots":[]}}),
+    );
+    assert!(events(&mut s).is_empty(), "a late answer is dropped");
+}

@@ -1347,6 +1347,11 @@ fn ask(peer: &Peer, args: &Value, cancel: &AtomicBool, out: &dyn Outbound) -> Op
     let answer = loop {
         if cancel.load(Ordering::SeqCst) {
             lock(&peer.pending).remove(&json!(sid).to_string());
+            // Its question is withdrawn with it, as real servers do.
+            out.send(&notification(
+                "notifications/cancelled",
+                json!({"requestId": sid, "reason": "the tool call was cancelled"}),
+            ));
             return None;
         }
         match rx.recv_timeout(Duration::from_millis(10)) {
