@@ -64,7 +64,23 @@ fn bridged(bridge_args: &[&str]) -> Value {
 
 #[test]
 fn the_typescript_client_calls_the_demo_server_through_the_bridge() {
-    let mut spec = bridged(&["--deny-tool", "ad?", "--", BIN, "serve", "--demo"]);
+    // The bridge speaks each era to the demo server (which speaks both).
+    for era in ["legacy", "modern"] {
+        typescript_client_through_the_bridge(era);
+    }
+}
+
+fn typescript_client_through_the_bridge(era: &str) {
+    let mut spec = bridged(&[
+        "--era",
+        era,
+        "--deny-tool",
+        "ad?",
+        "--",
+        BIN,
+        "serve",
+        "--demo",
+    ]);
     spec["steps"] = json!([
         {"call": "echo", "args": {"message": "through the bridge"}},
         {"call": "add", "args": {"a": 1, "b": 2}},
@@ -411,8 +427,23 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 
 #[test]
 fn the_typescript_client_calls_the_demo_server_through_bridge_listen() {
+    for era in ["legacy", "modern"] {
+        typescript_client_through_bridge_listen(era);
+    }
+}
+
+fn typescript_client_through_bridge_listen(era: &str) {
     let l = Listener::start(
-        &["--deny-tool", "add", "--", BIN, "serve", "--demo"],
+        &[
+            "--era",
+            era,
+            "--deny-tool",
+            "add",
+            "--",
+            BIN,
+            "serve",
+            "--demo",
+        ],
         &marker("listen-demo"),
     );
     let out = ts_host(json!({"url": l.url, "steps": [
