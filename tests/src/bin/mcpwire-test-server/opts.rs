@@ -27,6 +27,8 @@ flags:
                          stays)
   --max-lifetime SECS    exit after SECS seconds (default 300, 0 = never)
   --ignore-stdin-eof     keep running after stdin EOF (both modes)
+  --conformance          serve the tools, resources and prompts of the MCP
+                         conformance suite's server scenarios (conformance.rs)
   --log-file PATH        append one JSON line per received message / HTTP request
   --no-tools-cap         omit the tools capability from initialize
   --repeat-cursor        tools/list page 2 returns the same nextCursor again
@@ -87,6 +89,8 @@ JSON-RPC error (logged as a `rejected_before_initialized` event).
 #[derive(Debug, Clone)]
 pub struct Options {
     pub http: bool,
+    /// `--conformance`.
+    pub conformance: bool,
     pub era: EraMode,
     pub port: u16,
     pub max_lifetime: Option<Duration>,
@@ -154,6 +158,7 @@ impl Options {
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, ParseError> {
         let mut o = Options {
             http: false,
+            conformance: false,
             era: EraMode::Both,
             port: 0,
             max_lifetime: Some(Duration::from_secs(300)),
@@ -198,6 +203,7 @@ impl Options {
             match flag.as_str() {
                 "-h" | "--help" => return Err(ParseError::Help),
                 "--http" => o.http = true,
+                "--conformance" => o.conformance = true,
                 "--tls" => {
                     let cert = value("--tls")?;
                     let key = args

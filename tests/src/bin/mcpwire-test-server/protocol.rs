@@ -15,6 +15,10 @@
 //! changes go out on `subscriptions/listen`. [`request_era`] tells which
 //! era a request is of.
 
+// `--conformance` (a submodule of this one, in its own file).
+#[path = "conformance.rs"]
+mod conformance;
+
 use crate::log::Log;
 use crate::opts::{EraMode, Options};
 use crate::tasks::{Notifier, Tasks};
@@ -68,7 +72,7 @@ pub struct Ctx {
     pub log: Log,
     /// Every `requestId` seen in `notifications/cancelled`, in arrival order.
     cancelled: Mutex<Vec<Value>>,
-    log_level: Mutex<String>,
+    pub(crate) log_level: Mutex<String>,
     /// Open `subscriptions/listen` streams (2026-07-28).
     subscriptions: Mutex<Vec<Subscription>>,
     next_subscription: AtomicI64,
@@ -526,6 +530,12 @@ pub fn handle_request(
             _ => {}
         }
     }
+    if ctx.opts.conformance {
+        if let Some(outcome) = conformance::handle(ctx, peer, era, id, method, params, cancel, out)
+        {
+            return outcome;
+        }
+    }
     if method.starts_with("tasks/") {
         return crate::tasks::handle(ctx, peer, era, id, method, params, cancel, out);
     }
@@ -596,6 +606,9 @@ fn capabilities(ctx: &Ctx) -> Value {
     });
     if !ctx.opts.no_tools_cap {
         caps["tools"] = json!({"listChanged": true});
+    }
+    if ctx.opts.conformance {
+        caps["prompts"] = json!({"listChanged": true});
     }
     caps
 }
