@@ -29,8 +29,10 @@ impl Modern {
         let app = self.alias.remove(&id).unwrap_or(id);
         let outcome = match outcome {
             Ok(raw) if tool_list => Ok(self.tool_list_headers(ob, raw)),
+            Ok(_) if self.stand_ins.remove(&app) => Ok(empty_result()),
             o => o,
         };
+        self.stand_ins.remove(&app);
         let Some(call) = self.calls.get_mut(&app) else {
             return Some((app, outcome));
         };
@@ -264,4 +266,9 @@ impl Modern {
             }
         }
     }
+}
+
+/// `{}`: the result of a method that has none.
+fn empty_result() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("JSON")
 }

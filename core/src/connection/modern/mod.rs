@@ -153,6 +153,10 @@ pub(super) struct Modern {
     no_task_push: bool,
     /// Listen requests replaced by a newer filter: their end is ours.
     replaced: BTreeSet<u64>,
+    /// Requests of methods this era removed (`ping`, `logging/setLevel`)
+    /// carried by a `server/discover`: answered `{}`, as the method
+    /// would have been, not with the discover result.
+    stand_ins: BTreeSet<u64>,
     /// Subscribes waiting for the acknowledgement: (app id, uri, deadline).
     awaiting_ack: Vec<(u64, String, Instant)>,
     /// Each tool's `x-mcp-header` annotations (HTTP), from `tools/list`.
@@ -185,6 +189,7 @@ impl Modern {
             task_ids: BTreeSet::new(),
             no_task_push: false,
             replaced: BTreeSet::new(),
+            stand_ins: BTreeSet::new(),
             awaiting_ack: Vec::new(),
             tools: ToolHeaders::default(),
             ended: Vec::new(),
@@ -221,11 +226,13 @@ impl Modern {
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
-        let (method, id_of) = match id_of {
-            // `logging/setLevel` is gone too: the level rides on every
-            // later request's `_meta` (without it a server sends no log
-            // messages); the call itself is carried by a discover.
-            Some(MethodId::SetLoggingLevel) => {
+        if let Some(removed @ (MethodId::SetLoggingLevel | MethodId::Ping)) = id_of {
+            // `logging/setLevel` is gone: the level rides on every later
+            // request's `_meta` (without it a server sends no log
+            // messages). Either call is carried by a discover, sent (not
+            // answered from the cache: a ping must reach the server), and
+            // answered `{}` as the method would have been.
+            if removed == MethodId::SetLoggingLevel {
                 #[derive(serde::Deserialize)]
                 struct Level {
                     level: String,
@@ -234,16 +241,15 @@ impl Modern {
                     .and_then(|p| serde_json::from_str::<Level>(p.get()).ok())
                     .ok_or(LocalError::InvalidParams("logging/setLevel needs a level"))?;
                 self.meta.log_level = Some(level.level);
-                return self.request(
-                    now,
-                    ob,
-                    DISCOVER_METHOD,
-                    Some(MethodId::Discover),
-                    None,
-                    options,
-                );
             }
-            Some(MethodId::Ping) => (DISCOVER_METHOD, Some(MethodId::Discover)),
+            let mut options = options;
+            options.bypass_cache = true;
+            let discover = Some(MethodId::Discover);
+            let id = self.request(now, ob, DISCOVER_METHOD, discover, None, options)?;
+            self.stand_ins.insert(id);
+            return Ok(id);
+        }
+        let (method, id_of) = match id_of {
             Some(MethodId::Subscribe | MethodId::Unsubscribe) => {
                 let value = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
                 let subscribe = id_of == Some(MethodId::Subscribe);
