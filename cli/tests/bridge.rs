@@ -983,6 +983,48 @@ fn bridge_listen_serves_2026_requests_without_a_session() {
     ];
     let (status, r) = post("ping", json!({"_meta": envelope()}), &ping);
     assert_eq!((status, &r["error"]["code"]), (404, &json!(-32601)), "{r}");
+    // A method nobody knows: 404, though the client takes SSE.
+    let unknown = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "no/such"),
+    ];
+    let (status, r) = post("no/such", json!({"_meta": envelope()}), &unknown);
+    assert_eq!((status, &r["error"]["code"]), (404, &json!(-32601)), "{r}");
+    // The target's request comes back as an input round; the retry
+    // carries the answer to it.
+    let mut meta = envelope();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": {}});
+    let ask = json!({"name": "ask", "arguments": {"method": "roots/list"}, "_meta": meta});
+    let ask_headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "ask"),
+    ];
+    let (status, round) = post("tools/call", ask.clone(), &ask_headers);
+    assert_eq!(status, 200, "{round}");
+    let r = &round["result"];
+    assert_eq!(r["resultType"], "input_required", "{round}");
+    let (key, request) = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(request["method"], "roots/list", "{round}");
+    let mut retry = ask;
+    retry["inputResponses"] =
+        json!({ key.as_str(): {"roots": [{"uri": "file:///tmp/http-round"}]} });
+    retry["requestState"] = r["requestState"].clone();
+    let (status, done) = post("tools/call", retry, &ask_headers);
+    assert_eq!(
+        (status, &done["result"]["resultType"]),
+        (200, &json!("complete")),
+        "{done}"
+    );
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("file:///tmp/http-round"), "{done}");
     // Without the envelope but with the era's header: invalid params.
     let list = [
         ("mcp-protocol-version", "2026-07-28"),

@@ -53,9 +53,16 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::listens::{ack, through_listens, Filter, Listens};
-use super::{connect, init_result, modern_host_of, refuse, relay_call, timeout, Relay, Tools};
+use super::rounds::Rounds;
+use super::{
+    accepts, connect, init_result, modern_host_of, refuse, relay_call, timeout, Relay, Tools,
+};
 use crate::args::{Cli, Fail};
 use crate::target::Target;
+
+mod stateless;
+
+use self::stateless::stateless;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -126,6 +133,14 @@ struct State {
     /// The 2026-07-28 clients' open `subscriptions/listen`, by the stream
     /// answering each (the shared stateless session only).
     listens: Listens<StreamKey>,
+    /// The 2026-07-28 clients' requests relayed (the shared stateless
+    /// session only), each under an id of ours: their ids may collide.
+    rounds: Rounds,
+    /// Where the answer of each of those requests goes (its POST).
+    waiters: HashMap<RequestId, mpsc::Sender<stateless::Ev>>,
+    /// A client's request id → ours (for its `notifications/cancelled`).
+    by_client: HashMap<RequestId, RequestId>,
+    next_internal: u64,
     last_used: Option<Instant>,
 }
 
@@ -518,7 +533,7 @@ async fn post(
         }
         (Message::Request { id, method, params }, Some(s)) => {
             let params = params.map(RawValue::to_owned);
-            request(server, &s, id, &method, params, wants_sse, Era::Legacy).await
+            request(server, &s, id, &method, params, wants_sse).await
         }
         (Message::Notification { method, params }, None)
             if era_header == Some(MODERN_PROTOCOL_VERSION)
@@ -575,90 +590,6 @@ fn era_refusal(id: &RequestId, error: ErrorObject) -> Response<Body> {
     };
     let body = json!({"jsonrpc":"2.0","id":id,"error":error});
     full(status, "application/json", body.to_string())
-}
-
-/// A 2026-07-28 request: relayed to the target session such requests
-/// share (connected by the first, with its envelope's capabilities);
-/// `server/discover` answered from the target's identity.
-async fn stateless(
-    server: &Arc<Server>,
-    id: RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    wants_sse: bool,
-) -> Response<Body> {
-    let session = {
-        let mut slot = server.stateless.lock().await;
-        match &*slot {
-            Some(s) => s.clone(),
-            None => {
-                let host = modern_host_of(params, false);
-                // That era sends the host no requests: no asker is used.
-                let ask = |kind: ServerRequestKind| ask_client(kind, Arc::new(Mutex::new(None)));
-                match connect(&server.cli, &server.target, &host, ask).await {
-                    Ok(client) => {
-                        let session = Arc::new(Session {
-                            client: client.clone(),
-                            state: Mutex::new(State::default()),
-                        });
-                        forward_notifications(&client, &session, true);
-                        *slot = Some(session.clone());
-                        session
-                    }
-                    Err(message) => {
-                        tracing::error!("{message}");
-                        let error = ErrorObject::internal(message);
-                        return json_response(&json!({"jsonrpc":"2.0","id":id,"error":error}));
-                    }
-                }
-            }
-        }
-    };
-    if method == MethodId::SubscriptionsListen.name() {
-        return listen_stream(&session, id, params);
-    }
-    if method == MethodId::Discover.name() {
-        return json_response(&response(
-            &id,
-            discover_result(init_result(&session.client, Era::Modern))
-                .map_err(|e| ErrorObject::internal(e.to_string())),
-        ));
-    }
-    let params = params.map(RawValue::to_owned);
-    request(server, &session, id, method, params, wants_sse, Era::Modern).await
-}
-
-/// A 2026-07-28 client's `subscriptions/listen`: an SSE stream,
-/// acknowledged at once, then the list changes and resource updates its
-/// filter asks for, until the client cancels it or goes away.
-fn listen_stream(
-    session: &Arc<Session>,
-    id: RequestId,
-    params: Option<&RawValue>,
-) -> Response<Body> {
-    let filter = Filter::of(params);
-    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
-    let stream = {
-        let mut state = session.state.lock().expect("lock");
-        for uri in filter.uris.iter().filter(|u| !state.listens.subscribed(u)) {
-            let (c, uri) = (session.client.clone(), uri.clone());
-            tokio::spawn(async move {
-                if let Err(e) = c.subscribe(&uri).await {
-                    tracing::warn!("subscribing to {uri}: {e}");
-                }
-            });
-        }
-        state.next_post += 1;
-        let stream = StreamKey::Post(state.next_post);
-        state.sinks.insert(stream, tx);
-        state.listens.open(stream, id.clone(), filter);
-        stream
-    };
-    let (method, params) = ack(&id);
-    let note = json!({"jsonrpc":"2.0","method":method,
-        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
-    session.push_to(stream, &format!("data: {note}\n\n"), false);
-    sse(rx)
 }
 
 fn parse_error(why: &str) -> Response<Body> {
@@ -821,6 +752,10 @@ fn notification(session: &Arc<Session>, method: &str, params: Option<Box<RawValu
         if let Some(token) = state.calls.remove(&id) {
             token.cancel();
         }
+        if let Some(ours) = state.by_client.remove(&id) {
+            state.rounds.cancel(&ours);
+            state.waiters.remove(&ours);
+        }
         if let Some((stream, filter)) = state.listens.close_id(&id) {
             // Its stream ends.
             state.sinks.remove(&stream);
@@ -850,6 +785,8 @@ fn notification(session: &Arc<Session>, method: &str, params: Option<Box<RawValu
     });
 }
 
+/// A request of a session's client (the handshake era): relayed, answered
+/// JSON or on an SSE stream of its own.
 async fn request(
     server: &Arc<Server>,
     session: &Arc<Session>,
@@ -857,7 +794,6 @@ async fn request(
     method: &str,
     params: Option<Box<RawValue>>,
     wants_sse: bool,
-    era: Era,
 ) -> Response<Body> {
     let answer = |outcome| response(&id, outcome);
     if method == MethodId::Ping.name() {
@@ -886,13 +822,9 @@ async fn request(
     let finish = {
         let session = session.clone();
         let id = id.clone();
-        let method = MethodId::of(method);
         move |outcome: Result<Box<RawValue>, ErrorObject>| {
             session.state.lock().expect("lock").calls.remove(&id);
-            match era {
-                Era::Modern => outcome.map(|raw| modern_result(raw, method)),
-                Era::Legacy => outcome,
-            }
+            outcome
         }
     };
     if !wants_sse {
@@ -901,18 +833,9 @@ async fn request(
             tools: &tools,
             token,
             timeout: limit,
-            host: era,
+            host: Era::Legacy,
         };
         let outcome = finish(relay_call(call, &relayed, params, |_| {}).await);
-        // 2026-07-28 over HTTP: a method not found is a 404 too.
-        if era == Era::Modern {
-            if let Err(e) = &outcome {
-                if e.code == mcpwire::rpc::METHOD_NOT_FOUND {
-                    let body = answer(outcome).to_string();
-                    return full(StatusCode::NOT_FOUND, "application/json", body);
-                }
-            }
-        }
         return json_response(&answer(outcome));
     }
     // The answer's own stream: primed with an event id at once (SEP-1699),
@@ -943,7 +866,7 @@ async fn request(
             tools: &tools,
             token,
             timeout: limit,
-            host: era,
+            host: Era::Legacy,
         };
         let outcome = relay_call(call, &relayed, params, progress).await;
         let message = response(&id, finish(outcome));

@@ -26,9 +26,8 @@
 //!   eras the host is offered none (see [`init_result`]).
 //! - A 2026-07-28 host cannot be sent requests: the target's requests
 //!   (roots, sampling, elicitation) reach it as input rounds of its
-//!   request in flight (`input_required`, see [`rounds`]). Over
-//!   `--listen` they are not relayed yet: the target connected for such
-//!   hosts is not told they answer any, so it does not ask.
+//!   request in flight that declares it answers them (`input_required`,
+//!   see [`rounds`]), over stdio and `--listen`.
 //! - Requests run concurrently; the host's `notifications/cancelled`
 //!   cancels the relayed call (the target is told); progress is relayed
 //!   under the host's token.
@@ -378,7 +377,10 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     }
                     let token = CancelToken::new();
                     let relay = match era {
-                        Era::Modern => Some(rounds.start(id.clone(), &method, token.clone())),
+                        Era::Modern => {
+                            let accepts = accepts(params.as_deref());
+                            Some(rounds.start(id.clone(), &method, accepts, token.clone()))
+                        }
                         Era::Legacy => {
                             calls.insert(id.clone(), token.clone());
                             None
@@ -714,15 +716,23 @@ where
     }
 }
 
-/// `initialize`-like params for connecting the target for a 2026-07-28
-/// host that declared `capabilities` (and `info`); without `asks`, less
-/// the capabilities that promise answers to the target's requests (where
-/// they cannot be put to the host as input rounds).
+/// `initialize`-like params for connecting the target for 2026-07-28
+/// hosts, the first of which declared `capabilities` (and `info`). With
+/// `asks`, the capabilities that promise answers to the target's requests
+/// are all declared: each is put to a request whose own envelope declares
+/// it ([`accepts`]), or refused; without, none is.
 pub(super) fn modern_host(capabilities: &Value, info: Option<Value>, asks: bool) -> Value {
     let mut caps = capabilities.clone();
-    if let (Value::Object(map), false) = (&mut caps, asks) {
-        for kind in ServerRequestKind::HANDLED {
-            map.remove(capability_key(kind).unwrap_or_default());
+    if let Value::Object(map) = &mut caps {
+        for key in ServerRequestKind::HANDLED
+            .into_iter()
+            .filter_map(capability_key)
+        {
+            if asks {
+                map.entry(key).or_insert_with(|| json!({}));
+            } else {
+                map.remove(key);
+            }
         }
     }
     let mut params = json!({ "capabilities": caps });
@@ -743,6 +753,24 @@ pub(super) fn modern_host_of(params: Option<&RawValue>, asks: bool) -> Value {
         .cloned()
         .unwrap_or_default();
     modern_host(&caps, meta.get(CLIENT_INFO_KEY).cloned(), asks)
+}
+
+/// The target's requests a 2026-07-28 request's envelope says its host
+/// answers: the capability keys (`roots`, `sampling`, `elicitation`).
+pub(super) fn accepts(params: Option<&RawValue>) -> Vec<&'static str> {
+    let caps = params
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|mut v| {
+            v.get_mut("_meta")?
+                .get_mut(CLIENT_CAPABILITIES_KEY)
+                .map(Value::take)
+        })
+        .unwrap_or_default();
+    ServerRequestKind::HANDLED
+        .into_iter()
+        .filter_map(capability_key)
+        .filter(|k| caps.get(k).is_some())
+        .collect()
 }
 
 /// A 2026-07-28 host's params without its envelope (`_meta`'s protocol
@@ -772,7 +800,7 @@ fn without_envelope(params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
 }
 
 /// The client capability that says the host answers `kind`.
-fn capability_key(kind: ServerRequestKind) -> Option<&'static str> {
+pub(super) fn capability_key(kind: ServerRequestKind) -> Option<&'static str> {
     match kind {
         ServerRequestKind::ListRoots => Some("roots"),
         ServerRequestKind::CreateMessage => Some("sampling"),

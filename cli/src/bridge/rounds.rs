@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 
+use mcpwire::mcp::methods::ServerRequestKind;
 use mcpwire::modern::mrtr::input_rounds;
 use mcpwire::rpc::{ErrorObject, RequestId, INVALID_PARAMS};
 use mcpwire_tokio::CancelToken;
@@ -42,6 +43,9 @@ struct Round {
     host: Option<RequestId>,
     /// Whether it may take input rounds.
     rounds: bool,
+    /// The requests its envelope says the host answers (`roots`,
+    /// `sampling`, `elicitation`).
+    accepts: Vec<&'static str>,
     /// Its end, come while no host request waited.
     parked: Option<Outcome>,
     /// Put to the host, waiting for its `inputResponses`.
@@ -76,7 +80,13 @@ struct Retry {
 
 impl Rounds {
     /// A new relay of the host's request `host` (`method`): its number.
-    pub(super) fn start(&mut self, host: RequestId, method: &str, cancel: CancelToken) -> u64 {
+    pub(super) fn start(
+        &mut self,
+        host: RequestId,
+        method: &str,
+        accepts: Vec<&'static str>,
+        cancel: CancelToken,
+    ) -> u64 {
         self.next += 1;
         let n = self.next;
         let state = format!("mcpwire-bridge-{n}-{:016x}", nonce());
@@ -86,6 +96,7 @@ impl Rounds {
             Round {
                 host: Some(host),
                 rounds: input_rounds(method),
+                accepts,
                 parked: None,
                 sent: Vec::new(),
                 queued: Vec::new(),
@@ -123,10 +134,12 @@ impl Rounds {
         params: Value,
         reply: Reply,
     ) -> Option<(RequestId, Outcome)> {
+        let need = ServerRequestKind::of(method).and_then(super::capability_key);
         let mut candidates: Vec<u64> = self
             .open
             .iter()
             .filter(|(_, r)| r.rounds && r.parked.is_none())
+            .filter(|(_, r)| need.is_none_or(|k| r.accepts.contains(&k)))
             .map(|(n, _)| *n)
             .collect();
         candidates.sort_unstable();
@@ -134,7 +147,8 @@ impl Rounds {
             let _ = reply.send(Err(ErrorObject::new(
                 -32603,
                 format!(
-                    "{method}: the host speaks 2026-07-28 and has no request in flight to ask through"
+                    "{method}: the host speaks 2026-07-28 and has no request in flight that \
+                     declares it and may take input rounds"
                 ),
             )));
             return None;
@@ -215,6 +229,11 @@ impl Rounds {
         Some(self.flush(n))
     }
 
+    /// The host request waiting for relay `n` now, if any.
+    pub(super) fn waiting(&self, n: u64) -> Option<&RequestId> {
+        self.open.get(&n)?.host.as_ref()
+    }
+
     /// The host cancelled `host`: its relay is dropped (its requests to
     /// the host fail) and cancelled at the target. `false` if it was no
     /// relay of a 2026-07-28 request.
@@ -270,7 +289,12 @@ mod tests {
     async fn an_ask_becomes_an_input_round_and_the_retry_waits_for_the_end() {
         let mut r = Rounds::default();
         let host1 = RequestId::Number(1);
-        let n = r.start(host1.clone(), "tools/call", CancelToken::new());
+        let n = r.start(
+            host1.clone(),
+            "tools/call",
+            vec!["sampling"],
+            CancelToken::new(),
+        );
         let (tx, rx) = oneshot::channel();
         let (to, round) = r
             .ask("sampling/createMessage", json!({"maxTokens": 5}), tx)
@@ -305,7 +329,19 @@ mod tests {
     #[tokio::test]
     async fn with_no_request_to_ask_through_the_target_is_refused() {
         let mut r = Rounds::default();
-        r.start(RequestId::Number(1), "tools/list", CancelToken::new());
+        r.start(
+            RequestId::Number(1),
+            "tools/list",
+            vec!["roots"],
+            CancelToken::new(),
+        );
+        // A call whose host does not answer roots: not asked either.
+        r.start(
+            RequestId::Number(2),
+            "tools/call",
+            vec!["sampling"],
+            CancelToken::new(),
+        );
         let (tx, rx) = oneshot::channel();
         assert!(r.ask("roots/list", Value::Null, tx).is_none());
         assert!(rx.await.unwrap().is_err());
@@ -315,7 +351,12 @@ mod tests {
     async fn an_end_while_no_request_waits_is_kept_for_the_retry() {
         let mut r = Rounds::default();
         let token = CancelToken::new();
-        let n = r.start(RequestId::Number(1), "tools/call", token.clone());
+        let n = r.start(
+            RequestId::Number(1),
+            "tools/call",
+            vec!["roots"],
+            token.clone(),
+        );
         let (tx, _rx) = oneshot::channel();
         let round = value(&r.ask("roots/list", Value::Null, tx).unwrap().1);
         let state = round["requestState"].as_str().unwrap().to_owned();

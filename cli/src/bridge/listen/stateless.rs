@@ -1,0 +1,308 @@
+//! `--listen`'s 2026-07-28 side: requests without a session, relayed to
+//! the one target session they share (connected by the first).
+//!
+//! ```text
+//!  POST server/discover        ─► the target's identity, in that era's shape
+//!  POST subscriptions/listen   ─► an SSE stream: acknowledged, then the
+//!                                 list changes its filter asks for
+//!  POST tools/call …           ─► relayed; answered JSON, or an SSE stream
+//!                                 once a progress notification comes first;
+//!                                 the target's requests come back as input
+//!                                 rounds (`input_required`), the retry's
+//!                                 answers go to the target
+//! ```
+//!
+//! Each request is relayed under an id of the bridge's (clients' ids may
+//! collide). A target's request is put to the oldest request in flight
+//! that may take input rounds (see `rounds`): with several clients at once
+//! it may reach another client than the one whose call caused it, as all
+//! of them share the target session that era gives them.
+
+use std::sync::Weak;
+
+use super::*;
+
+/// What a relayed request's POST waits for.
+pub(super) enum Ev {
+    /// A progress notification's params.
+    Progress(Box<RawValue>),
+    /// Its answer: the result (or an input round), or the error.
+    Done(Result<Box<RawValue>, ErrorObject>),
+}
+
+/// A 2026-07-28 request: relayed to the target session such requests
+/// share (connected by the first, with its envelope's capabilities);
+/// `server/discover` answered from the target's identity.
+pub(super) async fn stateless(
+    server: &Arc<Server>,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    wants_sse: bool,
+) -> Response<Body> {
+    let session = {
+        let mut slot = server.stateless.lock().await;
+        match &*slot {
+            Some(s) => s.clone(),
+            None => {
+                let host = modern_host_of(params, true);
+                let weak: Arc<Mutex<Weak<Session>>> = Arc::new(Mutex::new(Weak::new()));
+                let ask = {
+                    let weak = weak.clone();
+                    move |kind: ServerRequestKind| ask_stateless(kind, weak.clone())
+                };
+                match connect(&server.cli, &server.target, &host, ask).await {
+                    Ok(client) => {
+                        let session = Arc::new(Session {
+                            client: client.clone(),
+                            state: Mutex::new(State::default()),
+                        });
+                        *weak.lock().expect("lock") = Arc::downgrade(&session);
+                        forward_notifications(&client, &session, true);
+                        *slot = Some(session.clone());
+                        session
+                    }
+                    Err(message) => {
+                        tracing::error!("{message}");
+                        let error = ErrorObject::internal(message);
+                        return json_response(&json!({"jsonrpc":"2.0","id":id,"error":error}));
+                    }
+                }
+            }
+        }
+    };
+    if method == MethodId::SubscriptionsListen.name() {
+        return listen_stream(&session, id, params);
+    }
+    if method == MethodId::Discover.name() {
+        return json_response(&response(
+            &id,
+            discover_result(init_result(&session.client, Era::Modern))
+                .map_err(|e| ErrorObject::internal(e.to_string())),
+        ));
+    }
+    if let Some(refusal) = refuse(&server.tools, method, params) {
+        return json_response(&response(&id, Err(refusal)));
+    }
+    let (tx, mut rx) = mpsc::channel::<Ev>(STREAM_QUEUE);
+    let ours = {
+        let mut state = session.state.lock().expect("lock");
+        state.next_internal += 1;
+        let ours = RequestId::String(format!("stateless-{}", state.next_internal));
+        state.waiters.insert(ours.clone(), tx);
+        state.by_client.insert(id.clone(), ours.clone());
+        match state.rounds.retry(&ours, params) {
+            // The retry of an input round: the relayed call goes on.
+            Some(now) => {
+                if let Some((to, outcome)) = now {
+                    deliver(&mut state, &to, Ev::Done(outcome));
+                }
+            }
+            None => {
+                let token = CancelToken::new();
+                let accepts = accepts(params);
+                let n = state
+                    .rounds
+                    .start(ours.clone(), method, accepts, token.clone());
+                drop(state);
+                spawn_relay(server, &session, n, method, params, token);
+            }
+        }
+        ours
+    };
+    let method_id = MethodId::of(method);
+    let finish = move |outcome: Result<Box<RawValue>, ErrorObject>| {
+        outcome.map(|raw| modern_result(raw, method_id))
+    };
+    // The answer: JSON unless a progress notification comes first (then
+    // an SSE stream: that era has no resumption, so no event ids).
+    let first = rx.recv().await;
+    match first {
+        Some(Ev::Done(outcome)) => {
+            forget(&session, &id, &ours);
+            let outcome = finish(outcome);
+            let not_found = matches!(&outcome, Err(e) if e.code == mcpwire::rpc::METHOD_NOT_FOUND);
+            let body = response(&id, outcome);
+            if not_found {
+                return full(StatusCode::NOT_FOUND, "application/json", body.to_string());
+            }
+            json_response(&body)
+        }
+        Some(Ev::Progress(p)) if wants_sse => {
+            let (out, body) = mpsc::channel::<Bytes>(STREAM_QUEUE);
+            let progress = |p: Box<RawValue>| {
+                let note = json!({"jsonrpc":"2.0","method":notifications::PROGRESS,
+                    "params":serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null)});
+                Bytes::from(format!("event: message\ndata: {note}\n\n"))
+            };
+            let _ = out.try_send(progress(p));
+            let session = session.clone();
+            tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    let bytes = match ev {
+                        Ev::Progress(p) => progress(p),
+                        Ev::Done(outcome) => {
+                            let message = response(&id, finish(outcome));
+                            let _ = out
+                                .send(Bytes::from(format!("event: message\ndata: {message}\n\n")))
+                                .await;
+                            break;
+                        }
+                    };
+                    if out.send(bytes).await.is_err() {
+                        // The client went away: its call is cancelled.
+                        let mut state = session.state.lock().expect("lock");
+                        state.rounds.cancel(&ours);
+                        break;
+                    }
+                }
+                forget(&session, &id, &ours);
+            });
+            sse(body)
+        }
+        Some(Ev::Progress(_)) => {
+            // A client that takes JSON only: progress is dropped.
+            loop {
+                match rx.recv().await {
+                    Some(Ev::Progress(_)) => continue,
+                    Some(Ev::Done(outcome)) => {
+                        forget(&session, &id, &ours);
+                        return json_response(&response(&id, finish(outcome)));
+                    }
+                    None => break,
+                }
+            }
+            forget(&session, &id, &ours);
+            let error = ErrorObject::internal("the relayed request was dropped");
+            json_response(&response(&id, Err(error)))
+        }
+        None => {
+            forget(&session, &id, &ours);
+            let error = ErrorObject::internal("the relayed request was dropped");
+            json_response(&response(&id, Err(error)))
+        }
+    }
+}
+
+/// The POST of request `id` (ours: `ours`) is answered: nothing waits.
+fn forget(session: &Arc<Session>, id: &RequestId, ours: &RequestId) {
+    let mut state = session.state.lock().expect("lock");
+    state.waiters.remove(ours);
+    if state.by_client.get(id) == Some(ours) {
+        state.by_client.remove(id);
+    }
+}
+
+/// Sends `ev` to the POST waiting as `to` (its answer ends the wait).
+fn deliver(state: &mut State, to: &RequestId, ev: Ev) {
+    let done = matches!(ev, Ev::Done(_));
+    if let Some(tx) = state.waiters.get(to) {
+        if tx.try_send(ev).is_err() || done {
+            state.waiters.remove(to);
+        }
+    }
+}
+
+/// Relays request `n` (`method`, `params`) to the target; its progress and
+/// its end go to whichever POST waits for it then.
+fn spawn_relay(
+    server: &Arc<Server>,
+    session: &Arc<Session>,
+    n: u64,
+    method: &str,
+    params: Option<&RawValue>,
+    token: CancelToken,
+) {
+    let (client, tools, limit) = (
+        session.client.clone(),
+        server.tools.clone(),
+        timeout(&server.cli),
+    );
+    let (method, params) = (method.to_owned(), params.map(RawValue::to_owned));
+    let weak = Arc::downgrade(session);
+    tokio::spawn(async move {
+        let progress = {
+            let weak = weak.clone();
+            move |p: Box<RawValue>| {
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
+                let mut state = session.state.lock().expect("lock");
+                if let Some(to) = state.rounds.waiting(n).cloned() {
+                    deliver(&mut state, &to, Ev::Progress(p));
+                }
+            }
+        };
+        let call = Relay {
+            client: &client,
+            tools: &tools,
+            token,
+            timeout: limit,
+            host: Era::Modern,
+        };
+        let outcome = relay_call(call, &method, params, progress).await;
+        let Some(session) = weak.upgrade() else {
+            return;
+        };
+        let mut state = session.state.lock().expect("lock");
+        if let Some((to, outcome)) = state.rounds.done(n, outcome) {
+            deliver(&mut state, &to, Ev::Done(outcome));
+        }
+    });
+}
+
+/// A handler that puts the target's request to a 2026-07-28 client as an
+/// input round of a request in flight.
+fn ask_stateless(kind: ServerRequestKind, session: Arc<Mutex<Weak<Session>>>) -> Handler {
+    Handler::Async(Arc::new(move |params: Value| {
+        let session = session.lock().expect("lock").upgrade();
+        Box::pin(async move {
+            let Some(session) = session else {
+                return Err(ErrorObject::internal("the bridge's session is gone"));
+            };
+            let (reply, answer) = oneshot::channel();
+            {
+                let mut state = session.state.lock().expect("lock");
+                if let Some((to, round)) = state.rounds.ask(kind.method(), params, reply) {
+                    deliver(&mut state, &to, Ev::Done(round));
+                }
+            }
+            answer
+                .await
+                .map_err(|_| ErrorObject::internal("the client is gone"))?
+        })
+    }))
+}
+
+/// A 2026-07-28 client's `subscriptions/listen`: an SSE stream,
+/// acknowledged at once, then the list changes and resource updates its
+/// filter asks for, until the client cancels it or goes away.
+fn listen_stream(
+    session: &Arc<Session>,
+    id: RequestId,
+    params: Option<&RawValue>,
+) -> Response<Body> {
+    let filter = Filter::of(params);
+    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
+    let stream = {
+        let mut state = session.state.lock().expect("lock");
+        for uri in filter.uris.iter().filter(|u| !state.listens.subscribed(u)) {
+            let (c, uri) = (session.client.clone(), uri.clone());
+            tokio::spawn(async move {
+                if let Err(e) = c.subscribe(&uri).await {
+                    tracing::warn!("subscribing to {uri}: {e}");
+                }
+            });
+        }
+        state.next_post += 1;
+        let stream = StreamKey::Post(state.next_post);
+        state.sinks.insert(stream, tx);
+        state.listens.open(stream, id.clone(), filter);
+        stream
+    };
+    let (method, params) = ack(&id);
+    let note = json!({"jsonrpc":"2.0","method":method,
+        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+    session.push_to(stream, &format!("data: {note}\n\n"), false);
+    sse(rx)
+}
