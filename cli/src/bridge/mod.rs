@@ -301,6 +301,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     id,
                     client_capabilities,
                 } => {
+                    host_modern = true;
                     let params = modern_host(&client_capabilities, None, true);
                     let connected = ensure(
                         &mut client,

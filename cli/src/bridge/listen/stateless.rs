@@ -195,12 +195,20 @@ fn forget(session: &Arc<Session>, id: &RequestId, ours: &RequestId) {
 
 /// Sends `ev` to the POST waiting as `to` (its answer ends the wait).
 fn deliver(state: &mut State, to: &RequestId, ev: Ev) {
-    let done = matches!(ev, Ev::Done(_));
-    if let Some(tx) = state.waiters.get(to) {
-        if tx.try_send(ev).is_err() || done {
-            state.waiters.remove(to);
-        }
+    let Some(tx) = state.waiters.get(to) else {
+        return;
+    };
+    if let Ev::Progress(_) = ev {
+        // Progress is advice: dropped when the POST is behind.
+        let _ = tx.try_send(ev);
+        return;
     }
+    // The answer must not be lost to a queue full of progress.
+    let tx = tx.clone();
+    state.waiters.remove(to);
+    tokio::spawn(async move {
+        let _ = tx.send(ev).await;
+    });
 }
 
 /// Relays request `n` (`method`, `params`) to the target; its progress and
