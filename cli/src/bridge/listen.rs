@@ -592,6 +592,16 @@ fn era_refusal(id: &RequestId, error: ErrorObject) -> Response<Body> {
     full(status, "application/json", body.to_string())
 }
 
+/// The JSON-RPC notification `method` with `params` (unreadable params as
+/// `null`), to send on a stream.
+fn notification_message(method: &str, params: Option<&RawValue>) -> Value {
+    let mut message = json!({"jsonrpc":"2.0","method":method});
+    if let Some(p) = params {
+        message["params"] = serde_json::from_str(p.get()).unwrap_or(Value::Null);
+    }
+    message
+}
+
 fn parse_error(why: &str) -> Response<Body> {
     let error = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":format!("parse error: {why}")}});
     full(
@@ -726,16 +736,12 @@ fn forward_notifications(client: &Client, session: &Arc<Session>, stateless: boo
                     state.listens.route(n.method(), params.as_deref())
                 };
                 for (stream, params) in routed {
-                    let note = json!({"jsonrpc":"2.0","method":n.method(),
-                        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+                    let note = notification_message(n.method(), Some(&params));
                     session.push_to(stream, &format!("data: {note}\n\n"), false);
                 }
                 continue;
             }
-            let mut message = json!({"jsonrpc":"2.0","method":n.method()});
-            if let Some(p) = params {
-                message["params"] = serde_json::from_str(p.get()).unwrap_or(Value::Null);
-            }
+            let message = notification_message(n.method(), params.as_deref());
             session.push(&message);
         }
     });
@@ -852,8 +858,7 @@ async fn request(
     let progress = {
         let session = Arc::downgrade(session);
         move |params: Box<RawValue>| {
-            let note = json!({"jsonrpc":"2.0","method":notifications::PROGRESS,
-                "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+            let note = notification_message(notifications::PROGRESS, Some(&params));
             if let Some(s) = session.upgrade() {
                 s.push_to(stream, &format!("data: {note}\n\n"), false);
             }

@@ -131,8 +131,7 @@ pub(super) async fn stateless(
         Some(Ev::Progress(p)) if wants_sse => {
             let (out, body) = mpsc::channel::<Bytes>(STREAM_QUEUE);
             let progress = |p: Box<RawValue>| {
-                let note = json!({"jsonrpc":"2.0","method":notifications::PROGRESS,
-                    "params":serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null)});
+                let note = notification_message(notifications::PROGRESS, Some(&p));
                 Bytes::from(format!("event: message\ndata: {note}\n\n"))
             };
             let _ = out.try_send(progress(p));
@@ -309,8 +308,7 @@ fn listen_stream(
         stream
     };
     let (method, params) = ack(&id);
-    let note = json!({"jsonrpc":"2.0","method":method,
-        "params":serde_json::from_str::<Value>(params.get()).unwrap_or(Value::Null)});
+    let note = notification_message(method, Some(&params));
     session.push_to(stream, &format!("data: {note}\n\n"), false);
     sse(rx)
 }
