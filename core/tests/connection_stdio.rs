@@ -1070,6 +1070,65 @@ fn input_required_rounds_use_the_handlers_and_echo_the_state() {
 }
 
 #[test]
+fn a_relayed_call_completes_with_its_input_round_and_keeps_its_envelope() {
+    let (mut sim, _listen) = modern_ready(elicit_config());
+    let relay = RequestOptions::default().relay(true);
+    // The relayed client's envelope: its capabilities (sampling only) and
+    // info are kept, the protocol version is the connection's.
+    let params = json!({"name": "ask", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "1999-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "host", "version": "9"},
+        "progressToken": "p"
+    }});
+    let raw = serde_json::value::to_raw_value(&params).unwrap();
+    let id = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&raw), relay)
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    let meta = meta_of(&w[0]);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({"sampling": {}})
+    );
+    assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "host");
+    assert_eq!(meta["progressToken"], "p");
+    // The input round is the call's result, as the server wrote it: no
+    // server request for the application, no retry.
+    let round = r#"{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"Name?"}}},"requestState":"s-1"}"#;
+    sim.reply(id, round);
+    let got = sim.completion(id).expect("the round is the result");
+    let got: Value = serde_json::from_str(got.get()).unwrap();
+    assert_eq!(got["resultType"], "input_required");
+    assert_eq!(got["requestState"], "s-1");
+    assert!(sim.take_written().is_empty(), "no retry of our own");
+    // The caller's retry goes as it is, with the server's state.
+    let retry = json!({"name": "ask", "arguments": {},
+        "inputResponses": {"who": {"action": "decline"}}, "requestState": "s-1"});
+    let raw = serde_json::value::to_raw_value(&retry).unwrap();
+    let id = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&raw), relay)
+        .unwrap();
+    sim.drain();
+    let w = sim.take_written();
+    assert_eq!(w[0]["params"]["requestState"], "s-1");
+    assert_eq!(w[0]["params"]["inputResponses"]["who"]["action"], "decline");
+    // The connection's own capabilities fill an envelope that has none.
+    assert!(
+        meta_of(&w[0])["io.modelcontextprotocol/clientCapabilities"]["elicitation"].is_object()
+    );
+    sim.reply(id, r#"{"content":[],"resultType":"complete"}"#);
+    assert!(sim.completion(id).is_ok());
+}
+
+#[test]
 fn input_required_failures_are_typed_and_bounded() {
     // An input the client did not declare.
     let (mut sim, _) = modern_ready(ConnectionConfig::default());

@@ -659,6 +659,17 @@ impl CallOptions {
         self
     }
 
+    /// Relays a 2026-07-28 request of a client of the caller's own (a
+    /// bridge): an `input_required` result is the call's result, for the
+    /// caller's client to answer with a retry (`inputResponses`,
+    /// `requestState`) relayed in turn, and the client capabilities, info
+    /// and log level in the params' `_meta` are the relayed client's (the
+    /// connection's fill what is missing). No effect on a 2025 server.
+    pub fn relay(mut self) -> Self {
+        self.rpc = self.rpc.relay(true);
+        self
+    }
+
     /// Cancels the call when `token` is cancelled, from any thread or task
     /// (the server is told).
     pub fn cancel_token(mut self, token: CancelToken) -> Self {

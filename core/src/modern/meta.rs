@@ -98,6 +98,17 @@ pub enum MetaError {
 /// `_meta` keys stay unless they are envelope keys, which are overwritten
 /// (the envelope is the client's to set).
 pub fn with_meta(params: Option<Value>, meta: &RequestMeta) -> Result<Value, MetaError> {
+    merge_meta(params, meta, false)
+}
+
+/// [`with_meta`] for a relayed request: the client capabilities, client
+/// info and log level `params` already declare are kept; `meta` gives the
+/// protocol version and whatever is missing.
+pub fn with_meta_kept(params: Option<Value>, meta: &RequestMeta) -> Result<Value, MetaError> {
+    merge_meta(params, meta, true)
+}
+
+fn merge_meta(params: Option<Value>, meta: &RequestMeta, keep: bool) -> Result<Value, MetaError> {
     let mut obj = match params {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(o)) => o,
@@ -107,6 +118,13 @@ pub fn with_meta(params: Option<Value>, meta: &RequestMeta) -> Result<Value, Met
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));
     match entry {
+        Value::Object(m) if keep => {
+            for (k, v) in meta.to_map() {
+                if k == PROTOCOL_VERSION_KEY || !m.contains_key(&k) {
+                    m.insert(k, v);
+                }
+            }
+        }
         Value::Object(m) => m.extend(meta.to_map()),
         Value::Null => *entry = Value::Object(meta.to_map()),
         _ => return Err(MetaError::MetaNotObject),

@@ -35,7 +35,7 @@ pub use headers::{
     decode_header_value, encode_header_value, message_headers, param_header_values, param_headers,
     request_headers, HeaderError, ParamHeader, ToolHeaders,
 };
-pub use meta::{with_meta, with_meta_raw, MetaError, RequestMeta};
+pub use meta::{with_meta, with_meta_kept, with_meta_raw, MetaError, RequestMeta};
 pub use mrtr::{
     classify, retry_params, InputRequest, InputRequired, MrtrError, ResultKind, ResultType,
 };

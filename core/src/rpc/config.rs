@@ -137,9 +137,23 @@ pub struct RequestOptions {
     /// (as `initialize` always does): the era probe of a stdio server,
     /// whose process is replaced when it stays silent.
     pub quiet: bool,
+    /// A request relayed for a 2026-07-28 client of the caller's own (a
+    /// bridge's): an `input_required` result completes it as it is, for
+    /// the caller to answer with a retry of its own (`inputResponses`,
+    /// `requestState`), and the client capabilities, client info and log
+    /// level already in its params' `_meta` are kept (the connection's
+    /// fill only what is missing; the protocol version is always the
+    /// connection's).
+    pub relay: bool,
 }
 
 impl RequestOptions {
+    /// Sets [`relay`](Self::relay).
+    pub fn relay(mut self, yes: bool) -> Self {
+        self.relay = yes;
+        self
+    }
+
     /// Sets [`timeout`](Self::timeout).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);

@@ -49,8 +49,8 @@ use crate::mcp::types::ServerCapabilities;
 use crate::mcp::ClientConfig;
 use crate::modern::cache::ResultCache;
 use crate::modern::{
-    classify, param_headers, retry_params, with_meta, InputRequest, InputRequired, RequestMeta,
-    ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_LISTEN_METHOD,
+    classify, param_headers, retry_params, with_meta, with_meta_kept, InputRequest, InputRequired,
+    RequestMeta, ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_LISTEN_METHOD,
 };
 use crate::rpc::{
     Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
@@ -277,7 +277,12 @@ impl Modern {
                 return Ok(id);
             }
         }
-        let stamped = with_meta(value.clone(), &self.meta).map_err(|_| {
+        let stamp = if options.relay {
+            with_meta_kept
+        } else {
+            with_meta
+        };
+        let stamped = stamp(value.clone(), &self.meta).map_err(|_| {
             LocalError::InvalidParams("params must be a JSON object in the 2026-07-28 protocol")
         })?;
         let raw = serde_json::value::to_raw_value(&stamped)
@@ -293,7 +298,8 @@ impl Modern {
             Call {
                 method: method.to_owned(),
                 id: id_of,
-                mrtr: id_of.is_some_and(|m| m.spec().input_rounds),
+                // A relayed call's input rounds are its caller's.
+                mrtr: !options.relay && id_of.is_some_and(|m| m.spec().input_rounds),
                 params: value.unwrap_or(Value::Null),
                 sent: stamped,
                 options,
