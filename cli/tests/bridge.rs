@@ -1228,12 +1228,23 @@ fn a_2026_host_answers_the_targets_requests_as_input_rounds() {
             .as_str()
             .unwrap_or_default();
         assert!(text.contains("file:///tmp/rounds"), "{era}: {done}");
-        // A state that names nothing: refused.
-        b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":retry}));
-        assert_eq!(
-            b.answer(3, Duration::from_secs(30))["error"]["code"],
-            -32602
-        );
+        let ours = r["requestState"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("mcpwire-bridge-"));
+        if era == "legacy" {
+            // The bridge's own round: a state that names nothing any
+            // more is refused.
+            assert!(ours, "{round}");
+            b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":retry}));
+            assert_eq!(
+                b.answer(3, Duration::from_secs(30))["error"]["code"],
+                -32602
+            );
+        } else {
+            // A 2026-07-28 target's round reaches the host as it is: its
+            // own state, its own keys; the retry went to it unchanged.
+            assert!(!ours, "{round}");
+        }
         assert!(b.hang_up(Duration::from_secs(20)).success());
     }
 }

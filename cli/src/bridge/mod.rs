@@ -649,11 +649,18 @@ pub(super) async fn relay_call(
         timeout,
         host,
     } = call;
+    // A 2026-07-28 host in front of a 2026-07-28 target: the request goes
+    // on with the host's envelope, and an input round is the host's to
+    // answer (its retry carries the target's requestState on).
+    let same_era = host == Era::Modern && speaks_modern(client);
     let params = match host {
-        Era::Modern => without_envelope(params),
-        Era::Legacy => params,
+        Era::Modern if !same_era => without_envelope(params),
+        _ => params,
     };
     let mut options = CallOptions::new().cancel_token(token).timeout(timeout);
+    if same_era {
+        options = options.relay();
+    }
     let progress_token = params
         .as_deref()
         .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())

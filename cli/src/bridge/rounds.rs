@@ -11,8 +11,10 @@
 //! ```
 //!
 //! The relayed call keeps running at the target across the rounds; only
-//! the host's request id changes. A request of the target is put to the
-//! host's oldest request in flight that may take input rounds
+//! the host's request id changes. This is for a target of the handshake
+//! era: a 2026-07-28 target's input rounds go to the host as they are
+//! (`relay_call`). A request of the target is put to the host's oldest
+//! request waiting (then the oldest between rounds) that may take input rounds
 //! (`tools/call`, `prompts/get`, `resources/read`); with none, the target
 //! is answered with an error at once.
 
@@ -135,15 +137,17 @@ impl Rounds {
         reply: Reply,
     ) -> Option<(RequestId, Outcome)> {
         let need = ServerRequestKind::of(method).and_then(super::capability_key);
-        let mut candidates: Vec<u64> = self
+        // The oldest whose host request waits now, before those between
+        // rounds (whose host may never retry).
+        let n = self
             .open
             .iter()
             .filter(|(_, r)| r.rounds && r.parked.is_none())
             .filter(|(_, r)| need.is_none_or(|k| r.accepts.contains(&k)))
-            .map(|(n, _)| *n)
-            .collect();
-        candidates.sort_unstable();
-        let Some(n) = candidates.first().copied() else {
+            .map(|(n, r)| (r.host.is_none(), *n))
+            .min()
+            .map(|(_, n)| n);
+        let Some(n) = n else {
             let _ = reply.send(Err(ErrorObject::new(
                 -32603,
                 format!(
