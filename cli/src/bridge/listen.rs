@@ -44,8 +44,8 @@ use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
 use mcpwire::modern::{Era, MODERN_PROTOCOL_VERSION};
 use mcpwire::rpc::{parse_message, Message, ParseError, RequestId, INVALID_PARAMS};
 use mcpwire::server::{
-    check_headers, declared_version, discover_result, is_local_authority, modern_result,
-    request_era, served_versions, ServerSession,
+    check_headers, declared_version, discover_result, error_status, is_local_authority,
+    modern_result, request_era, served_versions, ServerSession,
 };
 use mcpwire_tokio::{CancelToken, Client, ErrorObject, Handler};
 use serde_json::value::RawValue;

@@ -59,7 +59,8 @@ use crate::rpc::{
 mod stateless;
 
 pub use stateless::{
-    check_headers, declared_version, discover_result, modern_result, request_era, served_versions,
+    check_headers, declared_version, discover_result, error_status, modern_result, request_era,
+    served_versions,
 };
 
 #[cfg(test)]

@@ -9,7 +9,10 @@ use super::{ServeError, ServerSession};
 use crate::mcp::methods::{Eras, MethodId};
 use crate::modern::discover::SUPPORTED_MODERN_VERSIONS;
 use crate::modern::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
-use crate::modern::{decode_header_value, HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::modern::{
+    decode_header_value, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
 use crate::rpc::{ErrorObject, RequestId, INVALID_PARAMS, METHOD_NOT_FOUND};
 
 /// The envelope keys a request's `params._meta` may carry (others are
@@ -41,6 +44,18 @@ pub fn served_versions(modern: bool) -> Vec<&'static str> {
         .chain(super::SUPPORTED_PROTOCOL_VERSIONS)
         .copied()
         .collect()
+}
+
+/// The HTTP status of a 2026-07-28 POST answered with error `code` (as
+/// JSON, no stream opened): 404 for a method not found, 400 for a header
+/// mismatch, a missing client capability and a version not served (that
+/// era says these are Bad Request), else 200.
+pub fn error_status(code: i64) -> u16 {
+    match code {
+        METHOD_NOT_FOUND => 404,
+        HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION => 400,
+        _ => 200,
+    }
 }
 
 /// The era of a client's request `method` with `params`, for a server

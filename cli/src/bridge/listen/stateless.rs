@@ -121,10 +121,13 @@ pub(super) async fn stateless(
         Some(Ev::Done(outcome)) => {
             forget(&session, &id, &ours);
             let outcome = finish(outcome);
-            let not_found = matches!(&outcome, Err(e) if e.code == mcpwire::rpc::METHOD_NOT_FOUND);
+            let status = match &outcome {
+                Err(e) => StatusCode::from_u16(error_status(e.code)).unwrap_or(StatusCode::OK),
+                Ok(_) => StatusCode::OK,
+            };
             let body = response(&id, outcome);
-            if not_found {
-                return full(StatusCode::NOT_FOUND, "application/json", body.to_string());
+            if status != StatusCode::OK {
+                return full(status, "application/json", body.to_string());
             }
             json_response(&body)
         }

@@ -1231,8 +1231,12 @@ impl Server {
         // client sees 200 before a slow call ends; the tools that need another
         // status or no answer at all keep it back.
         let tool = params["name"].as_str().unwrap_or("");
-        let streams_early = (method == "tools/call" && !matches!(tool, "http_500" | "crash"))
-            || method == "tasks/result";
+        // Not in 2026-07-28, where some errors of a call must be a 400
+        // (a missing client capability): its stream opens with its first
+        // message instead.
+        let streams_early = era != Era::Modern
+            && ((method == "tools/call" && !matches!(tool, "http_500" | "crash"))
+                || method == "tasks/result");
         if !json_mode && streams_early {
             sink.start();
         }
@@ -1259,11 +1263,17 @@ impl Server {
 
         let reply = |v: &Value| {
             // 2026-07-28 over HTTP: a method not found is a 404 too (the
-            // methods removed in that era included).
-            let not_found = era == Era::Modern && v["error"]["code"] == -32601;
-            if not_found && !sink.started.get() {
+            // methods removed in that era included). Header mismatch,
+            // missing capability, version not served: 400.
+            let status = match v["error"]["code"].as_i64() {
+                _ if era != Era::Modern => 200,
+                Some(-32601) => 404,
+                Some(-32022..=-32020) => 400,
+                _ => 200,
+            };
+            if status != 200 && !sink.started.get() {
                 sink.wire.borrow_mut().respond(
-                    404,
+                    status,
                     &session_header,
                     Some("application/json"),
                     v.to_string().as_bytes(),
