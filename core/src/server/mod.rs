@@ -359,16 +359,20 @@ impl ServerSession {
     fn request_in(&mut self, id: RequestId, method: &str, params: Option<&RawValue>) {
         let refuse = |code: i64, message: String| Some(ErrorObject::new(code, message));
         let is = |m: MethodId| method == m.name();
+        // A duplicate first: whatever else is wrong with it, its answer
+        // carries an id that is open, and says so.
+        if self.open.contains_key(&id) {
+            let error = ErrorObject::new(
+                INVALID_REQUEST,
+                format!("request id {id} is already in use"),
+            );
+            return self.write_error(Some(&id), &error);
+        }
         let modern = match request_era(method, params, self.config.modern) {
             Ok(modern) => modern,
             Err(error) => return self.write_error(Some(&id), &error),
         };
-        let refusal = if self.open.contains_key(&id) {
-            refuse(
-                INVALID_REQUEST,
-                format!("request id {id} is already in use"),
-            )
-        } else if self.open.len() >= self.config.max_open_requests {
+        let refusal = if self.open.len() >= self.config.max_open_requests {
             let n = self.config.max_open_requests;
             refuse(-32000, format!("too many requests in flight (at most {n})"))
         } else if let Some(client_capabilities) = modern {

@@ -617,3 +617,44 @@ fn a_request_of_ours_withdrawn_is_cancelled_at_the_client_and_its_answer_dropped
     );
     assert!(events(&mut s).is_empty(), "a late answer is dropped");
 }
+
+#[test]
+fn a_duplicate_id_is_refused_as_such_before_its_envelope_is_judged() {
+    let mut s = ServerSession::default();
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":envelope(json!({}))}),
+    );
+    assert_eq!(events(&mut s).len(), 1);
+    // The same id again, with an envelope that would be refused by itself
+    // (no client capabilities): the duplicate is what is reported.
+    let mut no_caps = envelope(json!({}));
+    no_caps["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":no_caps}),
+    );
+    // And with a version not served.
+    let mut future = envelope(json!({}));
+    future["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    feed(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":future}),
+    );
+    assert!(events(&mut s).is_empty());
+    let out = lines(&mut s);
+    for refusal in &out {
+        assert_eq!(refusal["id"], 1, "{refusal}");
+        assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+        let message = refusal["error"]["message"].as_str().unwrap();
+        assert!(message.contains("already in use"), "{refusal}");
+    }
+    assert_eq!(out.len(), 2);
+    // The first is still open, and answered once.
+    assert_eq!(s.open_requests(), 1);
+    s.respond(RequestId::Number(1), Ok(raw(json!({"tools": []}))))
+        .unwrap();
+}
