@@ -136,7 +136,8 @@ fn declared_meta(params: Option<&RawValue>) -> Option<Meta<'_>> {
 /// against its body (`header` reads one, by lowercase name):
 /// `MCP-Protocol-Version` must be the envelope's version, `Mcp-Method`
 /// the method, `Mcp-Name` the `name` or `uri` the method table mirrors
-/// (verbatim or `=?base64?…?=`). A mismatch is -32020 (HTTP 400).
+/// (verbatim or `=?base64?…?=`). A mismatch is -32020 (HTTP 400), and so
+/// is a body giving that field twice (parsers differ on which counts).
 pub fn check_headers<'h>(
     method: &str,
     params: Option<&RawValue>,
@@ -160,27 +161,68 @@ pub fn check_headers<'h>(
     let Some(field) = MethodId::of(method).and_then(|m| m.spec().header_param) else {
         return Ok(());
     };
-    #[derive(Deserialize)]
-    struct Named<'a> {
-        #[serde(borrow)]
-        name: Option<std::borrow::Cow<'a, str>>,
-        #[serde(borrow)]
-        uri: Option<std::borrow::Cow<'a, str>>,
-        #[serde(rename = "taskId", borrow)]
-        task_id: Option<std::borrow::Cow<'a, str>>,
-    }
-    let named = params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok());
-    let value = named.and_then(|n| match field {
-        "name" => n.name,
-        "uri" => n.uri,
-        "taskId" => n.task_id,
-        _ => None,
-    });
-    match value {
-        Some(v) => expect("mcp-name", &v),
+    match mirrored(params, field) {
+        Mirrored::One(v) => expect("mcp-name", &v),
+        Mirrored::Twice => Err(ErrorObject::new(
+            HEADER_MISMATCH,
+            format!(
+                "header mismatch: the body gives {field} more than once, so mcp-name \
+                 cannot be checked against it"
+            ),
+        )),
         // The method itself refuses params without it.
-        None => Ok(()),
+        Mirrored::None => Ok(()),
     }
+}
+
+/// What a request's params say of the field its `Mcp-Name` mirrors.
+enum Mirrored {
+    /// Absent, not a string, or params that do not parse.
+    None,
+    /// Once, a string.
+    One(String),
+    /// More than once: parsers differ on which counts (serde_json keeps
+    /// the last, others the first), so the header cannot be judged.
+    Twice,
+}
+
+/// The params' top-level `field` (see [`Mirrored`]).
+fn mirrored(params: Option<&RawValue>, field: &'static str) -> Mirrored {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+    struct Seed(&'static str);
+    impl<'de> DeserializeSeed<'de> for Seed {
+        type Value = Mirrored;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Mirrored, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Seed {
+        type Value = Mirrored;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Mirrored, M::Error> {
+            let (mut seen, mut count) = (Mirrored::None, 0);
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key != self.0 {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                count += 1;
+                seen = match map.next_value::<Value>()? {
+                    Value::String(s) => Mirrored::One(s),
+                    _ => Mirrored::None,
+                };
+            }
+            Ok(if count > 1 { Mirrored::Twice } else { seen })
+        }
+    }
+    let Some(p) = params else {
+        return Mirrored::None;
+    };
+    let mut d = serde_json::Deserializer::from_str(p.get());
+    Seed(field).deserialize(&mut d).unwrap_or(Mirrored::None)
 }
 
 /// A 2026-07-28 result as that era has it: stamped `resultType:

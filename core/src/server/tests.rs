@@ -658,3 +658,33 @@ fn a_duplicate_id_is_refused_as_such_before_its_envelope_is_judged() {
     s.respond(RequestId::Number(1), Ok(raw(json!({"tools": []}))))
         .unwrap();
 }
+
+#[test]
+fn a_2026_body_naming_its_mcp_name_field_twice_is_a_header_mismatch() {
+    // Two "name" keys: serde_json keeps the last, other parsers the
+    // first; whichever the header matches, the body is ambiguous.
+    let meta = envelope(json!({}))["_meta"].to_string();
+    let body = format!(r#"{{"name":"allowed","name":"other","_meta":{meta}}}"#);
+    let params = RawValue::from_string(body).unwrap();
+    for name in ["allowed", "other"] {
+        let header = |h: &str| match h {
+            "mcp-protocol-version" => Some("2026-07-28"),
+            "mcp-method" => Some("tools/call"),
+            "mcp-name" => Some(name),
+            _ => None,
+        };
+        let e = check_headers("tools/call", Some(&params), header).unwrap_err();
+        assert_eq!(e.code, crate::modern::HEADER_MISMATCH, "{}", e.message);
+        assert!(e.message.contains("more than once"), "{}", e.message);
+    }
+    // A field the header does not mirror may repeat (the method judges it).
+    let body = format!(r#"{{"name":"x","arguments":{{}},"arguments":{{}},"_meta":{meta}}}"#);
+    let params = RawValue::from_string(body).unwrap();
+    let header = |h: &str| match h {
+        "mcp-protocol-version" => Some("2026-07-28"),
+        "mcp-method" => Some("tools/call"),
+        "mcp-name" => Some("x"),
+        _ => None,
+    };
+    assert_eq!(check_headers("tools/call", Some(&params), header), Ok(()));
+}
