@@ -71,13 +71,17 @@ pub(super) struct Rounds {
     parked: Vec<u64>,
 }
 
-/// Retry params: the state and the answers.
+/// The prefix of the `requestState`s the bridge gives.
+const STATE_PREFIX: &str = "mcpwire-bridge-";
+
+/// Retry params: the state and the answers (judged once the state is
+/// known to be ours).
 #[derive(Deserialize)]
 struct Retry {
     #[serde(rename = "requestState")]
-    state: Option<String>,
-    #[serde(rename = "inputResponses", default)]
-    responses: Map<String, Value>,
+    state: Option<Value>,
+    #[serde(rename = "inputResponses")]
+    responses: Option<Value>,
 }
 
 impl Rounds {
@@ -91,7 +95,7 @@ impl Rounds {
     ) -> u64 {
         self.next += 1;
         let n = self.next;
-        let state = format!("mcpwire-bridge-{n}-{:016x}", nonce());
+        let state = format!("{STATE_PREFIX}{n}-{:016x}", nonce());
         self.by_host.insert(host.clone(), n);
         self.open.insert(
             n,
@@ -203,19 +207,31 @@ impl Rounds {
         host: &RequestId,
         params: Option<&RawValue>,
     ) -> Option<Option<(RequestId, Outcome)>> {
-        let p = params.filter(|p| p.get().contains("mcpwire-bridge-"))?;
+        let p = params.filter(|p| p.get().contains(STATE_PREFIX))?;
         let retry = serde_json::from_str::<Retry>(p.get()).ok()?;
-        let state = retry.state?;
+        let state = match retry.state? {
+            Value::String(s) if s.starts_with(STATE_PREFIX) => s,
+            // Not ours (a 2026-07-28 target's own round): relayed.
+            _ => return None,
+        };
+        let refuse = |why: &str| {
+            Some(Some((
+                host.clone(),
+                Err(ErrorObject::new(INVALID_PARAMS, why)),
+            )))
+        };
+        let mut responses = match retry.responses {
+            None => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return refuse("inputResponses must be an object (request key to answer)"),
+        };
         let Some((&n, _)) = self.open.iter().find(|(_, r)| r.state == state) else {
-            let error = ErrorObject::new(INVALID_PARAMS, "requestState: no such request (ended)");
-            return Some(Some((host.clone(), Err(error))));
+            return refuse("requestState: no such request (ended)");
         };
         let round = self.open.get_mut(&n).expect("found");
         if round.host.is_some() {
-            let error = ErrorObject::new(INVALID_PARAMS, "requestState: that request is waiting");
-            return Some(Some((host.clone(), Err(error))));
+            return refuse("requestState: that request is waiting");
         }
-        let mut responses = retry.responses;
         for (key, reply) in round.sent.drain(..) {
             let answer = responses.remove(&key).ok_or_else(|| {
                 ErrorObject::new(-32603, format!("the host gave no answer for {key}"))
@@ -380,5 +396,51 @@ mod tests {
         // Cancelling an unknown request is not ours.
         assert!(!r.cancel(&RequestId::Number(2)));
         assert!(!token.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_retry_of_ours_whose_input_responses_are_no_object_is_refused() {
+        let mut r = Rounds::default();
+        let token = CancelToken::new();
+        r.start(
+            RequestId::Number(1),
+            "tools/call",
+            vec!["roots"],
+            token.clone(),
+        );
+        let (tx, mut rx) = oneshot::channel();
+        let round = value(&r.ask("roots/list", Value::Null, tx).unwrap().1);
+        let state = round["requestState"].as_str().unwrap().to_owned();
+        for responses in [json!(["r1"]), json!("r1"), json!(5)] {
+            let params = serde_json::value::to_raw_value(
+                &json!({"name": "x", "requestState": state, "inputResponses": responses}),
+            )
+            .unwrap();
+            // Not relayed as a new call (None): refused.
+            let Some(Some((to, Err(e)))) = r.retry(&RequestId::Number(2), Some(&params)) else {
+                panic!("{responses}: not refused");
+            };
+            assert_eq!((to, e.code), (RequestId::Number(2), INVALID_PARAMS));
+            assert!(e.message.contains("inputResponses"), "{}", e.message);
+        }
+        // The round is untouched: the target still waits, a good retry
+        // still answers it.
+        assert!(rx.try_recv().is_err() && !token.is_cancelled());
+        let params = serde_json::value::to_raw_value(
+            &json!({"requestState": state, "inputResponses": {"r1": {"roots": []}}}),
+        )
+        .unwrap();
+        assert!(matches!(
+            r.retry(&RequestId::Number(3), Some(&params)),
+            Some(None)
+        ));
+        assert_eq!(rx.await.unwrap().unwrap(), json!({"roots": []}));
+        // Someone else's state (a 2026-07-28 target's) is not ours to judge.
+        for responses in [json!([]), json!({})] {
+            let theirs = serde_json::value::to_raw_value(&json!({"requestState": "opaque",
+                "inputResponses": responses, "arguments": {"note": "mcpwire-bridge-"}}))
+            .unwrap();
+            assert!(r.retry(&RequestId::Number(4), Some(&theirs)).is_none());
+        }
     }
 }
