@@ -15,10 +15,12 @@
 //! owns the session; a reader thread feeds it stdin, and each slow call
 //! or task answers from a thread of its own through the same channel.
 //!
-//! Tasks (`slow_job` only; see [`Tasks`]): in 2026-07-28, a client that
-//! declares the `io.modelcontextprotocol/tasks` extension gets a task
-//! (`tasks/get`, `tasks/cancel`, `tasks/update`), and sees `slow_job` in
-//! `tools/list`; in 2025-11-25, `params.task` makes it a task (`tasks/get`,
+//! Tasks (`slow_job` only; see [`Tasks`]): every client sees `slow_job` in
+//! `tools/list` (in 2025-11-25 with `execution.taskSupport: "optional"`).
+//! In 2026-07-28, a call whose envelope declares the
+//! `io.modelcontextprotocol/tasks` extension gets a task (`tasks/get`,
+//! `tasks/cancel`, `tasks/update`; without the extension these are
+//! -32021); in 2025-11-25, `params.task` makes it a task (`tasks/get`,
 //! `tasks/result`, `tasks/list`, `tasks/cancel`). Without a task it just
 //! sleeps and answers.
 

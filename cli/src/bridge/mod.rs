@@ -11,10 +11,15 @@
 //!                         └────── notifications, progress   ◄─────┘
 //! ```
 //!
-//! - The target is connected when the host sends `initialize`, declaring
-//!   the host's own capabilities (so the target asks only what the host
-//!   answers); the host's answer is the target's capabilities, identity
-//!   and instructions. Each side speaks its own era: the host either
+//! - The target is connected by the host's first `initialize`,
+//!   `server/discover` or 2026-07-28 request (whichever comes first),
+//!   declaring the host's own capabilities (so the target asks only what
+//!   the host answers; a 2026-07-28 host declares its own request by
+//!   request, so those that promise answers are all declared and each of
+//!   the target's requests goes to a request declaring it, see
+//!   [`modern_host`]); `initialize` and `server/discover`
+//!   are answered with the target's capabilities, identity and
+//!   instructions. Each side speaks its own era: the host either
 //!   (`initialize`, or 2026-07-28 requests with their `_meta` envelope and
 //!   `server/discover`, judged by core's [`ServerSession`]), the target
 //!   either (probed by the client). A 2026-07-28 target's results reach a
