@@ -821,9 +821,13 @@ async fn request(
         .expect("lock")
         .calls
         .insert(id.clone(), token.clone());
-    let client = session.client.clone();
-    let tools = server.tools.clone();
-    let limit = timeout(&server.cli);
+    let call = Relay {
+        client: session.client.clone(),
+        tools: server.tools.clone(),
+        token,
+        timeout: timeout(&server.cli),
+        host: Era::Legacy,
+    };
     let relayed = method.to_owned();
     let finish = {
         let session = session.clone();
@@ -834,13 +838,6 @@ async fn request(
         }
     };
     if !wants_sse {
-        let call = Relay {
-            client: &client,
-            tools: &tools,
-            token,
-            timeout: limit,
-            host: Era::Legacy,
-        };
         let outcome = finish(relay_call(call, &relayed, params, |_| {}).await);
         return json_response(&answer(outcome));
     }
@@ -866,13 +863,6 @@ async fn request(
     };
     let session = session.clone();
     tokio::spawn(async move {
-        let call = Relay {
-            client: &client,
-            tools: &tools,
-            token,
-            timeout: limit,
-            host: Era::Legacy,
-        };
         let outcome = relay_call(call, &relayed, params, progress).await;
         let message = response(&id, finish(outcome));
         session.push_to(stream, &format!("data: {message}\n\n"), true);

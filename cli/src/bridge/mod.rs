@@ -405,8 +405,8 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                             }
                         };
                         let call = Relay {
-                            client: &c,
-                            tools: &tools,
+                            client: c,
+                            tools,
                             token,
                             timeout,
                             host: era,
@@ -624,11 +624,11 @@ pub(super) fn init_result(client: &Client, host: Era) -> Value {
 }
 
 /// How one request of the host is relayed.
-pub(super) struct Relay<'a> {
+pub(super) struct Relay {
     /// The target.
-    pub client: &'a Client,
+    pub client: Client,
     /// What the host may see and call.
-    pub tools: &'a Tools,
+    pub tools: Arc<Tools>,
     /// Cancels the relayed call (the host's `notifications/cancelled`).
     pub token: CancelToken,
     /// The relayed call's time limit.
@@ -642,7 +642,7 @@ pub(super) struct Relay<'a> {
 /// in the host's era's shape, a `tools/list` page without the tools the
 /// host may not see.
 pub(super) async fn relay_call(
-    call: Relay<'_>,
+    call: Relay,
     method: &str,
     params: Option<Box<RawValue>>,
     progress: impl Fn(Box<RawValue>) + Send + Sync + 'static,
@@ -657,7 +657,7 @@ pub(super) async fn relay_call(
     // A 2026-07-28 host in front of a 2026-07-28 target: the request goes
     // on with the host's envelope, and an input round is the host's to
     // answer (its retry carries the target's requestState on).
-    let same_era = host == Era::Modern && speaks_modern(client);
+    let same_era = host == Era::Modern && speaks_modern(&client);
     let params = match host {
         Era::Modern if !same_era => without_envelope(params),
         _ => params,
@@ -690,7 +690,7 @@ pub(super) async fn relay_call(
         .map_err(error_object)?;
     // A 2026-07-28 host's result is stamped by its ServerSession (or the
     // listener) as that era's.
-    let raw = if host == Era::Legacy && speaks_modern(client) {
+    let raw = if host == Era::Legacy && speaks_modern(&client) {
         handshake_shape(raw)
     } else {
         raw

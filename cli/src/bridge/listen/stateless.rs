@@ -223,11 +223,13 @@ fn spawn_relay(
     params: Option<&RawValue>,
     token: CancelToken,
 ) {
-    let (client, tools, limit) = (
-        session.client.clone(),
-        server.tools.clone(),
-        timeout(&server.cli),
-    );
+    let call = Relay {
+        client: session.client.clone(),
+        tools: server.tools.clone(),
+        token,
+        timeout: timeout(&server.cli),
+        host: Era::Modern,
+    };
     let (method, params) = (method.to_owned(), params.map(RawValue::to_owned));
     let weak = Arc::downgrade(session);
     tokio::spawn(async move {
@@ -242,13 +244,6 @@ fn spawn_relay(
                     deliver(&mut state, &to, Ev::Progress(p));
                 }
             }
-        };
-        let call = Relay {
-            client: &client,
-            tools: &tools,
-            token,
-            timeout: limit,
-            host: Era::Modern,
         };
         let outcome = relay_call(call, &method, params, progress).await;
         let Some(session) = weak.upgrade() else {
