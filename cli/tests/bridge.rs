@@ -1273,3 +1273,153 @@ fn a_request_the_target_withdraws_is_withdrawn_from_the_host() {
     assert_eq!(cancelled["params"]["requestId"], asked, "{seen:?}");
     assert!(b.hang_up(Duration::from_secs(20)).success());
 }
+
+/// A fresh path for the test server's `--log-file`.
+fn log_path(tag: &str) -> PathBuf {
+    let name: String = marker(tag)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = std::env::temp_dir().join(format!("mcpwire-{name}.jsonl"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The messages the test server received (its `--log-file`).
+fn received(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v.get("message").cloned())
+        .collect()
+}
+
+/// Waits until the test server received a message `what` accepts.
+fn wait_received(log: &Path, wait: Duration, what: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + wait;
+    loop {
+        if let Some(m) = received(log).into_iter().find(&what) {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not received within {wait:?}: {:?}",
+            received(log)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A POST of `body` to `port`'s /mcp with `headers`, on a connection of
+/// its own that is left open, nothing read: drop it to go away.
+fn post_and_hold(port: u16, headers: &[(&str, &str)], body: &str) -> std::net::TcpStream {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    s
+}
+
+#[test]
+fn bridge_listen_forgets_and_cancels_a_json_post_whose_client_went_away() {
+    let server = test_server();
+    // A session of the handshake era: the call is forgotten, so the
+    // session is idle again and closed (its target stopped).
+    let mark = marker("post-gone");
+    let log = log_path("post-gone");
+    let l = Listener::start(
+        &[
+            "--idle-timeout",
+            "1",
+            "--",
+            &server,
+            "--era",
+            "legacy",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+        &mark,
+    );
+    let (_, headers, _) = l.http(
+        "POST",
+        "/mcp",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        INIT,
+    );
+    let sid = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}"#;
+    let held = post_and_hold(
+        l.port(),
+        &[("accept", "application/json"), ("mcp-session-id", &sid)],
+        call,
+    );
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["params"]["name"] == "slow"
+    });
+    drop(held);
+    // The target is told, and the session, idle, is closed with it.
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while processes_with(&mark).len() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the session was kept: {:?}",
+            processes_with(&mark)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(l);
+    let _ = std::fs::remove_file(&log);
+
+    // A 2026-07-28 request (no session): its relay is cancelled.
+    let log = log_path("post-gone-2026");
+    let l = Listener::start(
+        &[
+            "--",
+            &server,
+            "--era",
+            "legacy",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+        &marker("post-gone-2026"),
+    );
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+        "name": "slow", "arguments": {"ms": 60000}, "_meta": envelope()}})
+    .to_string();
+    let held = post_and_hold(
+        l.port(),
+        &[
+            ("accept", "application/json"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "slow"),
+        ],
+        &call,
+    );
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["params"]["name"] == "slow"
+    });
+    drop(held);
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    let _ = std::fs::remove_file(&log);
+}

@@ -24,6 +24,11 @@
 //! one served, the session must exist (404: the client starts over).
 //! Sessions are bounded (`--max-sessions`) and closed when idle
 //! (`--idle-timeout`); bodies are bounded (16 MiB).
+//!
+//! A session's request whose client goes away before its JSON answer is
+//! cancelled at the target and forgotten (the session may then be idle);
+//! one answered on an SSE stream runs on, as that era's client may resume
+//! the stream (a disconnection is no cancellation there).
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -815,12 +820,7 @@ async fn request(
         return json_response(&answer(Err(refusal)));
     }
     let token = CancelToken::new();
-    session
-        .state
-        .lock()
-        .expect("lock")
-        .calls
-        .insert(id.clone(), token.clone());
+    let open = Open::new(session, &id, &token);
     let call = Relay {
         client: session.client.clone(),
         tools: server.tools.clone(),
@@ -829,16 +829,10 @@ async fn request(
         host: Era::Legacy,
     };
     let relayed = method.to_owned();
-    let finish = {
-        let session = session.clone();
-        let id = id.clone();
-        move |outcome: Result<Box<RawValue>, ErrorObject>| {
-            session.state.lock().expect("lock").calls.remove(&id);
-            outcome
-        }
-    };
     if !wants_sse {
-        let outcome = finish(relay_call(call, &relayed, params, |_| {}).await);
+        // Dropped here if the client goes away first (`open`'s drop).
+        let outcome = relay_call(call, &relayed, params, |_| {}).await;
+        open.answered();
         return json_response(&answer(outcome));
     }
     // The answer's own stream: primed with an event id at once (SEP-1699),
@@ -863,11 +857,57 @@ async fn request(
     };
     let session = session.clone();
     tokio::spawn(async move {
+        // A stream of the handshake era outlives its connection (the
+        // client resumes it): the call runs on when the client goes.
         let outcome = relay_call(call, &relayed, params, progress).await;
-        let message = response(&id, finish(outcome));
+        open.answered();
+        let message = response(&id, outcome);
         session.push_to(stream, &format!("data: {message}\n\n"), true);
         // The stream ends once this last sender goes.
         drop(tx);
     });
     sse(rx)
+}
+
+/// A relayed request of a session's client, in `calls` until it is
+/// answered; dropped before (its POST's client went away, and the POST's
+/// future with it), it is forgotten and cancelled at the target, and the
+/// session may be closed as idle.
+struct Open {
+    session: Arc<Session>,
+    id: RequestId,
+    token: CancelToken,
+    answered: bool,
+}
+
+impl Open {
+    fn new(session: &Arc<Session>, id: &RequestId, token: &CancelToken) -> Open {
+        let mut state = session.state.lock().expect("lock");
+        state.calls.insert(id.clone(), token.clone());
+        Open {
+            session: session.clone(),
+            id: id.clone(),
+            token: token.clone(),
+            answered: false,
+        }
+    }
+
+    /// The relayed call ended: forgotten, not cancelled.
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.session
+            .state
+            .lock()
+            .expect("lock")
+            .calls
+            .remove(&self.id);
+        if !self.answered {
+            self.token.cancel();
+        }
+    }
 }

@@ -110,6 +110,13 @@ pub(super) async fn stateless(
         }
         ours
     };
+    // Dropped with this future if the client goes away before its answer.
+    let waiting = Waiting {
+        session: session.clone(),
+        id: id.clone(),
+        ours: ours.clone(),
+        answered: false,
+    };
     let method_id = MethodId::of(method);
     let finish = move |outcome: Result<Box<RawValue>, ErrorObject>| {
         outcome.map(|raw| modern_result(raw, method_id))
@@ -119,7 +126,7 @@ pub(super) async fn stateless(
     let first = rx.recv().await;
     match first {
         Some(Ev::Done(outcome)) => {
-            forget(&session, &id, &ours);
+            waiting.answered();
             let outcome = finish(outcome);
             let status = match &outcome {
                 Err(e) => StatusCode::from_u16(error_status(e.code)).unwrap_or(StatusCode::OK),
@@ -138,7 +145,6 @@ pub(super) async fn stateless(
                 Bytes::from(format!("event: message\ndata: {note}\n\n"))
             };
             let _ = out.try_send(progress(p));
-            let session = session.clone();
             tokio::spawn(async move {
                 while let Some(ev) = rx.recv().await {
                     let bytes = match ev {
@@ -152,13 +158,12 @@ pub(super) async fn stateless(
                         }
                     };
                     if out.send(bytes).await.is_err() {
-                        // The client went away: its call is cancelled.
-                        let mut state = session.state.lock().expect("lock");
-                        state.rounds.cancel(&ours);
-                        break;
+                        // The client went away: its call is cancelled
+                        // (`waiting`'s drop).
+                        return;
                     }
                 }
-                forget(&session, &id, &ours);
+                waiting.answered();
             });
             sse(body)
         }
@@ -168,30 +173,53 @@ pub(super) async fn stateless(
                 match rx.recv().await {
                     Some(Ev::Progress(_)) => continue,
                     Some(Ev::Done(outcome)) => {
-                        forget(&session, &id, &ours);
+                        waiting.answered();
                         return json_response(&response(&id, finish(outcome)));
                     }
                     None => break,
                 }
             }
-            forget(&session, &id, &ours);
+            waiting.answered();
             let error = ErrorObject::internal("the relayed request was dropped");
             json_response(&response(&id, Err(error)))
         }
         None => {
-            forget(&session, &id, &ours);
+            waiting.answered();
             let error = ErrorObject::internal("the relayed request was dropped");
             json_response(&response(&id, Err(error)))
         }
     }
 }
 
-/// The POST of request `id` (ours: `ours`) is answered: nothing waits.
-fn forget(session: &Arc<Session>, id: &RequestId, ours: &RequestId) {
-    let mut state = session.state.lock().expect("lock");
-    state.waiters.remove(ours);
-    if state.by_client.get(id) == Some(ours) {
-        state.by_client.remove(id);
+/// The POST of a client's request `id` (ours: `ours`), waiting for its
+/// answer. Dropped, nothing waits any more; dropped before it is answered
+/// (the client went away, and the POST's future or stream with it), its
+/// relay is cancelled at the target.
+struct Waiting {
+    session: Arc<Session>,
+    id: RequestId,
+    ours: RequestId,
+    answered: bool,
+}
+
+impl Waiting {
+    /// Answered (an input round included: the relay goes on for the
+    /// retry).
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut state = self.session.state.lock().expect("lock");
+        state.waiters.remove(&self.ours);
+        if state.by_client.get(&self.id) == Some(&self.ours) {
+            state.by_client.remove(&self.id);
+        }
+        if !self.answered {
+            state.rounds.cancel(&self.ours);
+        }
     }
 }
 
