@@ -9,7 +9,8 @@
 //!   `capabilities.tasks`; a `tools/call` with `params.task` (`{ttl?}`) is
 //!   answered at once with `{"task": Task}`; `tasks/get` (the Task),
 //!   `tasks/result` (blocks until terminal; for `task_ask` it asks the
-//!   client `elicitation/create` on its own stream while it waits),
+//!   client `elicitation/create` on its own stream while it waits, and
+//!   so for any task's pending questions, one after another),
 //!   `tasks/list`, `tasks/cancel`; `notifications/tasks/status` (the Task)
 //!   goes to the connection / session that created the task on every
 //!   change of its status or status message (HTTP: on the session's GET
@@ -18,7 +19,9 @@
 //!   each request's client capabilities): a `tools/call` of a task tool is
 //!   answered `{"resultType": "task", taskId, status, …, ttlMs,
 //!   pollIntervalMs}`; `tasks/get` (with `result` / `error` /
-//!   `inputRequests`), `tasks/update` (`inputResponses`), `tasks/cancel`;
+//!   `inputRequests`: the questions still pending), `tasks/update`
+//!   (`inputResponses`, some or all of them; the task goes on once none
+//!   is pending; keys it does not ask are ignored), `tasks/cancel`;
 //!   no `tasks/list` (-32601); `subscriptions/listen` with
 //!   `notifications.taskIds` gets `notifications/tasks` (the detailed
 //!   task) on every change. Without the extension declared: -32021.
@@ -26,12 +29,17 @@
 //! Every `tasks/*` request is logged (as any message, by the transport)
 //! and also as a `task_request` event; each change of a task as a
 //! `task_status` event.
+//!
+//! What a task does is a [`Work`]: sleep then end (a result, a tool
+//! error, a failure), or a [`Plan`] that asks the client questions until
+//! it has what it needs. Other modules start tasks of their own tools
+//! with [`start`] (`--conformance` does).
 
 use crate::protocol::{
     lock, reply_for, response, rpc_error_response, text_result, Ctx, Era, Outbound, Outcome, Peer,
     RpcError, CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY,
 };
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,6 +48,10 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 /// The one input request of `task_ask` (same key on every poll).
 const INPUT_KEY: &str = "name";
+/// A task's `ttl` / `ttlMs` and `pollInterval` / `pollIntervalMs` unless
+/// its call says otherwise.
+pub const DEFAULT_TTL_MS: u64 = 60_000;
+pub const DEFAULT_POLL_MS: u64 = 50;
 
 /// Where a legacy task's `notifications/tasks/status` go.
 pub type Notifier = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
@@ -71,10 +83,12 @@ struct State {
     result: Option<Value>,
     /// failed: `{code, message}`.
     error: Option<Value>,
-    /// input_required: the `elicitation/create` params.
-    input: Option<Value>,
-    /// The client's answer to `input`, not yet taken by the task.
-    answer: Option<Value>,
+    /// input_required: the questions not answered yet, by input key
+    /// (`{method, params}`, as `inputRequests` shows them).
+    inputs: Map<String, Value>,
+    /// The client's answers to questions of `inputs`, by input key, not
+    /// yet taken by the task.
+    answers: Map<String, Value>,
     /// A legacy `tasks/result` is asking the client right now.
     asking: bool,
 }
@@ -114,11 +128,8 @@ impl Task {
         match s.status {
             "completed" => t["result"] = s.result.clone().unwrap_or(Value::Null),
             "failed" => t["error"] = s.error.clone().unwrap_or(Value::Null),
-            "input_required" => {
-                if let Some(p) = &s.input {
-                    t["inputRequests"] =
-                        json!({INPUT_KEY: {"method": "elicitation/create", "params": p}});
-                }
+            "input_required" if !s.inputs.is_empty() => {
+                t["inputRequests"] = Value::Object(s.inputs.clone());
             }
             _ => {}
         }
@@ -166,16 +177,18 @@ impl Task {
         self.update(ctx, |s| {
             s.status = "completed";
             s.message = None;
-            s.input = None;
+            s.inputs.clear();
             s.result = Some(result);
         })
     }
 
-    /// Gives `task_ask` its answer (an ElicitResult).
-    fn answer(&self, answer: Value) {
+    /// Gives the task the answer to its question `key` (if it asks that
+    /// now): the question is no longer pending, the task takes the
+    /// answers once none is.
+    fn answer(&self, key: &str, answer: Value) {
         let mut s = self.state();
-        if s.input.is_some() && s.answer.is_none() {
-            s.answer = Some(answer);
+        if s.inputs.remove(key).is_some() {
+            s.answers.insert(key.to_owned(), answer);
             drop(s);
             self.changed.notify_all();
         }
@@ -233,17 +246,28 @@ pub fn extension_missing(what: &str) -> RpcError {
     e
 }
 
-/// The tool definitions of the task tools; `execution.taskSupport` in
-/// the 2025-11-25 listing only.
+/// The definition of a tool that runs as a task (`support`: optional or
+/// required); `execution.taskSupport` in the 2025-11-25 listing only.
+pub fn tool_definition(
+    era: Era,
+    name: &str,
+    description: &str,
+    props: Value,
+    support: &str,
+) -> Value {
+    let mut t = json!({"name": name, "description": description,
+                       "inputSchema": {"type": "object", "properties": props}});
+    if era == Era::Legacy {
+        t["execution"] = json!({"taskSupport": support});
+    }
+    t
+}
+
+/// The tool definitions of the task tools.
 pub fn tool_definitions(era: Era) -> Vec<Value> {
     let int = |d: &str| json!({"type": "integer", "description": d});
     let tool = |name: &str, description: &str, props: Value, support: &str| {
-        let mut t = json!({"name": name, "description": description,
-                           "inputSchema": {"type": "object", "properties": props}});
-        if era == Era::Legacy {
-            t["execution"] = json!({"taskSupport": support});
-        }
-        t
+        tool_definition(era, name, description, props, support)
     };
     let mut sleep = tool(
         "task_sleep",
@@ -283,16 +307,54 @@ fn arg_u64(args: &Value, name: &str, default: u64) -> u64 {
 }
 
 /// What a task does.
-enum Work {
-    Sleep {
-        ms: u64,
-        steps: u64,
-        outcome: String,
-        text: String,
-        /// Its `structuredContent`, if any.
-        structured: Option<Value>,
-    },
-    Ask,
+pub enum Work {
+    /// Sleeps `ms` in `steps` steps (statusMessage "step i/steps"), then
+    /// ends.
+    Sleep { ms: u64, steps: u64, end: End },
+    /// Asks the client what the plan wants to know, round after round
+    /// (status `input_required` while a question is pending), until the
+    /// plan is done.
+    Ask(Plan),
+}
+
+/// How a task that ran ends.
+pub enum End {
+    /// `completed` with this CallToolResult (which may say `isError`).
+    Complete(Value),
+    /// `failed` with this error (`{code, message}`), which is also its
+    /// statusMessage's text.
+    Fail(Value),
+}
+
+/// A task's questions: given the answers so far (by input key), either
+/// more questions or the result.
+pub type Plan = Box<dyn FnMut(&Map<String, Value>) -> Next + Send>;
+
+/// What a [`Plan`] wants next.
+pub enum Next {
+    /// These questions, by input key: `{method, params}` each.
+    Ask(Map<String, Value>),
+    /// Done: `completed` with this CallToolResult.
+    Done(Value),
+}
+
+/// Whether a `tools/call` asks for a task: `params.task` in 2025-11-25,
+/// the extension declared in 2026-07-28.
+pub fn wants_task(era: Era, params: &Value) -> bool {
+    match era {
+        Era::Legacy => params.get("task").is_some_and(|t| !t.is_null()),
+        Era::Modern => declares_tasks(params),
+    }
+}
+
+/// The refusal of a call of a tool that must run as a task, made
+/// without one: -32601 in 2025-11-25, -32021 (naming the extension) in
+/// 2026-07-28.
+pub fn task_required(era: Era, name: &str) -> RpcError {
+    match era {
+        Era::Legacy => RpcError::new(-32601, format!("{name} must be called as a task")),
+        Era::Modern => extension_missing(name),
+    }
 }
 
 /// `tools/call` of the task tools, and the refusal of `params.task` for
@@ -318,11 +380,7 @@ pub fn call_tool(
         }
         return None;
     }
-    let as_task = match era {
-        Era::Legacy => task_param.is_some(),
-        Era::Modern => declares_tasks(params),
-    };
-    if !as_task {
+    if !wants_task(era, params) {
         return match name {
             "task_sleep" => {
                 let ms = arg_u64(args, "ms", 300);
@@ -336,72 +394,123 @@ pub fn call_tool(
                 };
                 reply(Ok(r))
             }
-            "task_required" if era == Era::Legacy => reply(Err(RpcError::new(
-                -32601,
-                "task_required must be called as a task",
-            ))),
-            "task_required" => reply(Err(extension_missing("task_required"))),
+            "task_required" => reply(Err(task_required(era, name))),
             _ => reply(Ok(json!({
                 "content": [{"type": "text", "text": "task_ask must be called as a task"}],
                 "isError": true,
             }))),
         };
     }
-    let (work, poll) = match name {
+    let work = match name {
         "task_sleep" => {
             let ms = arg_u64(args, "ms", 300);
-            let outcome = args["outcome"].as_str().unwrap_or("ok");
-            if !matches!(outcome, "ok" | "bad_output" | "tool_error" | "fail") {
-                return reply(Err(RpcError::invalid_params(format!(
-                    "task_sleep: outcome must be ok, bad_output, tool_error or fail, not {outcome:?}"
-                ))));
-            }
-            let structured = match outcome {
-                "bad_output" => json!({"ms": "many"}),
-                _ => json!({"ms": ms}),
+            let done = |structured: Value| {
+                End::Complete(
+                    json!({"content": [{"type": "text", "text": format!("slept {ms} ms")}],
+                                     "isError": false, "structuredContent": structured}),
+                )
             };
-            (
-                Work::Sleep {
-                    ms,
-                    steps: arg_u64(args, "steps", 3).clamp(1, 100_000),
-                    outcome: outcome.to_owned(),
-                    text: format!("slept {ms} ms"),
-                    structured: Some(structured),
-                },
-                arg_u64(args, "poll_ms", 50),
-            )
-        }
-        "task_required" => (
+            let end = match args["outcome"].as_str().unwrap_or("ok") {
+                "ok" => done(json!({"ms": ms})),
+                "bad_output" => done(json!({"ms": "many"})),
+                "tool_error" => End::Complete(
+                    json!({"content": [{"type": "text", "text": "task failed as a tool"}],
+                           "isError": true}),
+                ),
+                "fail" => End::Fail(json!({"code": -32603, "message": "task failed on purpose"})),
+                outcome => {
+                    return reply(Err(RpcError::invalid_params(format!(
+                        "task_sleep: outcome must be ok, bad_output, tool_error or fail, not {outcome:?}"
+                    ))))
+                }
+            };
             Work::Sleep {
-                ms: arg_u64(args, "ms", 100),
-                steps: 1,
-                outcome: "ok".into(),
-                text: "required task done".into(),
-                structured: None,
-            },
-            arg_u64(args, "poll_ms", 50),
-        ),
-        _ => (Work::Ask, arg_u64(args, "poll_ms", 50)),
+                ms,
+                steps: arg_u64(args, "steps", 3).clamp(1, 100_000),
+                end,
+            }
+        }
+        "task_required" => Work::Sleep {
+            ms: arg_u64(args, "ms", 100),
+            steps: 1,
+            end: End::Complete(
+                json!({"content": [{"type": "text", "text": "required task done"}],
+                       "isError": false}),
+            ),
+        },
+        _ => {
+            let message = args["message"].as_str().unwrap_or("Your name?").to_owned();
+            Work::Ask(Box::new(move |answers: &Map<String, Value>| {
+                let Some(answer) = answers.get(INPUT_KEY) else {
+                    let ask = json!({"method": "elicitation/create", "params": {
+                        "mode": "form",
+                        "message": message,
+                        "requestedSchema": {"type": "object",
+                                            "properties": {"name": {"type": "string"}},
+                                            "required": ["name"]},
+                    }});
+                    return Next::Ask(Map::from_iter([(INPUT_KEY.to_owned(), ask)]));
+                };
+                let text = match answer["action"].as_str() {
+                    Some("accept") => format!(
+                        "hello {}",
+                        answer["content"]["name"].as_str().unwrap_or("(no name)")
+                    ),
+                    Some("decline") => "declined".into(),
+                    _ => "cancelled".into(),
+                };
+                Next::Done(json!({"content": [{"type": "text", "text": text}], "isError": false}))
+            }))
+        }
     };
     let ttl = match era {
         Era::Legacy => task_param
             .and_then(|t| t["ttl"].as_u64())
-            .unwrap_or_else(|| arg_u64(args, "ttl_ms", 60_000)),
-        Era::Modern => arg_u64(args, "ttl_ms", 60_000),
+            .unwrap_or_else(|| arg_u64(args, "ttl_ms", DEFAULT_TTL_MS)),
+        Era::Modern => arg_u64(args, "ttl_ms", DEFAULT_TTL_MS),
     };
-    let (status, message, input) = match &work {
-        Work::Sleep { steps, .. } => ("working", format!("step 1/{steps}"), None),
-        Work::Ask => (
-            "input_required",
-            "waiting for input".to_owned(),
-            Some(json!({
-                "mode": "form",
-                "message": args["message"].as_str().unwrap_or("Your name?"),
-                "requestedSchema": {"type": "object",
-                                    "properties": {"name": {"type": "string"}},
-                                    "required": ["name"]},
-            })),
+    let poll = arg_u64(args, "poll_ms", DEFAULT_POLL_MS);
+    reply(Ok(start(ctx, peer, era, name, work, ttl, poll)))
+}
+
+/// Starts a task of tool `name` doing `work` (on a thread of its own);
+/// the answer that creates it: 2025-11-25 `{task}`, 2026-07-28 the flat
+/// CreateTaskResult (`resultType: "task"`). A plan's first questions are
+/// asked at once: such a task is created `input_required`.
+pub fn start(
+    ctx: &Ctx,
+    peer: &Peer,
+    era: Era,
+    name: &str,
+    work: Work,
+    ttl: u64,
+    poll: u64,
+) -> Value {
+    let (work, status, message, inputs) = match work {
+        Work::Sleep { ms, steps, end } => (
+            Work::Sleep { ms, steps, end },
+            "working",
+            format!("step 1/{steps}"),
+            Map::new(),
         ),
+        Work::Ask(mut plan) => match plan(&Map::new()) {
+            Next::Ask(asks) => (
+                Work::Ask(plan),
+                "input_required",
+                "waiting for input".to_owned(),
+                asks,
+            ),
+            Next::Done(result) => (
+                Work::Sleep {
+                    ms: 0,
+                    steps: 1,
+                    end: End::Complete(result),
+                },
+                "working",
+                "step 1/1".to_owned(),
+                Map::new(),
+            ),
+        },
     };
     let now = now_iso8601();
     let task = Arc::new(Task {
@@ -416,8 +525,8 @@ pub fn call_tool(
             poll,
             result: None,
             error: None,
-            input,
-            answer: None,
+            inputs,
+            answers: Map::new(),
             asking: false,
         }),
         changed: Condvar::new(),
@@ -441,21 +550,14 @@ pub fn call_tool(
         }
     };
     let me = ctx.arc();
-    let runner = task.clone();
-    std::thread::spawn(move || run(&me, &runner, work));
-    reply(Ok(created))
+    std::thread::spawn(move || run(&me, &task, work));
+    created
 }
 
 /// A task's thread.
 fn run(ctx: &Ctx, task: &Task, work: Work) {
     match work {
-        Work::Sleep {
-            ms,
-            steps,
-            outcome,
-            text,
-            structured,
-        } => {
+        Work::Sleep { ms, steps, end } => {
             let per_step = Duration::from_micros(ms.saturating_mul(1000) / steps);
             for i in 1..=steps {
                 if i > 1 {
@@ -465,73 +567,67 @@ fn run(ctx: &Ctx, task: &Task, work: Work) {
                     return;
                 }
             }
-            match outcome.as_str() {
-                "fail" => {
-                    task.update(ctx, |s| {
-                        s.status = "failed";
-                        s.message = Some("task failed on purpose".into());
-                        s.error =
-                            Some(json!({"code": -32603, "message": "task failed on purpose"}));
-                    });
-                }
-                "tool_error" => {
-                    task.complete(
-                        ctx,
-                        json!({"content": [{"type": "text", "text": "task failed as a tool"}],
-                               "isError": true}),
-                    );
-                }
-                _ => {
-                    let mut result =
-                        json!({"content": [{"type": "text", "text": text}], "isError": false});
-                    if let Some(s) = structured {
-                        result["structuredContent"] = s;
+            finish(ctx, task, end);
+        }
+        Work::Ask(mut plan) => {
+            let mut answers = Map::new();
+            loop {
+                // Until every pending question is answered.
+                {
+                    let mut s = task.state();
+                    loop {
+                        if task.cancel.load(Ordering::SeqCst) || terminal(s.status) {
+                            return;
+                        }
+                        if s.inputs.is_empty() {
+                            // Working from here on, in the same lock: a
+                            // tasks/result between the two would wait
+                            // for questions no longer asked.
+                            answers.append(&mut s.answers);
+                            s.status = "working";
+                            break;
+                        }
+                        s = task
+                            .changed
+                            .wait_timeout(s, Duration::from_millis(50))
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
                     }
-                    task.complete(ctx, result);
+                }
+                task.set_status(ctx, "working", Some("got the answer".into()));
+                if crate::sleep_cancellable(Duration::from_millis(50), &task.cancel) {
+                    return;
+                }
+                match plan(&answers) {
+                    Next::Ask(asks) => {
+                        task.update(ctx, |s| {
+                            s.status = "input_required";
+                            s.message = Some("waiting for input".into());
+                            s.inputs = asks;
+                        });
+                    }
+                    Next::Done(result) => {
+                        task.complete(ctx, result);
+                        return;
+                    }
                 }
             }
         }
-        Work::Ask => {
-            let answer = {
-                let mut s = task.state();
-                loop {
-                    if task.cancel.load(Ordering::SeqCst) || terminal(s.status) {
-                        return;
-                    }
-                    if let Some(a) = s.answer.take() {
-                        // Asked no more from here on: in the same lock, or
-                        // a tasks/result between the two would ask again.
-                        s.input = None;
-                        s.status = "working";
-                        break a;
-                    }
-                    s = task
-                        .changed
-                        .wait_timeout(s, Duration::from_millis(50))
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
-            };
+    }
+}
+
+/// Ends a task that ran.
+fn finish(ctx: &Ctx, task: &Task, end: End) {
+    match end {
+        End::Complete(result) => {
+            task.complete(ctx, result);
+        }
+        End::Fail(error) => {
             task.update(ctx, |s| {
-                s.status = "working";
-                s.message = Some("got the answer".into());
-                s.input = None;
+                s.status = "failed";
+                s.message = error["message"].as_str().map(str::to_owned);
+                s.error = Some(error);
             });
-            if crate::sleep_cancellable(Duration::from_millis(50), &task.cancel) {
-                return;
-            }
-            let text = match answer["action"].as_str() {
-                Some("accept") => format!(
-                    "hello {}",
-                    answer["content"]["name"].as_str().unwrap_or("(no name)")
-                ),
-                Some("decline") => "declined".into(),
-                _ => "cancelled".into(),
-            };
-            task.complete(
-                ctx,
-                json!({"content": [{"type": "text", "text": text}], "isError": false}),
-            );
         }
     }
 }
@@ -599,8 +695,12 @@ pub fn handle(
             }
         }
         (_, "tasks/update") => {
-            if let Some(answer) = params["inputResponses"].get(INPUT_KEY) {
-                task.answer(answer.clone());
+            // Answers to questions the task does not ask (now) are
+            // ignored.
+            if let Some(responses) = params["inputResponses"].as_object() {
+                for (key, answer) in responses {
+                    task.answer(key, answer.clone());
+                }
             }
             reply(Ok(json!({})))
         }
@@ -609,7 +709,8 @@ pub fn handle(
 }
 
 /// `tasks/result` (2025-11-25): waits for the task to end; asks the
-/// client the task's question on this request's stream meanwhile.
+/// client the task's questions on this request's stream meanwhile, one
+/// after another.
 fn task_result(
     peer: &Peer,
     id: &Value,
@@ -646,15 +747,18 @@ fn task_result(
             }
             _ => {}
         }
-        if let (Some(input), false, None) = (s.input.clone(), s.asking, s.answer.as_ref()) {
+        let question = s.inputs.iter().next().map(|(k, q)| (k.clone(), q.clone()));
+        if let (Some((key, question)), false) = (question, s.asking) {
             s.asking = true;
             drop(s);
-            let mut p = input;
+            let method = question["method"].as_str().unwrap_or("elicitation/create");
+            let mut p = question.get("params").cloned().unwrap_or_else(|| json!({}));
             p["_meta"] = related.clone();
-            let answer = peer.request_client(out, "elicitation/create", p, cancel);
+            let answer = peer.request_client(out, method, p, cancel);
             task.state().asking = false;
             match answer {
                 Ok(msg) => task.answer(
+                    &key,
                     msg.get("result")
                         .cloned()
                         .unwrap_or_else(|| json!({"action": "cancel"})),
