@@ -16,11 +16,23 @@
 //! far, tagged with a per-process key (a changed state is `-32602`).
 //! 2026-07-28 results of the cacheable methods carry the SEP-2549 hints
 //! `ttlMs` and `cacheScope`.
+//!
+//! The tasks extension scenarios (SEP-2663) call tools that run as tasks
+//! ([`task_support`]): when the call asks for one (2026-07-28: the
+//! extension declared, for the session or in the request's `_meta`;
+//! 2025-11-25: `params.task`) the answer creates a task of `tasks.rs`,
+//! which the client follows with `tasks/*`; a plan's questions are then
+//! the task's `inputRequests`, answered by `tasks/update`. Without a
+//! task, an optional one runs inline and a required one is refused
+//! (-32021 in 2026-07-28). `test_tool_with_task` asks its question as an
+//! `input_required` round first and becomes a task on the round that
+//! has the answer.
 
 use crate::protocol::{
     base64, lock, reply_for, response, Ctx, Era, Outbound, Outcome, Peer, RpcError,
     CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY,
 };
+use crate::tasks::{self, End, Next, Work};
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeSet;
@@ -58,7 +70,7 @@ pub fn handle(
     out: &dyn Outbound,
 ) -> Option<Outcome> {
     let result = match method {
-        "tools/list" => Ok(cacheable(era, json!({ "tools": tools() }), 0, "private")),
+        "tools/list" => Ok(cacheable(era, json!({ "tools": tools(era) }), 0, "private")),
         "tools/call" => return call_tool(ctx, peer, era, id, params, cancel, out),
         "resources/list" => Ok(cacheable(era, resources_list(), 0, "private")),
         "resources/templates/list" => Ok(cacheable(
@@ -149,7 +161,7 @@ fn wav() -> Vec<u8> {
 
 // ---------------------------------------------------------------- tools
 
-fn tools() -> Vec<Value> {
+fn tools(era: Era) -> Vec<Value> {
     let none = || json!({"type": "object", "properties": {}});
     let tool = |name: &str, description: &str, input: Value| json!({"name": name, "description": description, "inputSchema": input});
     let string_arg = |arg: &str, description: &str| {
@@ -160,6 +172,11 @@ fn tools() -> Vec<Value> {
     let mut list =
         vec![
         tool("test_simple_text", "Returns a simple text", none()),
+        tool(
+            "greet",
+            "Returns \"Hello, <name>!\" (never as a task)",
+            string_arg("name", "Who to greet"),
+        ),
         tool("test_image_content", "Returns a PNG image", none()),
         tool("test_audio_content", "Returns a WAV audio clip", none()),
         tool("test_embedded_resource", "Returns an embedded text resource", none()),
@@ -290,6 +307,7 @@ fn tools() -> Vec<Value> {
             none(),
         ));
     }
+    list.extend(task_tools(era));
     if EXTRA_TOOL.load(Ordering::SeqCst) {
         list.push(tool(
             "test_dynamic_tool",
@@ -315,10 +333,17 @@ fn call_tool(
         _ => json!({}),
     };
     let reply = |r: Result<Value, RpcError>| Some(reply_for(era, id, r));
+    if let Some(outcome) = call_task_tool(ctx, peer, era, id, name, &args, params, cancel) {
+        return Some(outcome);
+    }
     if let Some(outcome) = asking(peer, era, id, name, &args, params, cancel, out) {
         return Some(outcome);
     }
     match name {
+        "greet" => reply(Ok(tool_result(vec![text(format!(
+            "Hello, {}!",
+            args["name"].as_str().unwrap_or("World")
+        ))]))),
         "test_simple_text" => reply(Ok(tool_result(vec![text(
             "This is a simple text response for testing.",
         )]))),
@@ -430,6 +455,161 @@ fn call_tool(
         }
         _ => None,
     }
+}
+
+// ----------------------------------------------------------- task tools
+
+/// How a tool of the tasks scenarios runs as a task (`optional` or
+/// `required`); `None` for the other tools.
+fn task_support(name: &str) -> Option<&'static str> {
+    match name {
+        "slow_compute" | "protocol_error_job" | "confirm_delete" | "multi_input" => {
+            Some("optional")
+        }
+        "failing_job" | "test_tool_with_task" => Some("required"),
+        _ => None,
+    }
+}
+
+fn task_tools(era: Era) -> Vec<Value> {
+    let tool = |name: &str, description: &str, props: Value| {
+        let support = task_support(name).expect("a task tool");
+        tasks::tool_definition(era, name, description, props, support)
+    };
+    vec![
+        tool(
+            "slow_compute",
+            "Sleeps `seconds` (default 1, 0 for an immediate result), then says it computed \
+             `label`; a task of it that is cancelled stays cancelled",
+            json!({"seconds": {"type": "number", "description": "how long (default 1)"},
+                   "label": {"type": "string", "description": "named in the result"}}),
+        ),
+        tool(
+            "failing_job",
+            "Must run as a task: after 1 s, a tool error (completed, isError)",
+            json!({}),
+        ),
+        tool(
+            "protocol_error_job",
+            "As a task: fails after 100 ms (status failed, error -32603); inline, a -32603 \
+             error",
+            json!({}),
+        ),
+        tool(
+            "confirm_delete",
+            "Asks the user to confirm the deletion of `filename` (one elicitation), then says \
+             what it did (nothing is deleted)",
+            json!({"filename": {"type": "string", "description": "the file to delete"}}),
+        ),
+        tool(
+            "multi_input",
+            "Asks two questions at once (a name and a confirmation), then says both answers",
+            json!({}),
+        ),
+        tool(
+            "test_tool_with_task",
+            "Must run as a task: asks the user's name (2026-07-28: as an input_required round, \
+             then the round with the answer creates the task), then greets them",
+            json!({}),
+        ),
+    ]
+}
+
+/// `tools/call` of a task tool (see [`task_support`]); `None` for the
+/// other tools, and for a plan that runs inline (the caller asks).
+#[allow(clippy::too_many_arguments)]
+fn call_task_tool(
+    ctx: &Ctx,
+    peer: &Peer,
+    era: Era,
+    id: &Value,
+    name: &str,
+    args: &Value,
+    params: &Value,
+    cancel: &AtomicBool,
+) -> Option<Outcome> {
+    let support = task_support(name)?;
+    let reply = |r: Result<Value, RpcError>| Some(reply_for(era, id, r));
+    let seconds = args["seconds"].as_f64().unwrap_or(1.0).clamp(0.0, 3600.0);
+    let computed = || {
+        tool_result(vec![text(format!(
+            "Computed {} in {seconds} s",
+            args["label"].as_str().unwrap_or("slow_compute")
+        ))])
+    };
+    let protocol_error = "protocol_error_job failed on purpose";
+    if !tasks::wants_task(era, params) {
+        return match (support, name) {
+            ("required", _) => reply(Err(tasks::task_required(era, name))),
+            (_, "slow_compute") => {
+                if crate::sleep_cancellable(Duration::from_secs_f64(seconds), cancel) {
+                    return Some(Outcome::Silent);
+                }
+                reply(Ok(computed()))
+            }
+            (_, "protocol_error_job") => reply(Err(RpcError::new(-32603, protocol_error))),
+            // A plan: asked inline.
+            _ => None,
+        };
+    }
+    let after = |ms: u64, end: End| Work::Sleep { ms, steps: 1, end };
+    let work = match name {
+        "slow_compute" => after((seconds * 1000.0) as u64, End::Complete(computed())),
+        "failing_job" => after(
+            1000,
+            End::Complete(
+                json!({"content": [text("failing_job failed (a tool error)")],
+                                 "isError": true}),
+            ),
+        ),
+        "protocol_error_job" => after(
+            100,
+            End::Fail(json!({"code": -32603, "message": protocol_error})),
+        ),
+        // The question as an input_required round; the round that has
+        // the answer makes the task, whose result it is.
+        "test_tool_with_task" if era == Era::Modern => match round(name, args, params)? {
+            Err(e) => return reply(Err(e)),
+            Ok(r) if r["resultType"] == "input_required" => return reply(Ok(r)),
+            Ok(result) => after(200, End::Complete(result)),
+        },
+        _ => plan_work(name, args),
+    };
+    let ttl = match era {
+        Era::Legacy => params["task"]["ttl"].as_u64(),
+        Era::Modern => None,
+    };
+    let created = tasks::start(
+        ctx,
+        peer,
+        era,
+        name,
+        work,
+        ttl.unwrap_or(tasks::DEFAULT_TTL_MS),
+        tasks::DEFAULT_POLL_MS,
+    );
+    reply(Ok(created))
+}
+
+/// The plan of tool `name` as a task's work: its questions become the
+/// task's input requests.
+fn plan_work(name: &str, args: &Value) -> Work {
+    let (name, args) = (name.to_owned(), args.clone());
+    Work::Ask(Box::new(move |answers: &Map<String, Value>| {
+        match plan(&name, &args, answers, None) {
+            Some(Step::Done(result)) => Next::Done(result),
+            Some(Step::Ask(asks)) => Next::Ask(
+                asks.into_iter()
+                    .map(|a| {
+                        let request = json!({"method": a.method, "params": a.params});
+                        (a.key.to_owned(), request)
+                    })
+                    .collect(),
+            ),
+            None => Next::Done(json!({"content": [text(format!("{name} is no plan"))],
+                                      "isError": true})),
+        }
+    }))
 }
 
 /// Whether a log message at `level` goes out: 2025-11-25, at or above the
@@ -715,6 +895,68 @@ fn plan(
                 Step::Ask(asks)
             }
         }
+        "confirm_delete" => {
+            let file = args["filename"].as_str().unwrap_or("(no file)");
+            one(
+                elicit(
+                    "confirm",
+                    &format!("Delete {file}?"),
+                    json!({"confirm": {"type": "boolean"}}),
+                    &["confirm"],
+                ),
+                &|a| {
+                    texts(
+                        if a["action"] == "accept" && a["content"]["confirm"] == true {
+                            format!("Deleted {file} (not really)")
+                        } else {
+                            format!("Kept {file}: {}", elicited(a))
+                        },
+                    )
+                },
+            )
+        }
+        "multi_input" => {
+            let asks: Vec<Ask> = [
+                elicit(
+                    "user_name",
+                    "What is your name?",
+                    name_form.clone(),
+                    &["name"],
+                ),
+                elicit(
+                    "confirm",
+                    "Do you confirm?",
+                    json!({"confirm": {"type": "boolean"}}),
+                    &["confirm"],
+                ),
+            ]
+            .into_iter()
+            .filter(|a| !answers.contains_key(a.key))
+            .collect();
+            if asks.is_empty() {
+                Step::Done(texts(format!(
+                    "name: {}; confirmed: {}",
+                    elicited(&answers["user_name"]),
+                    elicited(&answers["confirm"])
+                )))
+            } else {
+                Step::Ask(asks)
+            }
+        }
+        "test_tool_with_task" => one(
+            elicit(
+                "user_name",
+                "What is your name?",
+                name_form.clone(),
+                &["name"],
+            ),
+            &|a| {
+                texts(format!(
+                    "Hello, {}! (the result of a task)",
+                    a["content"]["name"].as_str().unwrap_or("whoever you are")
+                ))
+            },
+        ),
         "test_input_required_result_prompt" => one(
             elicit(
                 "user_context",

@@ -666,10 +666,6 @@ impl Outbound for ListenerSink<'_> {
     }
 }
 
-/// The 2026-07-28 era headers of a request POST, checked against its
-/// body: `MCP-Protocol-Version` (the envelope's version), `Mcp-Method`,
-/// and `Mcp-Name` (the name or URI of `tools/call`, `prompts/get`,
-/// `resources/read`; plain or `=?base64?…?=`).
 /// Whether a `Host` or `Origin` value names this local server: loopback,
 /// `localhost`, or a name of the reserved `.test` domain.
 fn local_name(value: &str) -> bool {
@@ -687,7 +683,18 @@ fn local_name(value: &str) -> bool {
         || host.ends_with(".localhost")
 }
 
-fn check_era_headers(req: &Request, method: &str, params: &Value) -> Result<(), String> {
+/// The 2026-07-28 era headers of a request POST, checked against its
+/// body: `MCP-Protocol-Version` (the envelope's version), `Mcp-Method`,
+/// and `Mcp-Name` (the name or URI of `tools/call`, `prompts/get`,
+/// `resources/read`, and with `task_names` (`--conformance`) the
+/// `taskId` of `tasks/get`, `tasks/update`, `tasks/cancel`; plain or
+/// `=?base64?…?=`).
+fn check_era_headers(
+    req: &Request,
+    method: &str,
+    params: &Value,
+    task_names: bool,
+) -> Result<(), String> {
     let expect = |header: &str, want: &str| -> Result<(), String> {
         match req.header(header) {
             Some(v) if v == want => Ok(()),
@@ -704,6 +711,7 @@ fn check_era_headers(req: &Request, method: &str, params: &Value) -> Result<(), 
     let field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" if task_names => "taskId",
         _ => return Ok(()),
     };
     match params[field].as_str() {
@@ -1135,7 +1143,8 @@ impl Server {
                     Ok(Era::Legacy) => None,
                     Err(refusal) => refuse(wire, refusal),
                     Ok(Era::Modern) => {
-                        if let Err(why) = check_era_headers(req, method, params) {
+                        let task_names = self.ctx.opts.conformance;
+                        if let Err(why) = check_era_headers(req, method, params, task_names) {
                             self.ctx.log.event(
                                 "header_mismatch",
                                 json!({"id": id, "method": method, "why": why}),
