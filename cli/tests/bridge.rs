@@ -1423,3 +1423,100 @@ fn bridge_listen_forgets_and_cancels_a_json_post_whose_client_went_away() {
     });
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn bridge_listen_2026_requests_are_cancelled_by_their_own_stream_only() {
+    let server = test_server();
+    let log = log_path("stateless-cancel");
+    let l = Listener::start(
+        &[
+            "--",
+            &server,
+            "--era",
+            "legacy",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+        &marker("stateless-cancel"),
+    );
+    let call = |id: u64, args: Value, meta: Value| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+            "name": "slow", "arguments": args, "_meta": meta}})
+        .to_string()
+    };
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "slow"),
+    ];
+    // Client A's request 5 is under way…
+    let a = {
+        let (port, body) = (l.port(), call(5, json!({"ms": 1500}), envelope()));
+        std::thread::spawn(move || {
+            let close = [
+                ("connection", "close"),
+                headers[1],
+                headers[2],
+                headers[3],
+                headers[4],
+            ];
+            let mut s = post_and_hold(port, &close, &body);
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let mut answer = String::new();
+            use std::io::Read;
+            let _ = s.read_to_string(&mut answer);
+            answer
+        })
+    };
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["params"]["name"] == "slow"
+    });
+    // …when client B posts a cancellation naming 5 (its own request 5,
+    // say): that era cancels by closing the request's stream, and a bare
+    // id names nobody in particular. A's call goes on.
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":5, "_meta": envelope()}})
+    .to_string();
+    let notify = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "notifications/cancelled"),
+    ];
+    let (status, _, _) = l.http("POST", "/mcp", &notify, &cancel);
+    assert_eq!(status, 202);
+    let answer = a.join().unwrap();
+    assert!(answer.contains("slow done"), "{answer}");
+    assert!(
+        !received(&log)
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled"),
+        "{:?}",
+        received(&log)
+    );
+
+    // An SSE answer (progress came first) whose client closes the stream:
+    // its call is cancelled at once, not at its next progress.
+    let mut meta = envelope();
+    meta["progressToken"] = json!("p");
+    let body = call(6, json!({"ms": 12000, "steps": 2}), meta);
+    let mut s = post_and_hold(l.port(), &headers[1..], &body);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("notifications/progress") {
+        use std::io::Read;
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => panic!("no progress: {}", String::from_utf8_lossy(&got)),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    drop(s);
+    // (The next progress would come 6 s later.)
+    wait_received(&log, Duration::from_secs(4), |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    let _ = std::fs::remove_file(&log);
+}

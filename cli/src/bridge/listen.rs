@@ -14,7 +14,9 @@
 //!             judged by core (`server::request_era`, `check_headers`),
 //!             relayed to the one target session all such requests share
 //!             (started by the first), answered in that era's shape;
-//!             `server/discover` answered from the target's identity
+//!             `server/discover` answered from the target's identity;
+//!             cancelled when its client closes the POST's response (a
+//!             2026-07-28 `notifications/cancelled` is ignored)
 //!  GET /healthz  ok
 //! ```
 //!
@@ -143,8 +145,6 @@ struct State {
     rounds: Rounds,
     /// Where the answer of each of those requests goes (its POST).
     waiters: HashMap<RequestId, mpsc::Sender<stateless::Ev>>,
-    /// A client's request id → ours (for its `notifications/cancelled`).
-    by_client: HashMap<RequestId, RequestId>,
     next_internal: u64,
     last_used: Option<Instant>,
 }
@@ -544,8 +544,13 @@ async fn post(
             if era_header == Some(MODERN_PROTOCOL_VERSION)
                 || declared_version(params).is_some() =>
         {
-            if let Some(s) = server.stateless.lock().await.clone() {
-                notification(&s, &method, params.map(RawValue::to_owned));
+            // A cancellation is ignored: over HTTP that era cancels a
+            // request by closing its stream, and a bare id could name
+            // another client's request (see `stateless`).
+            if method != notifications::CANCELLED {
+                if let Some(s) = server.stateless.lock().await.clone() {
+                    notification(&s, &method, params.map(RawValue::to_owned));
+                }
             }
             full(StatusCode::ACCEPTED, "text/plain", "")
         }
@@ -762,25 +767,6 @@ fn notification(session: &Arc<Session>, method: &str, params: Option<Box<RawValu
         let mut state = session.state.lock().expect("lock");
         if let Some(token) = state.calls.remove(&id) {
             token.cancel();
-        }
-        if let Some(ours) = state.by_client.remove(&id) {
-            state.rounds.cancel(&ours);
-            state.waiters.remove(&ours);
-        }
-        if let Some((stream, filter)) = state.listens.close_id(&id) {
-            // Its stream ends.
-            state.sinks.remove(&stream);
-            let gone: Vec<String> = filter
-                .uris
-                .into_iter()
-                .filter(|u| !state.listens.subscribed(u))
-                .collect();
-            let client = session.client.clone();
-            tokio::spawn(async move {
-                for uri in gone {
-                    let _ = client.unsubscribe(&uri).await;
-                }
-            });
         }
         return;
     }

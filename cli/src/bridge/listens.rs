@@ -130,13 +130,6 @@ impl<K: PartialEq + Clone> Listens<K> {
         Some(self.open.remove(i).2)
     }
 
-    /// Closes listen `id` (the host cancelled it): its key and filter.
-    pub(super) fn close_id(&mut self, id: &RequestId) -> Option<(K, Filter)> {
-        let i = self.open.iter().position(|(_, open, _)| open == id)?;
-        let (key, _, filter) = self.open.remove(i);
-        Some((key, filter))
-    }
-
     /// Where a notification of the target goes: each listen that wants
     /// it, with its params stamped for it.
     pub(super) fn route(&self, method: &str, params: Option<&RawValue>) -> Vec<(K, Box<RawValue>)> {

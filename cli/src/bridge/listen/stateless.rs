@@ -13,7 +13,14 @@
 //! ```
 //!
 //! Each request is relayed under an id of the bridge's (clients' ids may
-//! collide). A target's request is put to the oldest request in flight
+//! collide). A request is cancelled when its client closes the POST's
+//! response, JSON or SSE, before the answer: that era's cancellation over
+//! Streamable HTTP ("closing the SSE response stream is the cancellation
+//! signal … no `notifications/cancelled` is required or expected"). A
+//! `notifications/cancelled` POST is ignored: it names a request by its
+//! client's id alone, which another client may use too, and these
+//! requests share one target session (a listen ends the same way, its
+//! stream closed). A target's request is put to the oldest request in flight
 //! that may take input rounds (see `rounds`): with several clients at once
 //! it may reach another client than the one whose call caused it, as all
 //! of them share the target session that era gives them.
@@ -90,7 +97,6 @@ pub(super) async fn stateless(
         state.next_internal += 1;
         let ours = RequestId::String(format!("stateless-{}", state.next_internal));
         state.waiters.insert(ours.clone(), tx);
-        state.by_client.insert(id.clone(), ours.clone());
         match state.rounds.retry(&ours, params) {
             // The retry of an input round: the relayed call goes on.
             Some(now) => {
@@ -113,7 +119,6 @@ pub(super) async fn stateless(
     // Dropped with this future if the client goes away before its answer.
     let waiting = Waiting {
         session: session.clone(),
-        id: id.clone(),
         ours: ours.clone(),
         answered: false,
     };
@@ -146,7 +151,14 @@ pub(super) async fn stateless(
             };
             let _ = out.try_send(progress(p));
             tokio::spawn(async move {
-                while let Some(ev) = rx.recv().await {
+                loop {
+                    // A client that closes the stream cancels the call at
+                    // once, not at the next event.
+                    let ev = tokio::select! {
+                        ev = rx.recv() => ev,
+                        () = out.closed() => return,
+                    };
+                    let Some(ev) = ev else { break };
                     let bytes = match ev {
                         Ev::Progress(p) => progress(p),
                         Ev::Done(outcome) => {
@@ -191,13 +203,12 @@ pub(super) async fn stateless(
     }
 }
 
-/// The POST of a client's request `id` (ours: `ours`), waiting for its
-/// answer. Dropped, nothing waits any more; dropped before it is answered
-/// (the client went away, and the POST's future or stream with it), its
-/// relay is cancelled at the target.
+/// The POST of a client's request (`ours`: the bridge's id for it),
+/// waiting for its answer. Dropped, nothing waits any more; dropped before
+/// it is answered (the client went away, and the POST's future or stream
+/// with it), its relay is cancelled at the target.
 struct Waiting {
     session: Arc<Session>,
-    id: RequestId,
     ours: RequestId,
     answered: bool,
 }
@@ -214,9 +225,6 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         let mut state = self.session.state.lock().expect("lock");
         state.waiters.remove(&self.ours);
-        if state.by_client.get(&self.id) == Some(&self.ours) {
-            state.by_client.remove(&self.id);
-        }
         if !self.answered {
             state.rounds.cancel(&self.ours);
         }
