@@ -1520,3 +1520,67 @@ fn bridge_listen_2026_requests_are_cancelled_by_their_own_stream_only() {
     });
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn bridge_listen_collects_a_2026_listen_whose_client_went_away() {
+    let server = test_server();
+    let log = log_path("listen-gone");
+    let l = Listener::start(
+        &[
+            "--",
+            &server,
+            "--era",
+            "legacy",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+        &marker("listen-gone"),
+    );
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    // Two listens of resource updates only (no list change ever routed to
+    // them), both of test://a.
+    let open = |id: &str| {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"subscriptions/listen","params":{
+            "notifications": {"resourceSubscriptions": ["test://a"]}, "_meta": envelope()}})
+        .to_string();
+        let mut s = post_and_hold(l.port(), &headers, &body);
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("subscriptions/acknowledged") {
+            use std::io::Read;
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => panic!("no ack: {}", String::from_utf8_lossy(&got)),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        s
+    };
+    let first = open("first");
+    let second = open("second");
+    wait_received(&log, Duration::from_secs(30), |m| {
+        m["method"] == "resources/subscribe" && m["params"]["uri"] == "test://a"
+    });
+    let unsubscribed = || {
+        received(&log)
+            .iter()
+            .filter(|m| m["method"] == "resources/unsubscribe")
+            .count()
+    };
+    // The first goes: test://a is still wanted by the second.
+    drop(first);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(unsubscribed(), 0, "{:?}", received(&log));
+    // The second goes: nobody wants it, the target is told.
+    drop(second);
+    wait_received(&log, Duration::from_secs(10), |m| {
+        m["method"] == "resources/unsubscribe" && m["params"]["uri"] == "test://a"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(unsubscribed(), 1, "{:?}", received(&log));
+    let _ = std::fs::remove_file(&log);
+}

@@ -448,7 +448,22 @@ fn get(session: &Arc<Session>, req: &Request<Incoming>) -> Response<Body> {
 }
 
 fn sse(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
-    let mut r = Response::new(SseBody { rx }.boxed());
+    sse_body(SseBody { rx, _gone: None })
+}
+
+/// [`sse`], and what resolves once the body is dropped: its client went
+/// away (or it ended, and hyper is done with it).
+fn sse_watched(rx: mpsc::Receiver<Bytes>) -> (Response<Body>, oneshot::Receiver<()>) {
+    let (gone, dropped) = oneshot::channel();
+    let body = SseBody {
+        rx,
+        _gone: Some(gone),
+    };
+    (sse_body(body), dropped)
+}
+
+fn sse_body(body: SseBody) -> Response<Body> {
+    let mut r = Response::new(body.boxed());
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     r.headers_mut()
@@ -459,6 +474,8 @@ fn sse(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
 /// An SSE body fed by a channel; it ends when every sender is gone.
 struct SseBody {
     rx: mpsc::Receiver<Bytes>,
+    /// Dropped with the body (never sent): tells a watcher.
+    _gone: Option<oneshot::Sender<()>>,
 }
 
 impl http_body::Body for SseBody {
@@ -730,19 +747,10 @@ fn forward_notifications(client: &Client, session: &Arc<Session>, stateless: boo
             let Some(session) = weak.upgrade() else { break };
             let params = n.params();
             if stateless && through_listens(n.method()) {
+                // (A listen whose client went away was closed when its
+                // stream was dropped: see `stateless::listen_stream`.)
                 let routed = {
-                    let mut state = session.state.lock().expect("lock");
-                    // Listens whose client went away are closed.
-                    let gone: Vec<StreamKey> = state
-                        .listens
-                        .route(n.method(), None)
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .filter(|k| state.sinks.get(k).is_none_or(mpsc::Sender::is_closed))
-                        .collect();
-                    for k in &gone {
-                        state.listens.close(k);
-                    }
+                    let state = session.state.lock().expect("lock");
                     state.listens.route(n.method(), params.as_deref())
                 };
                 for (stream, params) in routed {

@@ -124,10 +124,16 @@ impl<K: PartialEq + Clone> Listens<K> {
         self.open.push((key, id, filter));
     }
 
-    /// Closes the listen under `key`: its filter, if it was open.
-    pub(super) fn close(&mut self, key: &K) -> Option<Filter> {
+    /// Closes the listen under `key`, if it was open: the URIs it
+    /// subscribed to that no open listen wants any more (to unsubscribe
+    /// from the target).
+    pub(super) fn close(&mut self, key: &K) -> Option<Vec<String>> {
         let i = self.open.iter().position(|(k, ..)| k == key)?;
-        Some(self.open.remove(i).2)
+        let mut uris = self.open.remove(i).2.uris;
+        uris.sort();
+        uris.dedup();
+        uris.retain(|u| !self.subscribed(u));
+        Some(uris)
     }
 
     /// Where a notification of the target goes: each listen that wants
@@ -178,10 +184,26 @@ mod tests {
             .route(notifications::RESOURCES_UPDATED, Some(&b))
             .is_empty());
         assert!(l.subscribed("test://a"));
-        assert!(l.close(&1).is_some());
+        assert_eq!(l.close(&1), Some(vec!["test://a".to_owned()]));
         assert!(!l.subscribed("test://a"));
+        assert_eq!(l.close(&1), None);
         assert!(l.route(notifications::TOOLS_LIST_CHANGED, None).is_empty());
         assert!(through_listens(notifications::RESOURCES_UPDATED));
         assert!(!through_listens(notifications::PROGRESS));
+    }
+
+    #[test]
+    fn a_closed_listen_gives_up_only_the_uris_no_other_wants() {
+        let mut l = Listens::default();
+        let uris = |u: &[&str]| raw(json!({"notifications": {"resourceSubscriptions": u}}));
+        l.open(
+            1,
+            RequestId::Number(1),
+            Filter::of(Some(&uris(&["a", "b", "a"]))),
+        );
+        l.open(2, RequestId::Number(2), Filter::of(Some(&uris(&["b"]))));
+        assert_eq!(l.close(&1), Some(vec!["a".to_owned()]));
+        assert_eq!(l.close(&2), Some(vec!["b".to_owned()]));
+        assert!(!l.subscribed("a") && !l.subscribed("b"));
     }
 }

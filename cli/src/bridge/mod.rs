@@ -420,12 +420,7 @@ pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8
                     });
                 }
                 ServerEvent::Cancelled { id, reason } => {
-                    if let (Some(filter), Some(c)) = (listens.close(&id), client.clone()) {
-                        let gone: Vec<String> = filter
-                            .uris
-                            .into_iter()
-                            .filter(|u| !listens.subscribed(u))
-                            .collect();
+                    if let (Some(gone), Some(c)) = (listens.close(&id), client.clone()) {
                         tokio::spawn(async move {
                             for uri in gone {
                                 let _ = c.unsubscribe(&uri).await;

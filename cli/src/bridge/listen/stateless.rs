@@ -317,7 +317,7 @@ fn ask_stateless(kind: ServerRequestKind, session: Arc<Mutex<Weak<Session>>>) ->
 
 /// A 2026-07-28 client's `subscriptions/listen`: an SSE stream,
 /// acknowledged at once, then the list changes and resource updates its
-/// filter asks for, until the client cancels it or goes away.
+/// filter asks for, until the client closes it.
 fn listen_stream(
     session: &Arc<Session>,
     id: RequestId,
@@ -344,5 +344,36 @@ fn listen_stream(
     let (method, params) = ack(&id);
     let note = notification_message(method, Some(&params));
     session.push_to(stream, &format!("data: {note}\n\n"), false);
-    sse(rx)
+    let (response, dropped) = sse_watched(rx);
+    let weak = Arc::downgrade(session);
+    tokio::spawn(async move {
+        // The client closed the stream (that era's way to end a listen),
+        // or it ended: the listen is closed.
+        let _ = dropped.await;
+        if let Some(session) = weak.upgrade() {
+            close_listen(&session, stream);
+        }
+    });
+    response
+}
+
+/// Closes the listen answered on `stream`; the URIs no other listen wants
+/// are unsubscribed from at the target.
+fn close_listen(session: &Arc<Session>, stream: StreamKey) {
+    let gone = {
+        let mut state = session.state.lock().expect("lock");
+        state.sinks.remove(&stream);
+        state.listens.close(&stream).unwrap_or_default()
+    };
+    if gone.is_empty() {
+        return;
+    }
+    let client = session.client.clone();
+    tokio::spawn(async move {
+        for uri in gone {
+            if let Err(e) = client.unsubscribe(&uri).await {
+                tracing::debug!("unsubscribing from {uri}: {e}");
+            }
+        }
+    });
 }
