@@ -8,8 +8,9 @@ use std::path::Path;
 const FLOORS: &[(&str, &[&str])] = &[
     // The MCP surface is data at the bottom: every floor reads method
     // names and their descriptors from it.
-    ("mcp", &[]),
     ("codec", &[]),
+    // `codec` for the JSON writer of params.
+    ("mcp", &["codec"]),
     ("exchange", &["codec"]),
     // `exchange` for the typed redirect error a request can end with.
     ("rpc", &["codec", "exchange", "mcp"]),

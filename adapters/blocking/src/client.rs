@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire::config::ServerConfig;
 use mcpwire::connection::{Connection, TransportSpec};
+use mcpwire::rpc::Params;
 use mcpwire_adapter::options::CANCELLED_BY_TOKEN;
 use mcpwire_adapter::session::Session;
 use mcpwire_adapter::setup::prepare;
@@ -109,7 +110,19 @@ impl Client {
         params: Option<Box<RawValue>>,
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let params = options.stamp(params)?;
+        self.request_params(method, params.map(Params::from), options)
+    }
+
+    /// [`request_raw`](Self::request_raw) with [`Params`] (the typed
+    /// calls' params, written by core's serializer).
+    #[doc(hidden)]
+    pub fn request_params(
+        &self,
+        method: &str,
+        params: Option<Params>,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let params = options.stamp_params(params)?;
         let (rpc, progress, cancel) = options.into_parts();
         let shared = self.shared();
         // Only a call that nothing else can end early runs its own
@@ -117,7 +130,7 @@ impl Client {
         let inline = cancel.is_none() && !rpc.reset_timeout_on_progress;
         let call_timeout = rpc.timeout.unwrap_or(self.handle.default_timeout);
         let (id, exchanges) = shared
-            .start_call(method, params.as_deref(), rpc, progress, inline)
+            .start_call(method, params.as_ref(), rpc, progress, inline)
             .map_err(Error::Call)?;
         let hook = cancel.map(|token| {
             let weak = Arc::downgrade(shared);

@@ -162,7 +162,7 @@ impl Shared {
     pub(crate) fn start_call(
         self: &Arc<Self>,
         method: &str,
-        params: Option<&serde_json::value::RawValue>,
+        params: Option<&mcpwire::rpc::Params>,
         options: mcpwire::rpc::RequestOptions,
         progress: Option<mcpwire_adapter::ProgressFn>,
         inline: bool,

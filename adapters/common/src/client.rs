@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire::config::ServerConfig;
 use mcpwire::connection::{Connection, TransportSpec};
+use mcpwire::rpc::Params;
 use serde_json::value::RawValue;
 
 use crate::drive::Shared;
@@ -119,11 +120,24 @@ impl<R: Runtime> Client<R> {
         params: Option<Box<RawValue>>,
         options: CallOptions,
     ) -> Result<Box<RawValue>, Error> {
+        self.request_params(method, params.map(Params::from), options)
+            .await
+    }
+
+    /// [`request_raw`](Self::request_raw) with [`Params`] (the typed
+    /// calls' params, written by core's serializer).
+    #[doc(hidden)]
+    pub async fn request_params(
+        &self,
+        method: &str,
+        params: Option<Params>,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
         let shared = self.shared();
-        let params = options.stamp(params)?;
+        let params = options.stamp_params(params)?;
         let (rpc, progress, cancel) = options.into_parts();
         let id = shared
-            .with(|s| s.request(Instant::now(), method, params.as_deref(), rpc, progress))
+            .with(|s| s.request(Instant::now(), method, params.as_ref(), rpc, progress))
             .map_err(Error::Call)?;
         // From here on, dropping this future cancels the call.
         let call = shared.call(id);

@@ -18,7 +18,7 @@ use mcpwire::mcp::types::{
     CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Root,
 };
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
-use mcpwire::rpc::{ErrorObject, Progress, RequestOptions};
+use mcpwire::rpc::{ErrorObject, Params, Progress, RequestOptions};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -719,6 +719,16 @@ impl CallOptions {
                 }),
             },
         }
+    }
+
+    /// [`stamp`](Self::stamp) for [`Params`] (untouched without a trace).
+    #[doc(hidden)]
+    pub fn stamp_params(&self, params: Option<Params>) -> Result<Option<Params>, crate::Error> {
+        if self.trace.is_none() {
+            return Ok(params);
+        }
+        let raw = self.stamp(params.map(|p| p.to_raw()))?;
+        Ok(raw.map(Params::from))
     }
 
     /// The request options, the progress observer and the token (for

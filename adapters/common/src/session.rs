@@ -34,7 +34,7 @@ use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
 use mcpwire::exchange::{ExchangeId, HttpRequest};
 use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
-use mcpwire::rpc::{ErrorObject, IdHasher, RequestError, RequestId, RequestOptions, Stats};
+use mcpwire::rpc::{ErrorObject, IdHasher, Params, RequestError, RequestId, RequestOptions, Stats};
 use mcpwire::transport::stdio::Signal;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -315,11 +315,11 @@ impl Session {
         &mut self,
         now: Instant,
         method: &str,
-        params: Option<&RawValue>,
+        params: Option<&Params>,
         options: RequestOptions,
         progress: Option<ProgressFn>,
     ) -> Result<u64, CallError> {
-        let id = self.conn.request(now, method, params, options)?;
+        let id = self.conn.request_params(now, method, params, options)?;
         self.calls.insert(
             id,
             Slot {

@@ -9,6 +9,7 @@
 //! (`send` / `list_all`), so no adapter writes a method name.
 
 use mcpwire::mcp::methods::{ClientNotification, Method};
+use mcpwire::rpc::Params;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
@@ -36,10 +37,10 @@ pub fn fmt_client(info: &Info, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Res
 /// Most pages a list call follows before giving up.
 pub const MAX_PAGES: usize = 10_000;
 
-/// `method`'s params as raw JSON.
+/// `method`'s params, written by core's serializer.
 #[doc(hidden)]
-pub fn params_of<M: Method>(method: &M) -> Result<Option<Box<RawValue>>, Error> {
-    method.params().map_err(|source| Error::Decode {
+pub fn params_of<M: Method>(method: &M) -> Result<Option<Params>, Error> {
+    method.params_json().map_err(|source| Error::Decode {
         method: M::NAME.to_owned(),
         source,
     })
@@ -64,6 +65,21 @@ pub fn raw_params<P: serde::Serialize + ?Sized>(
 ) -> Result<Option<Box<RawValue>>, Error> {
     params
         .map(serde_json::value::to_raw_value)
+        .transpose()
+        .map_err(|source| Error::Decode {
+            method: method.to_owned(),
+            source,
+        })
+}
+
+/// Serializable params as [`Params`] (core's serializer).
+#[doc(hidden)]
+pub fn json_params<P: serde::Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> Result<Option<Params>, Error> {
+    params
+        .map(Params::of)
         .transpose()
         .map_err(|source| Error::Decode {
             method: method.to_owned(),
@@ -241,7 +257,7 @@ macro_rules! client_surface {
             options: $crate::CallOptions,
         ) -> Result<M::Result, $crate::Error> {
             let params = $crate::surface::params_of(method)?;
-            let raw = self.request_raw(M::NAME, params, options)$($await)*?;
+            let raw = self.request_params(M::NAME, params, options)$($await)*?;
             $crate::surface::parse(M::NAME, &raw)
         }
 
@@ -279,8 +295,8 @@ macro_rules! client_surface {
             params: Option<&P>,
             options: $crate::CallOptions,
         ) -> Result<T, $crate::Error> {
-            let params = $crate::surface::raw_params(method, params)?;
-            let raw = self.request_raw(method, params, options)$($await)*?;
+            let params = $crate::surface::json_params(method, params)?;
+            let raw = self.request_params(method, params, options)$($await)*?;
             $crate::surface::parse(method, &raw)
         }
 
@@ -442,7 +458,7 @@ macro_rules! client_surface {
             let call = $crate::methods::CallTool::new(name, arguments);
             let params = $crate::surface::params_of(&call)?;
             let method = <$crate::methods::CallTool as $crate::__private::Method>::NAME;
-            let raw = self.request_raw(method, params, options.detach_task())$($await)*?;
+            let raw = self.request_params(method, params, options.detach_task())$($await)*?;
             $crate::surface::task_started(&**self.shared(), name, &raw)
         }
 

@@ -8,11 +8,14 @@
 //! - [`jsonl`]: newline-delimited JSON, the stdio transport's framing.
 //! - [`sse`]: WHATWG `text/event-stream`, used by both HTTP transports.
 //! - [`http1`]: an HTTP/1.1 client codec (request heads out, responses in).
+//! - [`json`]: compact JSON out ([`json::Params`], a request's params as
+//!   this crate's serializer writes them).
 //! - [`glimpse`]: what the first and last bytes of a frame too large to read
 //!   say about it (a response's or request's id).
 
 pub mod glimpse;
 pub mod http1;
+pub mod json;
 pub mod jsonl;
 pub mod sse;
 

@@ -16,6 +16,28 @@ impl Connection {
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
+        self.request_json(now, method, params.map(Json::from), options)
+    }
+
+    /// [`request`](Self::request) with params as [`Params`] (written by
+    /// this crate's serializer: not parsed again on the way out).
+    pub fn request_params(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&Params>,
+        options: RequestOptions,
+    ) -> Result<u64, CallError> {
+        self.request_json(now, method, params.map(Json::from), options)
+    }
+
+    fn request_json(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<Json<'_>>,
+        options: RequestOptions,
+    ) -> Result<u64, CallError> {
         // The method is resolved once: every decision below reads its row.
         let id_of = MethodId::of(method);
         let spec = id_of.map(MethodId::spec);
@@ -58,13 +80,13 @@ impl Connection {
             _ => Augment::Plain,
         };
         let params = match &augment {
-            Augment::AsTask(p) => Some(&**p),
+            Augment::AsTask(p) => Some(Json::from(&**p)),
             _ => params,
         };
         let id = match self.era.modern_mut() {
             Some(m) => m.request(now, outbox!(self), method, id_of, params, options)?,
             None => {
-                let id = self.engine.request(now, method, params, options)?;
+                let id = self.engine.request_json(now, method, params, options)?;
                 self.note_request(id, method, params);
                 id
             }
@@ -113,9 +135,9 @@ impl Connection {
         options: RequestOptions,
     ) -> Result<u64, CallError> {
         let params = method
-            .params()
+            .params_json()
             .map_err(|_| CallError::Local(LocalError::InvalidParams("params do not serialize")))?;
-        self.request(now, M::NAME, params.as_deref(), options)
+        self.request_params(now, M::NAME, params.as_ref(), options)
     }
 
     /// Sends a notification (e.g. `notifications/roots/list_changed`).

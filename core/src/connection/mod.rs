@@ -74,8 +74,8 @@ use crate::mcp::types::InitializeResult;
 use crate::mcp::{ClientConfig, Method, ServerNotification};
 use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
 use crate::rpc::{
-    self, Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
-    SendKind,
+    self, Engine, ErrorObject, Json, LocalError, Params, RequestError, RequestId, RequestOptions,
+    RespondStatus, SendKind,
 };
 use crate::transport::HttpConfig;
 use auth::{is_auth_exchange, Auth, AuthStep};

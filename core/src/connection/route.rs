@@ -206,7 +206,7 @@ impl Connection {
     // ----- messages the connection builds ---------------------------------
 
     /// Notes the era headers of request `id` just built.
-    pub(super) fn note_request(&mut self, id: u64, method: &str, params: Option<&RawValue>) {
+    pub(super) fn note_request(&mut self, id: u64, method: &str, params: Option<Json<'_>>) {
         let none = ToolHeaders::default();
         let tools = self.era.modern().map_or(&none, Modern::tools);
         self.wire.note_raw_request(id, method, params, tools);
@@ -284,11 +284,18 @@ impl Connection {
             let sent = match self.era.modern_mut() {
                 Some(m) => {
                     let id = Some(send.method_id());
-                    m.request(now, outbox!(self), method, id, Some(&raw), send.options)
+                    m.request(
+                        now,
+                        outbox!(self),
+                        method,
+                        id,
+                        Some(Json::from(&*raw)),
+                        send.options,
+                    )
                 }
                 None => match self.engine.request(now, method, Some(&raw), send.options) {
                     Ok(id) => {
-                        self.note_request(id, method, Some(&raw));
+                        self.note_request(id, method, Some(Json::from(&*raw)));
                         Ok(id)
                     }
                     Err(e) => Err(e.into()),

@@ -25,7 +25,7 @@ use crate::exchange::dpop::DpopBinding;
 use crate::exchange::{HttpRequest, HttpUrl};
 use crate::modern::headers::name_source;
 use crate::modern::{message_headers, ToolHeaders};
-use crate::rpc::{RequestError, SendKind};
+use crate::rpc::{Json, RequestError, SendKind};
 use crate::transport::http::{HttpEvent, StreamableHttp};
 use crate::transport::legacy::{LegacyEvent, LegacySse};
 use crate::transport::stdio::{Stdio, StdioAction, StdioConfig};
@@ -339,7 +339,7 @@ impl Wire {
         &mut self,
         id: u64,
         method: &str,
-        params: Option<&RawValue>,
+        params: Option<Json<'_>>,
         tools: &ToolHeaders,
     ) {
         if self.in_era() {
@@ -357,7 +357,7 @@ impl Wire {
         tools: &ToolHeaders,
     ) {
         self.notification_headers = self.in_era().then(|| {
-            let value = header_params(method, params);
+            let value = header_params(method, params.map(Json::from));
             message_headers(method, value.as_ref(), tools)
         });
     }
@@ -524,7 +524,7 @@ pub(super) fn with_bearer(config: &HttpConfig, bearer: Option<String>) -> HttpCo
 
 /// The params of a message as a value, when its era headers read them
 /// (`Mcp-Name` and `Mcp-Param-*`).
-fn header_params(method: &str, params: Option<&RawValue>) -> Option<Value> {
+fn header_params(method: &str, params: Option<Json<'_>>) -> Option<Value> {
     name_source(method)?;
     serde_json::from_str(params?.get()).ok()
 }

@@ -12,63 +12,16 @@ use serde_json::value::RawValue;
 
 use super::error::LocalError;
 use super::message::{ErrorObject, RequestId};
+use crate::codec::json::{write_str, write_u64, Json};
 use crate::mcp::methods::notifications::CANCELLED;
 
 const HEAD: &[u8] = br#"{"jsonrpc":"2.0""#;
-
-/// Appends the decimal digits of `n`.
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
 
 fn write_i64(out: &mut Vec<u8>, n: i64) {
     if n < 0 {
         out.push(b'-');
     }
     write_u64(out, n.unsigned_abs());
-}
-
-/// Appends `s` as a JSON string literal (quotes included).
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => {
-                out.extend_from_slice(&bytes[start..i]);
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-                start = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        out.extend_from_slice(esc);
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// Appends raw JSON, stripping insignificant whitespace if it contains a
@@ -105,7 +58,7 @@ fn write_id(out: &mut Vec<u8>, id: &RequestId) {
 }
 
 /// Checks that caller-supplied params are structured (object or array).
-pub(crate) fn check_params(params: Option<&RawValue>, progress: bool) -> Result<(), LocalError> {
+pub(crate) fn check_params(params: Option<Json<'_>>, progress: bool) -> Result<(), LocalError> {
     match params.map(|p| p.get().as_bytes().first()) {
         None | Some(Some(b'{')) => Ok(()),
         Some(Some(b'[')) if !progress => Ok(()),
@@ -124,7 +77,7 @@ pub(crate) fn request(
     out: &mut Vec<u8>,
     id: u64,
     method: &str,
-    params: Option<&RawValue>,
+    params: Option<Json<'_>>,
     progress: bool,
 ) -> Result<(), LocalError> {
     out.extend_from_slice(HEAD);
@@ -207,9 +160,9 @@ pub(crate) fn response(
 
 /// Writes object `params` with `_meta.progressToken = token`, merged into an
 /// existing `_meta` object (member order kept; an existing token replaced).
-fn params_with_token(out: &mut Vec<u8>, params: &RawValue, token: u64) -> Result<(), LocalError> {
+fn params_with_token(out: &mut Vec<u8>, params: Json<'_>, token: u64) -> Result<(), LocalError> {
     let fields =
-        members(params).ok_or(LocalError::InvalidParams("progress needs object params"))?;
+        members(params.get()).ok_or(LocalError::InvalidParams("progress needs object params"))?;
     out.push(b'{');
     let mut saw_meta = false;
     for (i, (key, value)) in fields.iter().enumerate() {
@@ -219,7 +172,7 @@ fn params_with_token(out: &mut Vec<u8>, params: &RawValue, token: u64) -> Result
         write_str(out, key);
         out.push(b':');
         if key == "_meta" {
-            let meta = members(value)
+            let meta = members(value.get())
                 .ok_or(LocalError::InvalidParams("params._meta must be an object"))?;
             saw_meta = true;
             out.push(b'{');
@@ -251,8 +204,8 @@ fn params_with_token(out: &mut Vec<u8>, params: &RawValue, token: u64) -> Result
 type Members<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
 
 /// The members of a raw JSON object, in order; `None` if it is not an object.
-fn members(raw: &RawValue) -> Option<Members<'_>> {
-    let mut de = serde_json::Deserializer::from_str(raw.get());
+fn members(json: &str) -> Option<Members<'_>> {
+    let mut de = serde_json::Deserializer::from_str(json);
     de.deserialize_map(MembersVisitor).ok()
 }
 
@@ -361,8 +314,14 @@ mod tests {
         let req = |p: Option<&str>| {
             let p = p.map(raw);
             let mut out = Vec::new();
-            request(&mut out, 5, "tools/call", p.as_deref(), true)
-                .map(|()| String::from_utf8(out).unwrap())
+            request(
+                &mut out,
+                5,
+                "tools/call",
+                p.as_deref().map(Json::from),
+                true,
+            )
+            .map(|()| String::from_utf8(out).unwrap())
         };
         assert_eq!(
             req(None).unwrap(),

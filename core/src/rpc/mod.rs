@@ -64,6 +64,8 @@ mod output;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::codec::json::Json;
+pub use crate::codec::json::Params;
 pub use config::{EngineConfig, RequestOptions};
 pub use engine::{Engine, IdHasher, RespondStatus};
 pub use error::{LocalError, RequestError};

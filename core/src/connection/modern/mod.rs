@@ -53,7 +53,7 @@ use crate::modern::{
     RequestMeta, ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_LISTEN_METHOD,
 };
 use crate::rpc::{
-    Engine, ErrorObject, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
+    Engine, ErrorObject, Json, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
 };
 
 mod complete;
@@ -223,7 +223,7 @@ impl Modern {
         ob: &mut Outbox<'_>,
         method: &str,
         id_of: Option<MethodId>,
-        params: Option<&RawValue>,
+        params: Option<Json<'_>>,
         options: RequestOptions,
     ) -> Result<u64, CallError> {
         if let Some(removed @ (MethodId::SetLoggingLevel | MethodId::Ping)) = id_of {

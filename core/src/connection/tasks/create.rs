@@ -4,6 +4,7 @@
 //! was made.
 
 use super::*;
+use crate::rpc::Json;
 
 impl Tasks {
     // ---- requests of the application ---------------------------------------
@@ -13,7 +14,7 @@ impl Tasks {
     pub(in crate::connection) fn augment(
         &self,
         method: Option<MethodId>,
-        params: Option<&RawValue>,
+        params: Option<Json<'_>>,
         options: &RequestOptions,
         caps: &ServerCapabilities,
     ) -> Augment {
@@ -101,7 +102,7 @@ impl Tasks {
         &mut self,
         (now, era): (Instant, Era),
         app: u64,
-        params: Option<&RawValue>,
+        params: Option<Json<'_>>,
         options: RequestOptions,
         caps: &ServerCapabilities,
     ) -> Result<(), &'static str> {

@@ -28,6 +28,8 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use crate::codec::json::Params;
 use serde_json::{Map, Value};
 
 use super::types::{
@@ -117,6 +119,14 @@ pub trait Method: Serialize {
     fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
         let raw = serde_json::value::to_raw_value(self)?;
         Ok((!(Self::PAGED && raw.get() == "{}")).then_some(raw))
+    }
+
+    /// [`params`](Self::params) as [`Params`]: the same JSON, written
+    /// faster and not parsed again on the way out. This is what the typed
+    /// calls send: a type that overrides `params` overrides this too.
+    fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
+        let params = Params::of(self)?;
+        Ok((!(Self::PAGED && params.get() == "{}")).then_some(params))
     }
 }
 
@@ -346,6 +356,10 @@ impl Method for Ping {
     type Result = EmptyResult;
 
     fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        Ok(None)
+    }
+
+    fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
         Ok(None)
     }
 }

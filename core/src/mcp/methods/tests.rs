@@ -1,8 +1,12 @@
 use super::*;
 use serde_json::json;
 
+/// The params, the same through `params` and `params_json`.
 fn params<M: Method>(m: &M) -> Option<String> {
-    m.params().unwrap().map(|p| p.get().to_string())
+    let raw = m.params().unwrap().map(|p| p.get().to_string());
+    let json = m.params_json().unwrap().map(|p| p.get().to_string());
+    assert_eq!(raw, json, "params and params_json differ");
+    raw
 }
 
 #[test]

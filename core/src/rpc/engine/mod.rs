@@ -33,6 +33,7 @@ use super::error::{LocalError, RequestError};
 use super::message::{ErrorObject, RequestId, INVALID_REQUEST};
 use super::output::{Diagnostic, Output, SendKind, Stats};
 use crate::codec::glimpse::Glimpse;
+use crate::codec::json::{Json, Params};
 use crate::mcp::methods::MethodId;
 
 /// Never `notifications/cancelled` for it: `initialize`, or a request
@@ -216,6 +217,27 @@ impl Engine {
         params: Option<&RawValue>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
+        self.request_json(now, method, params.map(Json::from), opts)
+    }
+
+    /// [`request`](Self::request) with params as [`Params`].
+    pub fn request_params(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&Params>,
+        opts: RequestOptions,
+    ) -> Result<u64, LocalError> {
+        self.request_json(now, method, params.map(Json::from), opts)
+    }
+
+    pub(crate) fn request_json(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<Json<'_>>,
+        opts: RequestOptions,
+    ) -> Result<u64, LocalError> {
         if self.closed {
             return Err(LocalError::Closed);
         }
@@ -276,7 +298,7 @@ impl Engine {
         if self.closed {
             return Err(LocalError::Closed);
         }
-        encode::check_params(params, false)?;
+        encode::check_params(params.map(Json::from), false)?;
         let mut bytes = Vec::with_capacity(48 + method.len() + params.map_or(0, |p| p.get().len()));
         encode::notification(&mut bytes, method, params);
         self.admit(bytes.len())?;

@@ -1,0 +1,857 @@
+//! A request's params on their way out: [`Params`], JSON text written by
+//! this crate's own serializer, byte for byte what `serde_json::to_string`
+//! writes (strings escaped eight bytes at a time), and never checked again
+//! (a `serde_json::value::RawValue` made from text is parsed once more).
+//!
+//! ```text
+//!  value ──Writer (serde::Serializer)──► Params ──► the engine writes it into the request line
+//!         └ serde_json's own types, odd map keys: Bail ──► serde_json::to_string
+//!  Box<RawValue> ──From──► Params   (already checked: no copy)
+//! ```
+//!
+//! What it does not write itself (a map key that is not a string, an
+//! integer, a bool or a char; serde_json's private `RawValue` and `Number`
+//! tokens) it hands back whole to `serde_json`, so the output never
+//! differs.
+
+use serde::ser::{self, Serialize};
+use serde_json::value::RawValue;
+
+/// Appends the decimal digits of `n`.
+pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends `s` as a JSON string literal (quotes included), escaped as
+/// `serde_json` escapes it: runs without anything to escape are found
+/// eight bytes at a time.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    if bytes.len() < 16 && !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        // A key or a short value: nothing to escape, one copy.
+        let mut quoted = [b'"'; 18];
+        quoted[1..=bytes.len()].copy_from_slice(bytes);
+        out.extend_from_slice(&quoted[..bytes.len() + 2]);
+        return;
+    }
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            if needs_escape(word) {
+                break;
+            }
+            i += 8;
+        }
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
+        i += 1;
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => {
+                out.extend_from_slice(&bytes[start..i - 1]);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+                start = i;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i - 1]);
+        out.extend_from_slice(esc);
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Whether one of the eight bytes of `word` is a control character, `"`
+/// or `\` (bytes of 0x80 and above never are).
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * b'"' as u64);
+    let backslash = word ^ (ONES * b'\\' as u64);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below_space | zero(quote) | zero(backslash)) & HIGH != 0
+}
+
+/// A message's params as JSON text, ready to be written: made by this
+/// crate's serializer ([`Params::of`]) or taken from raw JSON, which was
+/// checked when it was made. Valid JSON either way; nothing parses it
+/// again on the way out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params(String);
+
+impl Params {
+    /// `value` as JSON, as `serde_json::to_string` writes it.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
+        // Most params fit: one allocation, no copy on the way.
+        let mut out = Vec::with_capacity(256);
+        if write(value, &mut out).is_ok() {
+            if let Ok(text) = String::from_utf8(out) {
+                return Ok(Params(text));
+            }
+        }
+        serde_json::to_string(value).map(Params)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+
+    /// As raw JSON (parsed once, to make the `RawValue`).
+    pub fn to_raw(&self) -> Box<RawValue> {
+        RawValue::from_string(self.0.clone()).expect("params are valid JSON by construction")
+    }
+}
+
+impl From<Box<RawValue>> for Params {
+    fn from(raw: Box<RawValue>) -> Params {
+        Params(Box::<str>::from(raw).into_string())
+    }
+}
+
+impl From<&RawValue> for Params {
+    fn from(raw: &RawValue) -> Params {
+        Params(raw.get().to_owned())
+    }
+}
+
+/// Borrowed JSON text of params (raw JSON or [`Params`]), as the engine
+/// and the connection pass it along.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Json<'a>(&'a str);
+
+impl<'a> Json<'a> {
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RawValue> for Json<'a> {
+    fn from(raw: &'a RawValue) -> Json<'a> {
+        Json(raw.get())
+    }
+}
+
+impl<'a> From<&'a Params> for Json<'a> {
+    fn from(p: &'a Params) -> Json<'a> {
+        Json(&p.0)
+    }
+}
+
+/// Appends `value`'s JSON to `out`, or [`Bail`]s (`out` then holds part
+/// of it).
+fn write<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Bail> {
+    value.serialize(Writer { out })
+}
+
+/// What the writer leaves to `serde_json` (the whole value then).
+#[derive(Debug)]
+pub(crate) struct Bail;
+
+impl std::fmt::Display for Bail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("left to serde_json")
+    }
+}
+
+impl std::error::Error for Bail {}
+
+impl ser::Error for Bail {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Bail
+    }
+}
+
+/// serde_json's private struct names (`RawValue`, arbitrary-precision
+/// `Number`): their meaning is serde_json's.
+const PRIVATE: &str = "$serde_json::private::";
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+/// A sequence, map or struct being written: whether the next element is
+/// the first, and whether a variant's `}` closes it.
+struct Compound<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+    variant: bool,
+}
+
+impl Compound<'_> {
+    fn comma(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+    }
+
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Bail> {
+        self.comma();
+        write_str(self.out, key);
+        self.out.push(b':');
+        value.serialize(Writer { out: self.out })
+    }
+
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        self.comma();
+        value.serialize(Writer { out: self.out })
+    }
+
+    fn close(self, end: u8) {
+        self.out.push(end);
+        if self.variant {
+            self.out.push(b'}');
+        }
+    }
+}
+
+fn int(out: &mut Vec<u8>, v: impl itoa_like::Int) {
+    v.write(out);
+}
+
+/// Integers without a formatting crate: through `u64`/`u128` digits.
+mod itoa_like {
+    pub trait Int {
+        fn write(self, out: &mut Vec<u8>);
+    }
+
+    fn digits(out: &mut Vec<u8>, mut n: u128) {
+        let mut buf = [0u8; 39];
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        out.extend_from_slice(&buf[i..]);
+    }
+
+    macro_rules! unsigned {
+        ($($t:ty)*) => {$(
+            impl Int for $t {
+                fn write(self, out: &mut Vec<u8>) {
+                    if (self as u128) < 1 << 64 {
+                        super::write_u64(out, self as u64);
+                    } else {
+                        digits(out, self as u128);
+                    }
+                }
+            }
+        )*};
+    }
+    macro_rules! signed {
+        ($($t:ty)*) => {$(
+            impl Int for $t {
+                fn write(self, out: &mut Vec<u8>) {
+                    if self < 0 {
+                        out.push(b'-');
+                    }
+                    (self.unsigned_abs()).write(out);
+                }
+            }
+        )*};
+    }
+    unsigned!(u8 u16 u32 u64 u128);
+    signed!(i8 i16 i32 i64 i128);
+}
+
+impl<'a> ser::Serializer for Writer<'a> {
+    type Ok = ();
+    type Error = Bail;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Bail> {
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Bail> {
+        int(self.out, v);
+        Ok(())
+    }
+    // Floats as serde_json writes them (the shortest digits; null when
+    // not finite).
+    fn serialize_f32(self, v: f32) -> Result<(), Bail> {
+        serde_json::to_writer(&mut *self.out, &v).map_err(|_| Bail)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Bail> {
+        serde_json::to_writer(&mut *self.out, &v).map_err(|_| Bail)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Bail> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Bail> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Bail> {
+        self.out.push(b'[');
+        for (i, b) in v.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            int(self.out, *b);
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+    fn serialize_none(self) -> Result<(), Bail> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Bail> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Bail> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Bail> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Bail> {
+        self.serialize_str(v)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<(), Bail> {
+        if name.starts_with(PRIVATE) {
+            return Err(Bail);
+        }
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Bail> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        value.serialize(Writer { out: self.out })?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Bail> {
+        self.out.push(b'[');
+        Ok(Compound {
+            out: self.out,
+            first: true,
+            variant: false,
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Bail> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Compound<'a>, Bail> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'a>, Bail> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":[");
+        Ok(Compound {
+            out: self.out,
+            first: true,
+            variant: true,
+        })
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Bail> {
+        self.out.push(b'{');
+        Ok(Compound {
+            out: self.out,
+            first: true,
+            variant: false,
+        })
+    }
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a>, Bail> {
+        if name.starts_with(PRIVATE) {
+            return Err(Bail);
+        }
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'a>, Bail> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":{");
+        Ok(Compound {
+            out: self.out,
+            first: true,
+            variant: true,
+        })
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b']');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b']');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b']');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b']');
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Bail> {
+        self.comma();
+        key.serialize(Key { out: self.out })?;
+        self.out.push(b':');
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        value.serialize(Writer { out: self.out })
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Bail> {
+        self.field(key, value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Bail;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Bail> {
+        self.field(key, value)
+    }
+    fn end(self) -> Result<(), Bail> {
+        self.close(b'}');
+        Ok(())
+    }
+}
+
+/// A map key: a string, or an integer, a bool or a char written as one
+/// (as serde_json does); anything else is left to serde_json.
+struct Key<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Key<'_> {
+    fn quoted(self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), Bail> {
+        self.out.push(b'"');
+        write(self.out);
+        self.out.push(b'"');
+        Ok(())
+    }
+}
+
+type Impossible = ser::Impossible<(), Bail>;
+
+impl ser::Serializer for Key<'_> {
+    type Ok = ();
+    type Error = Bail;
+    type SerializeSeq = Impossible;
+    type SerializeTuple = Impossible;
+    type SerializeTupleStruct = Impossible;
+    type SerializeTupleVariant = Impossible;
+    type SerializeMap = Impossible;
+    type SerializeStruct = Impossible;
+    type SerializeStructVariant = Impossible;
+
+    fn serialize_str(self, v: &str) -> Result<(), Bail> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Bail> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_bool(self, v: bool) -> Result<(), Bail> {
+        self.quoted(|o| o.extend_from_slice(if v { b"true" } else { b"false" }))
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Bail> {
+        self.quoted(|o| int(o, v))
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Bail> {
+        self.serialize_str(v)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<(), Bail> {
+        if name.starts_with(PRIVATE) {
+            return Err(Bail);
+        }
+        value.serialize(self)
+    }
+    fn serialize_f32(self, _: f32) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_f64(self, _: f64) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_none(self) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_unit(self) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Bail> {
+        Err(Bail)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Impossible, Bail> {
+        Err(Bail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
+
+    /// Written by the writer itself, as serde_json writes it.
+    fn same<T: Serialize + ?Sized>(v: &T) {
+        let want = serde_json::to_string(v).unwrap();
+        let mut out = Vec::new();
+        write(v, &mut out).expect("written, not left to serde_json");
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        assert_eq!(Params::of(v).unwrap().get(), want);
+    }
+
+    /// Left to serde_json, with the same result.
+    fn left<T: Serialize + ?Sized>(v: &T) {
+        assert!(write(v, &mut Vec::new()).is_err());
+        assert_eq!(
+            Params::of(v).unwrap().get(),
+            serde_json::to_string(v).unwrap()
+        );
+    }
+
+    #[test]
+    fn writes_what_serde_json_writes() {
+        same(&json!(null));
+        same(
+            &json!({"name": "echo", "arguments": {"text": "a\"b\\c\n\u{1}\u{7f}é😀", "n": -12, "u": 18446744073709551615u64, "f": 1.5, "e": 1e300, "z": 0.0, "b": [true, false, null, [], {}]}}),
+        );
+        same(&json!("\u{0}\u{8}\u{c}\t\r\u{1f} end"));
+        same(&crate::mcp::methods::CallTool::new(
+            "t",
+            json!({"x": [1, 2.0]}),
+        ));
+        same(&crate::mcp::methods::CallTool::new("t", Value::Null));
+        let mut m = BTreeMap::new();
+        m.insert(3u8, 'c');
+        m.insert(200u8, '"');
+        same(&m);
+        let mut k = BTreeMap::new();
+        k.insert(true, ());
+        same(&k);
+        same(&(1i128 << 100, -(1i128 << 100), u128::MAX, i64::MIN, [0u8; 3]));
+        same(&Some("x"));
+        same(&'\u{2028}');
+        same(&(f32::NAN, f64::INFINITY, 0.1f32, -0.0f64));
+        left(&serde_json::value::to_raw_value(&json!({"raw": [1]})).unwrap());
+        let mut floats = BTreeMap::new();
+        floats.insert(Key(1.5), 1);
+        left(&floats);
+        // serde_json's own error comes back.
+        let mut bad = BTreeMap::new();
+        bad.insert(vec![1], 1);
+        assert!(Params::of(&bad).is_err());
+        // Raw JSON becomes params as it is.
+        let raw = serde_json::value::to_raw_value(&json!({"a": [1, "b"]})).unwrap();
+        assert_eq!(Params::from(raw.clone()).get(), raw.get());
+        assert_eq!(Params::from(&*raw).to_raw().get(), raw.get());
+    }
+
+    /// A float map key (serde_json quotes finite ones).
+    struct Key(f64);
+    impl PartialEq for Key {
+        fn eq(&self, other: &Self) -> bool {
+            self.cmp(other).is_eq()
+        }
+    }
+    impl Eq for Key {}
+    impl PartialOrd for Key {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Key {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0.total_cmp(&other.0)
+        }
+    }
+    impl Serialize for Key {
+        fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_f64(self.0)
+        }
+    }
+
+    #[derive(serde::Serialize)]
+    enum E {
+        Unit,
+        New(u8),
+        Tuple(u8, &'static str),
+        Struct { a: Option<u8>, b: Vec<E> },
+    }
+
+    #[test]
+    fn enums_as_serde_json_writes_them() {
+        same(&E::Unit);
+        same(&E::New(1));
+        same(&E::Tuple(1, "x"));
+        same(&E::Struct {
+            a: None,
+            b: vec![
+                E::Unit,
+                E::New(2),
+                E::Struct {
+                    a: Some(1),
+                    b: vec![],
+                },
+            ],
+        });
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+            "[\\x00-\\x7f]{0,40}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_value_is_written_as_serde_json_writes_it(v in value()) {
+            let want = serde_json::to_string(&v).unwrap();
+            let mut out = Vec::new();
+            prop_assert!(write(&v, &mut out).is_ok());
+            prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+    }
+}
