@@ -1584,3 +1584,114 @@ fn bridge_listen_collects_a_2026_listen_whose_client_went_away() {
     assert_eq!(unsubscribed(), 1, "{:?}", received(&log));
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn the_stdio_bridge_serves_the_host_while_the_target_connects() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    // A target that takes connections and never answers: the connect
+    // lasts until the test lets it fail.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let holder = {
+        let (stop, taken) = (stop.clone(), taken.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        held.push(s);
+                        taken.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+            // The listener and what it took are closed here.
+        })
+    };
+    let mut b = Raw::start(&["--url", &url], &marker("slow-connect"));
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}, "_meta": envelope()});
+    b.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":envelope()}}),
+    );
+    b.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":call}));
+    b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":call}));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while taken.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the bridge never connected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The host is served meanwhile: its pings are answered…
+    b.send(json!({"jsonrpc":"2.0","id":4,"method":"ping"}));
+    let mut seen = b.until(Duration::from_secs(30), |v| v["id"] == 4);
+    assert_eq!(
+        seen.last().unwrap(),
+        &json!({"jsonrpc":"2.0","id":4,"result":{}})
+    );
+    // …and its cancellation of a waiting request is heard.
+    b.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}));
+    b.send(json!({"jsonrpc":"2.0","id":5,"method":"ping"}));
+    seen.extend(b.until(Duration::from_secs(30), |v| v["id"] == 5));
+    assert_eq!(seen.len(), 2, "answered before the connect ended: {seen:?}");
+    // The connect fails: what waited is answered with -32603 naming the
+    // target, but the cancelled request.
+    stop.store(true, Ordering::SeqCst);
+    holder.join().unwrap();
+    let seen = b.until(Duration::from_secs(60), |v| v["id"] == 3);
+    for id in [1, 3] {
+        let v = seen
+            .iter()
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not answered: {seen:?}"));
+        assert_eq!(v["error"]["code"], -32603, "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("cannot connect the target"), "{v}");
+    }
+    b.send(json!({"jsonrpc":"2.0","id":6,"method":"ping"}));
+    let seen = [seen, b.until(Duration::from_secs(30), |v| v["id"] == 6)].concat();
+    assert!(!seen.iter().any(|v| v["id"] == 2), "{seen:?}");
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+
+    // A target that starts once the test lets it: what waited goes on,
+    // but the request cancelled meanwhile, which never reaches it.
+    let log = log_path("slow-start");
+    let gate = log.with_extension("gate");
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}' --log-file '{}'",
+        gate.display(),
+        test_server(),
+        log.display()
+    );
+    let mut b = Raw::start(&["--", "sh", "-c", &script], &marker("slow-start"));
+    b.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":envelope()}}),
+    );
+    b.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":call}));
+    b.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":call}));
+    b.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}));
+    b.send(json!({"jsonrpc":"2.0","id":4,"method":"ping"}));
+    b.answer(4, Duration::from_secs(30));
+    std::fs::write(&gate, "").unwrap();
+    let seen = b.until(Duration::from_secs(30), |v| v["id"] == 3);
+    let discover = seen
+        .iter()
+        .find(|v| v["id"] == 1)
+        .expect("discover answered");
+    assert_eq!(discover["result"]["resultType"], "complete", "{discover}");
+    assert_eq!(
+        seen.last().unwrap()["result"]["content"][0]["text"],
+        "Echo: hi",
+        "{seen:?}"
+    );
+    assert!(b.hang_up(Duration::from_secs(20)).success());
+    let calls = received(&log)
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 1, "{:?}", received(&log));
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&gate);
+}

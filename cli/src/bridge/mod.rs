@@ -19,7 +19,10 @@
 //!   the target's requests goes to a request declaring it, see
 //!   [`modern_host`]); `initialize` and `server/discover`
 //!   are answered with the target's capabilities, identity and
-//!   instructions. Each side speaks its own era: the host either
+//!   instructions. Over stdio the connect runs in a task of its own:
+//!   the host is served meanwhile, what needs the target waits for it,
+//!   and a failed connect answers it with -32603 naming the target (see
+//!   `stdio`). Each side speaks its own era: the host either
 //!   (`initialize`, or 2026-07-28 requests with their `_meta` envelope and
 //!   `server/discover`, judged by core's [`ServerSession`]), the target
 //!   either (probed by the client). A 2026-07-28 target's results reach a
@@ -47,8 +50,11 @@
 mod listen;
 mod listens;
 mod rounds;
+mod stdio;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,339 +159,8 @@ pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     p[i..].iter().all(|c| *c == '*')
 }
 
-/// What the tasks of the bridge ask of the loop that owns the session.
-enum Cmd {
-    /// Answer the host's request.
-    Respond {
-        id: RequestId,
-        outcome: Result<Box<RawValue>, ErrorObject>,
-    },
-    /// A notification for the host.
-    Notify {
-        method: String,
-        params: Option<Box<RawValue>>,
-    },
-    /// A relayed request of a 2026-07-28 host ended.
-    Done {
-        relay: u64,
-        outcome: Result<Box<RawValue>, ErrorObject>,
-    },
-    /// The target withdrew its request `id` to the host (its handler was
-    /// dropped): the host is told.
-    Withdraw { id: u64 },
-    /// A request of the target for the host; its answer goes to `reply`.
-    Ask {
-        method: &'static str,
-        params: Value,
-        reply: oneshot::Sender<Result<Value, ErrorObject>>,
-    },
-}
-
 pub(crate) use listen::listen;
-
-/// Runs the bridge until the host closes stdin.
-pub(crate) async fn bridge(cli: &Cli, target: Target, tools: Tools) -> Result<u8, Fail> {
-    let tools = Arc::new(tools);
-    let mut session = ServerSession::default();
-    let (tx, mut rx) = mpsc::channel::<Cmd>(QUEUE);
-    let mut client: Option<Client> = None;
-    // The host's requests relayed and not answered: their cancel tokens.
-    let mut calls: HashMap<RequestId, CancelToken> = HashMap::new();
-    // The target's requests sent to the host.
-    let mut asks: HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>> = HashMap::new();
-    let mut stdin = tokio::io::stdin();
-    let mut stdout = tokio::io::stdout();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut host_gone = false;
-    // A 2026-07-28 host: list changes reach it through its listens only.
-    let mut host_modern = false;
-    let mut listens: Listens<RequestId> = Listens::default();
-    let mut rounds = Rounds::default();
-    loop {
-        tokio::select! {
-            read = stdin.read(&mut buf), if !host_gone => match read {
-                Ok(0) | Err(_) => {
-                    session.finish();
-                    host_gone = true;
-                }
-                Ok(n) => session.feed(&buf[..n]),
-            },
-            Some(cmd) = rx.recv() => match cmd {
-                Cmd::Respond { id, outcome } => {
-                    calls.remove(&id);
-                    // Cancelled by the host meanwhile: no answer is due.
-                    let _ = session.respond(id, outcome);
-                }
-                Cmd::Notify { method, params } if host_modern && through_listens(&method) => {
-                    for (_, params) in listens.route(&method, params.as_deref()) {
-                        let _ = session.notify(&method, Some(&params));
-                    }
-                }
-                Cmd::Notify { method, params } => {
-                    let _ = session.notify(&method, params.as_deref());
-                }
-                Cmd::Withdraw { id } => {
-                    if asks.remove(&id).is_some() {
-                        let _ = session.withdraw(id, Some("the server cancelled its request"));
-                    }
-                }
-                Cmd::Done { relay, outcome } => {
-                    if let Some((id, outcome)) = rounds.done(relay, outcome) {
-                        let _ = session.respond(id, outcome);
-                    }
-                }
-                Cmd::Ask { method, params, reply } if host_modern => {
-                    if let Some((id, round)) = rounds.ask(method, params, reply) {
-                        let _ = session.respond(id, round);
-                    }
-                }
-                Cmd::Ask { method, params, reply } => {
-                    // A request without params has none (not `null`).
-                    let params = match params {
-                        Value::Null => None,
-                        p => serde_json::value::to_raw_value(&p).ok(),
-                    };
-                    match session.request(method, params.as_deref()) {
-                        Ok(id) => {
-                            // The answer goes through a watcher: if the
-                            // target withdraws its request (the client
-                            // drops the handler), the host is told.
-                            let (answer, answered) = oneshot::channel();
-                            asks.insert(id, answer);
-                            let tx = tx.clone();
-                            tokio::spawn(async move {
-                                let mut reply = reply;
-                                tokio::select! {
-                                    a = answered => {
-                                        if let Ok(a) = a {
-                                            let _ = reply.send(a);
-                                        }
-                                    }
-                                    () = reply.closed() => {
-                                        let _ = tx.send(Cmd::Withdraw { id }).await;
-                                    }
-                                }
-                            });
-                        }
-                        Err(e) => {
-                            let _ = reply.send(Err(ErrorObject::internal(format!(
-                                "{method} not sent to the host: {e}"
-                            ))));
-                        }
-                    }
-                }
-            },
-            _ = tokio::signal::ctrl_c() => {
-                if let Some(c) = client.take() {
-                    let _ = c.close_timeout(Duration::from_secs(5)).await;
-                }
-                return Err(Fail { code: 130, message: "interrupted".into() });
-            }
-        }
-        while let Some(event) = session.poll_event() {
-            match event {
-                ServerEvent::Initialize { id, params } => {
-                    let connected = ensure(
-                        &mut client,
-                        || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
-                        &tx,
-                    )
-                    .await;
-                    match connected {
-                        Ok(c) => {
-                            if let Err(e) = session.accept(&id, init_result(&c, Era::Legacy)) {
-                                tracing::warn!("initialize not answered: {e}");
-                            }
-                        }
-                        Err(error) => {
-                            let _ = session.respond(id, Err(error));
-                        }
-                    }
-                }
-                ServerEvent::Discover {
-                    id,
-                    client_capabilities,
-                } => {
-                    host_modern = true;
-                    let params = modern_host(&client_capabilities, None, true);
-                    let connected = ensure(
-                        &mut client,
-                        || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
-                        &tx,
-                    )
-                    .await;
-                    let answer =
-                        connected.map(|c| session.discover(&id, init_result(&c, Era::Modern)));
-                    match answer {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => tracing::warn!("server/discover not answered: {e}"),
-                        Err(error) => {
-                            let _ = session.respond(id, Err(error));
-                        }
-                    }
-                }
-                ServerEvent::Initialized => {}
-                ServerEvent::Request {
-                    id,
-                    method,
-                    params,
-                    era,
-                } => {
-                    let c = if era == Era::Modern {
-                        let params = modern_host_of(params.as_deref(), true);
-                        ensure(
-                            &mut client,
-                            || connect(cli, &target, &params, |k| ask_host(k, tx.clone())),
-                            &tx,
-                        )
-                        .await
-                    } else {
-                        client
-                            .clone()
-                            .ok_or_else(|| ErrorObject::internal("the target is not connected"))
-                    };
-                    let c = match c {
-                        Ok(c) => c,
-                        Err(error) => {
-                            let _ = session.respond(id, Err(error));
-                            continue;
-                        }
-                    };
-                    host_modern |= era == Era::Modern;
-                    if era == Era::Modern && method == MethodId::SubscriptionsListen.name() {
-                        let filter = Filter::of(params.as_deref());
-                        for uri in filter.uris.iter().filter(|u| !listens.subscribed(u)) {
-                            let (c, uri) = (c.clone(), uri.clone());
-                            tokio::spawn(async move {
-                                if let Err(e) = c.subscribe(&uri).await {
-                                    tracing::warn!("subscribing to {uri}: {e}");
-                                }
-                            });
-                        }
-                        let (ack_method, ack_params) = ack(&id);
-                        listens.open(id.clone(), id, filter);
-                        let _ = session.notify(ack_method, Some(&ack_params));
-                        continue;
-                    }
-                    if era == Era::Modern {
-                        // The retry of an input round: the relayed call
-                        // goes on; this request waits for it.
-                        if let Some(now) = rounds.retry(&id, params.as_deref()) {
-                            if let Some((id, outcome)) = now {
-                                let _ = session.respond(id, outcome);
-                            }
-                            continue;
-                        }
-                    }
-                    if let Some(refusal) = refuse(&tools, &method, params.as_deref()) {
-                        let _ = session.respond(id, Err(refusal));
-                        continue;
-                    }
-                    let token = CancelToken::new();
-                    let relay = match era {
-                        Era::Modern => {
-                            let accepts = accepts(params.as_deref());
-                            Some(rounds.start(id.clone(), &method, accepts, token.clone()))
-                        }
-                        Era::Legacy => {
-                            calls.insert(id.clone(), token.clone());
-                            None
-                        }
-                    };
-                    let (tx, tools, timeout) = (tx.clone(), tools.clone(), timeout(cli));
-                    tokio::spawn(async move {
-                        let progress = {
-                            let tx = tx.clone();
-                            move |params| {
-                                // Progress is advice: under pressure one may be dropped.
-                                let _ = tx.try_send(Cmd::Notify {
-                                    method: notifications::PROGRESS.into(),
-                                    params: Some(params),
-                                });
-                            }
-                        };
-                        let call = Relay {
-                            client: c,
-                            tools,
-                            token,
-                            timeout,
-                            host: era,
-                        };
-                        let outcome = relay_call(call, &method, params, progress).await;
-                        let done = match relay {
-                            Some(relay) => Cmd::Done { relay, outcome },
-                            None => Cmd::Respond { id, outcome },
-                        };
-                        let _ = tx.send(done).await;
-                    });
-                }
-                ServerEvent::Cancelled { id, reason } => {
-                    if let (Some(gone), Some(c)) = (listens.close(&id), client.clone()) {
-                        tokio::spawn(async move {
-                            for uri in gone {
-                                let _ = c.unsubscribe(&uri).await;
-                            }
-                        });
-                    }
-                    if rounds.cancel(&id) {
-                        tracing::debug!("the host cancelled {id}: {reason:?}");
-                    }
-                    if let Some(token) = calls.remove(&id) {
-                        tracing::debug!("the host cancelled {id}: {reason:?}");
-                        token.cancel();
-                    }
-                }
-                ServerEvent::Notification { method, params } => {
-                    if method == notifications::PROGRESS {
-                        // Of the host's answer to a request of the
-                        // target's: the target gave no token to relay it.
-                        continue;
-                    }
-                    if let Some(c) = client.clone() {
-                        tokio::spawn(async move {
-                            if let Err(e) = c.notify_raw(&method, params).await {
-                                tracing::debug!("{method} not relayed: {e}");
-                            }
-                        });
-                    }
-                }
-                ServerEvent::Response { id, outcome } => {
-                    if let Some(reply) = asks.remove(&id) {
-                        let answer = outcome.and_then(|raw| {
-                            serde_json::from_str(raw.get()).map_err(|e| {
-                                ErrorObject::internal(format!("the host's answer is not JSON: {e}"))
-                            })
-                        });
-                        let _ = reply.send(answer);
-                    }
-                }
-                ServerEvent::Closed { .. } => {
-                    // Dropping the senders fails the target's requests.
-                    asks.clear();
-                    rounds.clear();
-                    for (_, token) in calls.drain() {
-                        token.cancel();
-                    }
-                }
-                ServerEvent::Diagnostic(d) => tracing::debug!("host: {d}"),
-            }
-        }
-        while let Some(line) = session.poll_write() {
-            if stdout.write_all(&line).await.is_err() {
-                host_gone = true;
-                break;
-            }
-        }
-        let _ = stdout.flush().await;
-        if host_gone {
-            break;
-        }
-    }
-    if let Some(c) = client {
-        let _ = c.close_timeout(Duration::from_secs(5)).await;
-    }
-    Ok(0)
-}
+pub(crate) use stdio::bridge;
 
 pub(super) fn timeout(cli: &Cli) -> Duration {
     cli.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_millis)
@@ -509,20 +184,23 @@ pub(super) fn refuse(
 
 /// Connects the target for a host whose `initialize` params are `params`:
 /// its capabilities are declared, and the requests they promise are sent
-/// on to the host.
-pub(super) async fn connect(
+/// on to the host. The options are made at once; the connect is the
+/// future returned (it borrows nothing: a task may run it).
+pub(super) fn connect(
     cli: &Cli,
     target: &Target,
     params: &Value,
     ask: impl Fn(ServerRequestKind) -> Handler,
-) -> Result<Client, String> {
+) -> Pin<Box<dyn Future<Output = Result<Client, String>> + Send>> {
     let caps: ClientCapabilities = params
         .get("capabilities")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
-    let mut options = connect_options(cli, &target.config, target.pins.clone())
-        .map_err(|f| f.message)?
-        .timeout(timeout(cli));
+    let options = match connect_options(cli, &target.config, target.pins.clone()) {
+        Ok(options) => options.timeout(timeout(cli)),
+        Err(f) => return Box::pin(std::future::ready(Err(f.message))),
+    };
+    let mut options = options;
     if let Some(info) = params.get("clientInfo") {
         let name = info.get("name").and_then(Value::as_str).unwrap_or("host");
         let version = info.get("version").and_then(Value::as_str).unwrap_or("");
@@ -541,46 +219,12 @@ pub(super) async fn connect(
     // handlers' defaults.
     options = options.config(move |c| c.client.capabilities = caps);
     let label = target.label.clone().unwrap_or_else(|| "the target".into());
-    Client::connect_with(target.config.clone(), options)
-        .await
-        .map_err(|e| format!("cannot connect {label}: {e}"))
-}
-
-/// A handler that asks the host, as the target asked the bridge.
-fn ask_host(kind: ServerRequestKind, tx: mpsc::Sender<Cmd>) -> Handler {
-    Handler::Async(Arc::new(move |params: Value| {
-        let tx = tx.clone();
-        Box::pin(async move {
-            let gone = || ErrorObject::internal("the host is gone");
-            let (reply, answer) = oneshot::channel();
-            let method = kind.method();
-            tx.send(Cmd::Ask {
-                method,
-                params,
-                reply,
-            })
+    let config = target.config.clone();
+    Box::pin(async move {
+        Client::connect_with(config, options)
             .await
-            .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())?
-        })
-    }))
-}
-
-/// The target's notifications, sent on to the host.
-fn forward_notifications(client: &Client, tx: &mpsc::Sender<Cmd>) {
-    let mut notes = client.notifications();
-    let tx = tx.clone();
-    tokio::spawn(async move {
-        while let Some(n) = notes.recv().await {
-            let cmd = Cmd::Notify {
-                method: n.method().to_owned(),
-                params: n.params(),
-            };
-            if tx.send(cmd).await.is_err() {
-                break;
-            }
-        }
-    });
+            .map_err(|e| format!("cannot connect {label}: {e}"))
+    })
 }
 
 /// The host's `initialize` (or `server/discover`) answer: the target's
@@ -695,33 +339,6 @@ pub(super) async fn relay_call(
     } else {
         raw
     })
-}
-
-/// Connects the target into `client` unless it is connected: the client.
-/// A failure is logged and given as the host's error.
-async fn ensure<F, C>(
-    client: &mut Option<Client>,
-    connect: F,
-    tx: &mpsc::Sender<Cmd>,
-) -> Result<Client, ErrorObject>
-where
-    F: FnOnce() -> C,
-    C: std::future::Future<Output = Result<Client, String>>,
-{
-    if let Some(c) = client {
-        return Ok(c.clone());
-    }
-    match connect().await {
-        Ok(c) => {
-            forward_notifications(&c, tx);
-            *client = Some(c.clone());
-            Ok(c)
-        }
-        Err(message) => {
-            tracing::error!("{message}");
-            Err(ErrorObject::internal(message))
-        }
-    }
 }
 
 /// `initialize`-like params for connecting the target for 2026-07-28
