@@ -56,8 +56,10 @@ use crate::rpc::{
     PARSE_ERROR,
 };
 
+mod param_headers;
 mod stateless;
 
+pub use param_headers::check_param_headers;
 pub use stateless::{
     check_headers, declared_version, discover_result, error_status, modern_result, request_era,
     served_versions,
