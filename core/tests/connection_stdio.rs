@@ -1702,6 +1702,28 @@ fn modern_tasks() -> Sim {
 }
 
 #[test]
+fn modern_a_relayed_calls_task_is_its_result_for_the_relayed_client_to_follow() {
+    let mut sim = modern_tasks();
+    let relay = opts().relay(true);
+    let app = sim
+        .conn
+        .send(sim.now, &CallTool::new("slow", json!({})), relay)
+        .unwrap();
+    sim.drain();
+    sim.take_written();
+    sim.server_says(
+        json!({"jsonrpc": "2.0", "id": app, "result": {"resultType": "task",
+        "taskId": "r1", "status": "working", "ttlMs": null, "pollIntervalMs": 50}}),
+    );
+    let raw = sim.completion(app).expect("the task is the result");
+    let v: Value = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(v["taskId"], "r1");
+    // Nobody here follows it: no listen, no poll.
+    sim.advance(Duration::from_millis(200));
+    assert!(sim.take_written().is_empty());
+}
+
+#[test]
 fn modern_a_task_is_polled_asks_through_tasks_update_and_ends_with_its_inline_result() {
     let mut sim = modern_tasks();
     let app = sim

@@ -664,7 +664,9 @@ impl CallOptions {
     /// caller's client to answer with a retry (`inputResponses`,
     /// `requestState`) relayed in turn, and the client capabilities, info
     /// and log level in the params' `_meta` are the relayed client's (the
-    /// connection's fill what is missing). No effect on a 2025 server.
+    /// connection's fill what is missing), and a task the call becomes is
+    /// its result (the relayed client follows it). No effect on a 2025
+    /// server.
     pub fn relay(mut self) -> Self {
         self.rpc = self.rpc.relay(true);
         self

@@ -143,7 +143,8 @@ pub struct RequestOptions {
     /// `requestState`), and the client capabilities, client info and log
     /// level already in its params' `_meta` are kept (the connection's
     /// fill only what is missing; the protocol version is always the
-    /// connection's).
+    /// connection's). A `tools/call` that becomes a task completes with
+    /// the task, for the relayed client to follow.
     pub relay: bool,
 }
 

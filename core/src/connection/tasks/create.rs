@@ -192,7 +192,8 @@ impl Tasks {
             }
             Creation::Task(task) => task,
         };
-        if creating.options.detach_task {
+        if creating.options.detach_task || (creating.options.relay && modern) {
+            // The caller follows it (a relayed call: its own client).
             return Some((app, Ok(raw)));
         }
         if self.follows.len() >= MAX_FOLLOWS {
