@@ -58,9 +58,10 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
             std::process::exit(1);
         }
     };
-    if !ctx.opts.ignore_stdin_eof {
+    {
         // Exit when the parent goes away (or drops our stdin), so that a test
-        // which spawns the server and forgets it never leaks a process.
+        // which spawns the server and forgets it never leaks a process
+        // (with --ignore-stdin-eof, a while later).
         let ctx = ctx.clone();
         std::thread::spawn(move || {
             let mut sink = [0u8; 4096];
@@ -72,7 +73,10 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
                 }
             }
             ctx.log.event("stdin_eof", json!({}));
-            eprintln!("mcpwire-test-server: stdin closed, exiting");
+            if ctx.opts.ignore_stdin_eof {
+                crate::stdio::linger();
+            }
+            crate::note("stdin closed, exiting");
             std::process::exit(0);
         });
     }

@@ -39,10 +39,13 @@ fn main() {
     if let Some(limit) = opts.max_lifetime {
         std::thread::spawn(move || {
             std::thread::sleep(limit);
-            eprintln!(
-                "mcpwire-test-server: --max-lifetime of {}s reached, exiting",
+            // Not eprintln!: with stderr gone (the test that captured it
+            // ended) it panics, and this thread would die instead of the
+            // process.
+            note(&format!(
+                "--max-lifetime of {}s reached, exiting",
                 limit.as_secs()
-            );
+            ));
             std::process::exit(0);
         });
     }
@@ -60,6 +63,13 @@ fn main() {
     } else {
         stdio::run(ctx)
     }
+}
+
+/// A line on stderr, if stderr is still there (never a panic: the paths
+/// that end the process use it).
+pub fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "mcpwire-test-server: {line}");
 }
 
 /// Sleeps for `total`, waking every few milliseconds to look at `cancel`.

@@ -26,7 +26,7 @@ flags:
                          answer), close-stdout (stdout closed, the process
                          stays)
   --max-lifetime SECS    exit after SECS seconds (default 300, 0 = never)
-  --ignore-stdin-eof     keep running after stdin EOF (both modes)
+  --ignore-stdin-eof     keep running for 30 s after stdin EOF (both modes)
   --conformance          serve the tools, resources and prompts of the MCP
                          conformance suite's server scenarios (conformance.rs)
   --log-file PATH        append one JSON line per received message / HTTP request

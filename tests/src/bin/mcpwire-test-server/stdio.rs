@@ -205,12 +205,29 @@ pub fn run(ctx: Arc<Ctx>) -> ! {
     }
     ctx.log.event("stdin_eof", json!({}));
     if ctx.opts.ignore_stdin_eof {
-        eprintln!("mcpwire-test-server: stdin closed, ignoring (--ignore-stdin-eof)");
-        loop {
-            std::thread::park();
-        }
+        linger();
     }
-    eprintln!("mcpwire-test-server: stdin closed, exiting");
+    crate::note("stdin closed, exiting");
+    std::process::exit(0)
+}
+
+/// How long a server told to ignore its stdin's end outlives it: long
+/// enough for any close a test watches (grace, SIGTERM, SIGKILL), short
+/// enough that a test process which ends first leaves nothing behind.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `--ignore-stdin-eof`: stdin ended; serve on (or sit) for [`LINGER`],
+/// then exit by itself.
+pub(crate) fn linger() -> ! {
+    crate::note(&format!(
+        "stdin closed, ignoring it for {} s (--ignore-stdin-eof)",
+        LINGER.as_secs()
+    ));
+    std::thread::sleep(LINGER);
+    crate::note(&format!(
+        "exiting {} s after stdin closed",
+        LINGER.as_secs()
+    ));
     std::process::exit(0)
 }
 
