@@ -51,8 +51,8 @@ use mcpwire::mcp::methods::{notifications, MethodId, ServerRequestKind};
 use mcpwire::modern::{Era, MODERN_PROTOCOL_VERSION};
 use mcpwire::rpc::{parse_message, Message, ParseError, RequestId, INVALID_PARAMS};
 use mcpwire::server::{
-    check_headers, declared_version, discover_result, error_status, is_local_authority,
-    modern_result, request_era, served_versions, ServerSession,
+    check_headers, check_param_headers, declared_version, discover_result, error_status,
+    is_local_authority, modern_result, request_era, served_versions, ServerSession,
 };
 use mcpwire_tokio::{CancelToken, Client, ErrorObject, Handler};
 use serde_json::value::RawValue;
@@ -538,6 +538,9 @@ async fn post(
                     if let Err(error) = check_headers(&method, params, header) {
                         return era_refusal(&id, error);
                     }
+                    if let Err(error) = check_tool_headers(&server.tools, &method, params, header) {
+                        return era_refusal(&id, error);
+                    }
                     stateless(server, id, &method, params, wants_sse).await
                 }
                 Ok(None) if era_header == Some(MODERN_PROTOCOL_VERSION) => {
@@ -604,6 +607,28 @@ fn response(id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Valu
         }
         Err(e) => json!({"jsonrpc":"2.0","id":id,"error":e}),
     }
+}
+
+/// A 2026-07-28 `tools/call`'s `Mcp-Param-*` headers against its
+/// arguments, for the annotations the target's `tools/list` gave its tool
+/// (a tool not listed yet is not checked: its host cannot know them
+/// either).
+fn check_tool_headers<'h>(
+    tools: &Tools,
+    method: &str,
+    params: Option<&RawValue>,
+    header: impl Fn(&str) -> Option<&'h str>,
+) -> Result<(), ErrorObject> {
+    if method != MethodId::CallTool.name() {
+        return Ok(());
+    }
+    let Some(params) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
+        return Ok(());
+    };
+    let Some(marks) = params["name"].as_str().and_then(|n| tools.marks(n)) else {
+        return Ok(());
+    };
+    check_param_headers(&marks, params["arguments"].as_object(), header)
 }
 
 /// A 2026-07-28 request refused before it is relayed: its JSON-RPC error

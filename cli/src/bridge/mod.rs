@@ -64,7 +64,7 @@ use mcpwire::mcp::types::TASKS_EXTENSION;
 use mcpwire::modern::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
-use mcpwire::modern::Era;
+use mcpwire::modern::{param_headers, Era, ParamHeader};
 use mcpwire::rpc::RequestId;
 use mcpwire::server::{ServerEvent, ServerSession};
 use mcpwire_manager::ToolFilter;
@@ -90,11 +90,14 @@ const QUEUE: usize = 1024;
 /// The JSON-RPC code of a request that timed out (as the SDKs use it).
 const REQUEST_TIMEOUT: i64 = -32001;
 
-/// Which tools the host may see and call.
+/// Which tools the host may see and call, and the `x-mcp-header`
+/// annotations of those the target listed (a 2026-07-28 call over HTTP
+/// mirrors them in `Mcp-Param-*` headers, which `--listen` checks).
 pub(crate) struct Tools {
     allow: Vec<String>,
     deny: Vec<String>,
     entry: ToolFilter,
+    marks: std::sync::Mutex<std::collections::HashMap<String, Vec<ParamHeader>>>,
 }
 
 impl Tools {
@@ -103,6 +106,33 @@ impl Tools {
             allow: allow.to_vec(),
             deny: deny.to_vec(),
             entry,
+            marks: Default::default(),
+        }
+    }
+
+    /// The `x-mcp-header` annotations of tool `name`, as the target's last
+    /// `tools/list` page naming it declared them (`None`: not listed yet).
+    pub(crate) fn marks(&self, name: &str) -> Option<Vec<ParamHeader>> {
+        self.marks.lock().expect("lock").get(name).cloned()
+    }
+
+    /// Notes the annotations of each tool of a `tools/list` page (a tool
+    /// whose annotations break the spec's rules gets none: nobody can
+    /// mirror them).
+    fn record_marks(&self, page: &Value) {
+        let Some(tools) = page.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        let mut marks = self.marks.lock().expect("lock");
+        for t in tools {
+            let Some(name) = t.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let found = t
+                .get("inputSchema")
+                .and_then(|s| param_headers(s).ok())
+                .unwrap_or_default();
+            marks.insert(name.to_owned(), found);
         }
     }
 
@@ -119,6 +149,7 @@ impl Tools {
         let Ok(mut page) = serde_json::from_str::<Value>(raw.get()) else {
             return raw;
         };
+        self.record_marks(&page);
         let Some(tools) = page.get_mut("tools").and_then(Value::as_array_mut) else {
             return raw;
         };
