@@ -173,6 +173,14 @@ fn tools(era: Era) -> Vec<Value> {
         vec![
         tool("test_simple_text", "Returns a simple text", none()),
         tool(
+            "test_header_param",
+            "Returns its region, which 2026-07-28 calls over HTTP mirror in Mcp-Param-Region",
+            json!({"type": "object",
+                   "properties": {"region": {"type": "string", "x-mcp-header": "Region",
+                                             "description": "Where"}},
+                   "required": ["region"]}),
+        ),
+        tool(
             "greet",
             "Returns \"Hello, <name>!\" (never as a task)",
             string_arg("name", "Who to greet"),
@@ -347,6 +355,10 @@ fn call_tool(
         "test_simple_text" => reply(Ok(tool_result(vec![text(
             "This is a simple text response for testing.",
         )]))),
+        "test_header_param" => reply(Ok(tool_result(vec![text(format!(
+            "region: {}",
+            args["region"].as_str().unwrap_or("")
+        ))]))),
         "test_image_content" => reply(Ok(tool_result(vec![image()]))),
         "test_audio_content" => reply(Ok(tool_result(vec![json!({
             "type": "audio", "data": base64(&wav()), "mimeType": "audio/wav",
@@ -1291,4 +1303,23 @@ fn complete(params: &Value) -> Value {
         .filter(|c| c.starts_with(prefix))
         .collect();
     json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})
+}
+
+/// The `x-mcp-header` annotations of `--conformance` tool `name`, on its
+/// top-level properties: (header suffix, argument), for the HTTP
+/// listener's `Mcp-Param-*` check (SEP-2243).
+pub(crate) fn header_params(name: &str) -> Vec<(String, String)> {
+    let Some(tool) = tools(Era::Modern).into_iter().find(|t| t["name"] == name) else {
+        return Vec::new();
+    };
+    let Some(props) = tool["inputSchema"]["properties"].as_object() else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter_map(|(arg, schema)| {
+            let header = schema["x-mcp-header"].as_str()?;
+            Some((header.to_owned(), arg.clone()))
+        })
+        .collect()
 }

@@ -719,14 +719,66 @@ fn check_era_headers(
         _ => return Ok(()),
     };
     match params[field].as_str() {
-        Some(name) => expect("mcp-name", name),
-        None => Ok(()), // the method itself refuses it
+        Some(name) => expect("mcp-name", name)?,
+        None => return Ok(()), // the method itself refuses it
     }
+    if method == "tools/call" && task_names {
+        check_param_headers(req, params)?;
+    }
+    Ok(())
+}
+
+/// `--conformance`: a `tools/call`'s `Mcp-Param-*` headers (SEP-2243)
+/// against the arguments its tool marks `x-mcp-header`: an argument in
+/// the body needs its header, whose value (plain, or strict
+/// `=?base64?…?=`) is the argument's; a header without its argument is a
+/// mismatch too.
+fn check_param_headers(req: &Request, params: &Value) -> Result<(), String> {
+    let name = params["name"].as_str().unwrap_or("");
+    for (suffix, arg) in crate::protocol::conformance::header_params(name) {
+        let header = format!("mcp-param-{}", suffix.to_ascii_lowercase());
+        let body = match &params["arguments"][&arg] {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        };
+        match (req.header(&header), body) {
+            (None, None) => {}
+            (None, Some(_)) => return Err(format!(
+                "Header mismatch: Mcp-Param-{suffix} missing (its argument {arg} is in the body)"
+            )),
+            (Some(_), None) => {
+                return Err(format!(
+                    "Header mismatch: Mcp-Param-{suffix} sent without its argument {arg}"
+                ))
+            }
+            (Some(v), Some(want)) => {
+                let got = if v.starts_with("=?base64?") && v.ends_with("?=") {
+                    decode_header(v).ok_or_else(|| {
+                        format!("Header mismatch: Mcp-Param-{suffix} is not valid base64")
+                    })?
+                } else {
+                    v.to_owned()
+                };
+                if got != want {
+                    return Err(format!(
+                        "Header mismatch: Mcp-Param-{suffix} is {got:?}, the body says {want:?}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The value of an `=?base64?…?=` header (`None` if it is not one).
 fn decode_header(v: &str) -> Option<String> {
     let b64 = v.strip_prefix("=?base64?")?.strip_suffix("?=")?;
+    // Padded to a multiple of four, `=` only at the end (at most two).
+    let body = b64.trim_end_matches('=');
+    if b64.len() % 4 != 0 || b64.len() - body.len() > 2 {
+        return None;
+    }
     let mut bits = 0u32;
     let mut n = 0;
     let mut out = Vec::new();

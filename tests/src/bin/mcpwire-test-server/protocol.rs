@@ -17,7 +17,7 @@
 
 // `--conformance` (a submodule of this one, in its own file).
 #[path = "conformance.rs"]
-mod conformance;
+pub(crate) mod conformance;
 
 use crate::log::Log;
 use crate::opts::{EraMode, Options};
