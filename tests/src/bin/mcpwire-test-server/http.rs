@@ -744,9 +744,11 @@ fn check_param_headers(req: &Request, params: &Value) -> Result<(), String> {
         };
         match (req.header(&header), body) {
             (None, None) => {}
-            (None, Some(_)) => return Err(format!(
+            (None, Some(_)) => {
+                return Err(format!(
                 "Header mismatch: Mcp-Param-{suffix} missing (its argument {arg} is in the body)"
-            )),
+            ))
+            }
             (Some(_), None) => {
                 return Err(format!(
                     "Header mismatch: Mcp-Param-{suffix} sent without its argument {arg}"
