@@ -426,6 +426,16 @@ fn is_structured(raw: &RawValue) -> bool {
 /// Anything else is a [`ParseError`]: malformed JSON, a non-object, or an
 /// object that breaks a JSON-RPC rule (with the reason).
 pub fn parse_message(text: &str) -> Result<Message<'_>, ParseError> {
+    // The common response first, without serde's envelope (the same
+    // message; anything else goes the general way).
+    match super::response::read_response(text) {
+        Some(message) => Ok(message),
+        None => parse_message_slow(text),
+    }
+}
+
+/// [`parse_message`]'s general path: every shape, every error.
+pub(super) fn parse_message_slow(text: &str) -> Result<Message<'_>, ParseError> {
     if !text.trim_start().starts_with('{') {
         // (A derived struct would also accept an array, positionally.)
         return Err(not_an_object(text));

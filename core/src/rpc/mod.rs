@@ -60,6 +60,7 @@ mod engine;
 mod error;
 mod message;
 mod output;
+mod response;
 
 #[cfg(test)]
 mod tests;

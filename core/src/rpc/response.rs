@@ -1,0 +1,160 @@
+//! The common message read without serde's envelope: a response with a
+//! numeric id and a result, `{"jsonrpc":"2.0","id":N,"result":R}`, its
+//! three members in any order. Everything else (an error, a request,
+//! whitespace between the tokens, escapes in the keys, another member, a
+//! duplicate, anything malformed) is left to [`parse_message`]'s general
+//! path, which gives the same message or the error.
+//!
+//! ```text
+//!  text ──read_response──► Some(Message::Response { id, outcome: Ok(R) })   R checked as JSON by serde_json
+//!       └─────────────────► None ──► the general path (serde, classify)
+//! ```
+//!
+//! [`parse_message`]: super::parse_message
+
+use serde_json::value::RawValue;
+
+use super::message::{Message, RequestId};
+
+/// The response `text` is, when it has the common shape (see the module).
+pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
+    let mut rest = text.strip_prefix('{')?;
+    let (mut version, mut id, mut result) = (false, None, None);
+    loop {
+        let (key, after) = key(rest)?;
+        rest = match key {
+            "jsonrpc" if !version => {
+                version = true;
+                after.strip_prefix("\"2.0\"")?
+            }
+            "id" if id.is_none() => {
+                let (n, after) = number(after)?;
+                id = Some(n);
+                after
+            }
+            "result" if result.is_none() => {
+                let (raw, after) = value(after)?;
+                result = Some(raw);
+                after
+            }
+            _ => return None,
+        };
+        match rest.as_bytes().first()? {
+            b',' => rest = &rest[1..],
+            b'}' => {
+                rest = &rest[1..];
+                break;
+            }
+            _ => return None,
+        }
+    }
+    if !version || !rest.bytes().all(|b| b.is_ascii_whitespace()) {
+        return None;
+    }
+    Some(Message::Response {
+        id: RequestId::Number(id?),
+        outcome: Ok(result?),
+    })
+}
+
+/// `"key":` without escapes or whitespace: the key and what follows.
+fn key(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('"')?;
+    let end = memchr::memchr2(b'"', b'\\', text.as_bytes())?;
+    if text.as_bytes()[end] != b'"' {
+        return None;
+    }
+    let rest = text[end + 1..].strip_prefix(':')?;
+    Some((&text[..end], rest))
+}
+
+/// A JSON integer that fits an `i64` (no fraction, no exponent, no
+/// leading zero), and what follows.
+fn number(text: &str) -> Option<(i64, &str)> {
+    let bytes = text.as_bytes();
+    let sign = usize::from(bytes.first() == Some(&b'-'));
+    let digits = bytes[sign..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    if digits == 0 || digits > 18 || (digits > 1 && bytes[sign] == b'0') {
+        return None;
+    }
+    let end = sign + digits;
+    if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    Some((text[..end].parse().ok()?, &text[end..]))
+}
+
+/// One JSON value (checked by serde_json), and what follows it.
+fn value(text: &str) -> Option<(&RawValue, &str)> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
+    let raw = values.next()?.ok()?;
+    let end = values.byte_offset();
+    Some((raw, &text[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::message::parse_message_slow;
+    use super::*;
+
+    /// Read by the fast path, with what the general path gives.
+    fn fast(text: &str) {
+        let got = read_response(text).unwrap_or_else(|| panic!("not read: {text}"));
+        assert_eq!(
+            format!("{got:?}"),
+            format!("{:?}", parse_message_slow(text).unwrap()),
+            "{text}"
+        );
+    }
+
+    /// Left to the general path.
+    fn slow(text: &str) {
+        assert!(read_response(text).is_none(), "read: {text}");
+    }
+
+    #[test]
+    fn the_common_responses_in_any_order() {
+        fast(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b"}]}}"#);
+        fast(r#"{"id":7,"jsonrpc":"2.0","result":{}}"#);
+        fast(r#"{"result":[1,{"a":"}"}],"jsonrpc":"2.0","id":0}"#);
+        fast(r#"{"jsonrpc":"2.0","id":-3,"result":null}"#);
+        fast(r#"{"jsonrpc":"2.0","id":9,"result":"x"}  "#);
+        fast(r#"{"jsonrpc":"2.0","id":123456789012345678,"result":1.5}"#);
+        fast(r#"{"jsonrpc":"2.0","result":{ "spaced" : [ 1 , 2 ] },"id":1}"#);
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_general_path() {
+        for text in [
+            r#" {"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{ "jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc": "2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1234567890123456789,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}x"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":tru}"#,
+            r#"{"json\u0072pc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}},"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"a\u{1}\"}",
+        ] {
+            slow(text);
+        }
+    }
+}
