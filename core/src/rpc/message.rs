@@ -434,8 +434,10 @@ pub fn parse_message(text: &str) -> Result<Message<'_>, ParseError> {
     }
 }
 
-/// [`parse_message`]'s general path: every shape, every error.
-pub(super) fn parse_message_slow(text: &str) -> Result<Message<'_>, ParseError> {
+/// [`parse_message`]'s general path: every shape, every error (public for
+/// the fuzz target that compares it with the fast path).
+#[doc(hidden)]
+pub fn parse_message_slow(text: &str) -> Result<Message<'_>, ParseError> {
     if !text.trim_start().starts_with('{') {
         // (A derived struct would also accept an array, positionally.)
         return Err(not_an_object(text));

@@ -71,8 +71,8 @@ pub use config::{EngineConfig, RequestOptions};
 pub use engine::{Engine, IdHasher, RespondStatus};
 pub use error::{LocalError, RequestError};
 pub use message::{
-    parse_message, repair_lone_surrogates, ErrorObject, InvalidMessage, InvalidReason, Message,
-    ParseError, RequestId, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-    PARSE_ERROR,
+    parse_message, parse_message_slow, repair_lone_surrogates, ErrorObject, InvalidMessage,
+    InvalidReason, Message, ParseError, RequestId, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND, PARSE_ERROR,
 };
 pub use output::{Diagnostic, Output, Progress, SendKind, Stats};
