@@ -48,7 +48,13 @@ pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
             _ => return None,
         }
     }
-    if !version || !rest.bytes().all(|b| b.is_ascii_whitespace()) {
+    // JSON's whitespace only (not the form feed `is_ascii_whitespace`
+    // takes).
+    if !version
+        || !rest
+            .bytes()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
         return None;
     }
     Some(Message::Response {
@@ -153,6 +159,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"x","id":1}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}},"#,
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"a\u{1}\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\u{c}",
         ] {
             slow(text);
         }
