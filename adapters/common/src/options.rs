@@ -729,7 +729,15 @@ impl CallOptions {
         if self.trace.is_none() {
             return Ok(params);
         }
-        let raw = self.stamp(params.map(|p| p.to_raw()))?;
+        let raw =
+            params
+                .map(|p| p.to_raw())
+                .transpose()
+                .map_err(|e| crate::Error::InvalidOption {
+                    option: "traceparent",
+                    problem: format!("the params are not valid JSON: {e}"),
+                })?;
+        let raw = self.stamp(raw)?;
         Ok(raw.map(Params::from))
     }
 

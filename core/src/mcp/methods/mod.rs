@@ -114,19 +114,19 @@ pub trait Method: Serialize {
     /// What a successful answer parses into.
     type Result: DeserializeOwned;
 
-    /// Its params as raw JSON; `None` for a method without params (and
-    /// for the first page of a list, which needs no cursor).
-    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
-        let raw = serde_json::value::to_raw_value(self)?;
-        Ok((!(Self::PAGED && raw.get() == "{}")).then_some(raw))
-    }
-
-    /// [`params`](Self::params) as [`Params`]: the same JSON, written
-    /// faster and not parsed again on the way out. This is what the typed
-    /// calls send: a type that overrides `params` overrides this too.
+    /// Its params as [`Params`] (this crate's writer: not parsed again on
+    /// the way out); `None` for a method without params (and for the
+    /// first page of a list, which needs no cursor). This is what the
+    /// typed calls send: a method with params of its own shape overrides
+    /// this one ([`params`](Self::params) follows it).
     fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
         let params = Params::of(self)?;
         Ok((!(Self::PAGED && params.get() == "{}")).then_some(params))
+    }
+
+    /// [`params_json`](Self::params_json) as raw JSON.
+    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        self.params_json()?.map(|p| p.to_raw()).transpose()
     }
 }
 
@@ -354,10 +354,6 @@ impl Method for Ping {
     const CAPABILITY: Option<Capability> = None;
     const PAGED: bool = false;
     type Result = EmptyResult;
-
-    fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
-        Ok(None)
-    }
 
     fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
         Ok(None)
