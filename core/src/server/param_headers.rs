@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use crate::modern::headers::PARAM_HEADER_PREFIX;
-use crate::modern::{decode_header_value, param_header_values, ParamHeader, HEADER_MISMATCH};
+use crate::modern::{decode_header_value, ParamHeader, HEADER_MISMATCH};
 use crate::rpc::ErrorObject;
 
 /// The `Mcp-Param-*` headers of a POST of `tools/call` with `arguments`,
@@ -43,46 +43,62 @@ pub fn check_param_headers<'h>(
     arguments: Option<&Map<String, Value>>,
     header: impl Fn(&str) -> Option<&'h str>,
 ) -> Result<(), ErrorObject> {
-    let empty = Map::new();
-    let expected = param_header_values(annotations, arguments.unwrap_or(&empty));
     let mismatch = |why: String| Err(ErrorObject::new(HEADER_MISMATCH, why));
     for a in annotations {
         let name = format!("{PARAM_HEADER_PREFIX}{}", a.name);
         let got = header(&name.to_ascii_lowercase());
-        let want = expected.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
-        match (got, want) {
-            (None, None) => {}
-            (None, Some(_)) => {
+        let arg = a.path.join(".");
+        let body = argument(arguments, &a.path);
+        let Some(got) = got else {
+            // Mirrored as the client side mirrors (strings, booleans,
+            // integers): a number written as a float need not be.
+            if matches!(body, Some(Value::String(_) | Value::Bool(_)))
+                || body.is_some_and(|v| v.is_i64() || v.is_u64())
+            {
                 return mismatch(format!(
-                    "header mismatch: {name} is missing (its argument {} is in the body)",
-                    a.path.join(".")
+                    "header mismatch: {name} is missing (its argument {arg} is in the body)"
+                ));
+            }
+            continue;
+        };
+        let Some(got) = decode_header_value(got) else {
+            return mismatch(format!(
+                "header mismatch: {name} is not valid =?base64?…?= (padding, alphabet or UTF-8)"
+            ));
+        };
+        let same = match body {
+            None | Some(Value::Null | Value::Array(_) | Value::Object(_)) => {
+                return mismatch(format!(
+                    "header mismatch: {name} is sent but its argument {arg} is not in the body"
                 ))
             }
-            (Some(_), None) => {
-                return mismatch(format!(
-                    "header mismatch: {name} is sent but its argument {} is not in the body",
-                    a.path.join(".")
-                ))
+            Some(Value::String(s)) => got == *s,
+            Some(Value::Bool(b)) => got == b.to_string(),
+            // An integer, also when written as a float (3.0 is 3).
+            Some(Value::Number(n)) => {
+                got == n.to_string()
+                    || (n.is_f64()
+                        && n.as_f64().is_some_and(|f| f.fract() == 0.0)
+                        && got.parse::<f64>().ok() == n.as_f64())
             }
-            (Some(got), Some(want)) => {
-                let Some(got) = decode_header_value(got) else {
-                    return mismatch(format!(
-                        "header mismatch: {name} is not valid =?base64?…?= (padding, alphabet \
-                         or UTF-8)"
-                    ));
-                };
-                // The body's text, as the client encodes it (decoded back).
-                let want = decode_header_value(want).unwrap_or_default();
-                if got != want {
-                    return mismatch(format!(
-                        "header mismatch: {name} does not match the body's {}",
-                        a.path.join(".")
-                    ));
-                }
-            }
+        };
+        if !same {
+            return mismatch(format!(
+                "header mismatch: {name} does not match the body's {arg}"
+            ));
         }
     }
     Ok(())
+}
+
+/// The argument at `path` (a chain of object members), if the body has it.
+fn argument<'a>(arguments: Option<&'a Map<String, Value>>, path: &[String]) -> Option<&'a Value> {
+    let (last, parents) = path.split_last()?;
+    let mut map = arguments?;
+    for key in parents {
+        map = map.get(key)?.as_object()?;
+    }
+    map.get(last)
 }
 
 #[cfg(test)]
@@ -156,5 +172,16 @@ mod tests {
         .contains("base64"));
         assert!(refused(json!({"region": "us"}), &[("mcp-param-region", "eu")]).contains("match"));
         assert!(refused(json!({"n": 3}), &[("mcp-param-n", "4")]).contains("match"));
+        assert!(refused(json!({"n": 3.5}), &[("mcp-param-n", "3")]).contains("match"));
+        assert!(refused(json!({"on": true}), &[("mcp-param-on", "true")]).contains("not in"));
+    }
+
+    #[test]
+    fn an_integer_written_as_a_float_matches_its_integer_header_or_none() {
+        assert!(check(json!({"n": 3.0}), &[("mcp-param-n", "3")]).is_ok());
+        assert!(check(json!({"n": 3.0}), &[]).is_ok());
+        assert!(check(json!({"n": 3.0}), &[("mcp-param-n", "3.0")]).is_ok());
+        assert!(check(json!({"n": -0.0}), &[("mcp-param-n", "0")]).is_ok());
+        assert!(check(json!({"n": 3.0}), &[("mcp-param-n", "4")]).is_err());
     }
 }
