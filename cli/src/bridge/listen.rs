@@ -625,7 +625,13 @@ fn check_tool_headers<'h>(
     let Some(params) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
         return Ok(());
     };
-    let Some(marks) = params["name"].as_str().and_then(|n| tools.marks(n)) else {
+    // A tool the host may not call is refused as unknown later, whatever
+    // its headers.
+    let Some(marks) = params["name"]
+        .as_str()
+        .filter(|n| tools.allows(n))
+        .and_then(|n| tools.marks(n))
+    else {
         return Ok(());
     };
     check_param_headers(&marks, params["arguments"].as_object(), header)

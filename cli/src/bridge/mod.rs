@@ -64,7 +64,9 @@ use mcpwire::mcp::types::TASKS_EXTENSION;
 use mcpwire::modern::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
-use mcpwire::modern::{param_headers, Era, ParamHeader};
+use mcpwire::modern::{
+    param_headers, Era, ParamHeader, HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use mcpwire::rpc::RequestId;
 use mcpwire::server::{ServerEvent, ServerSession};
 use mcpwire_manager::ToolFilter;
@@ -357,7 +359,17 @@ pub(super) async fn relay_call(
     let raw = client
         .request_raw(method, params, options)
         .await
-        .map_err(error_object)?;
+        .map_err(error_object)
+        .map_err(|e| match e.code {
+            // The target refused the headers or the version of the
+            // bridge's own request: nothing the host can mend (its own
+            // were checked already), and no 400 for it.
+            HEADER_MISMATCH | UNSUPPORTED_PROTOCOL_VERSION => ErrorObject::internal(format!(
+                "the target refused the relayed request: {} ({})",
+                e.message, e.code
+            )),
+            _ => e,
+        })?;
     // A 2026-07-28 host's result is stamped by its ServerSession (or the
     // listener) as that era's.
     let raw = if host == Era::Legacy && speaks_modern(&client) {

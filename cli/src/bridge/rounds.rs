@@ -71,8 +71,13 @@ pub(super) struct Rounds {
     parked: Vec<u64>,
 }
 
-/// The prefix of the `requestState`s the bridge gives.
-const STATE_PREFIX: &str = "mcpwire-bridge-";
+/// The prefix of the `requestState`s this bridge process gives: its own,
+/// so that a bridge in front of another relays the inner one's rounds
+/// instead of taking them for ended ones of its own.
+fn state_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| format!("mcpwire-bridge-{:08x}-", nonce() as u32))
+}
 
 /// Retry params: the state and the answers (judged once the state is
 /// known to be ours).
@@ -95,7 +100,7 @@ impl Rounds {
     ) -> u64 {
         self.next += 1;
         let n = self.next;
-        let state = format!("{STATE_PREFIX}{n}-{:016x}", nonce());
+        let state = format!("{}{n}-{:016x}", state_prefix(), nonce());
         self.by_host.insert(host.clone(), n);
         self.open.insert(
             n,
@@ -207,11 +212,12 @@ impl Rounds {
         host: &RequestId,
         params: Option<&RawValue>,
     ) -> Option<Option<(RequestId, Outcome)>> {
-        let p = params.filter(|p| p.get().contains(STATE_PREFIX))?;
+        let p = params.filter(|p| p.get().contains(state_prefix()))?;
         let retry = serde_json::from_str::<Retry>(p.get()).ok()?;
         let state = match retry.state? {
-            Value::String(s) if s.starts_with(STATE_PREFIX) => s,
-            // Not ours (a 2026-07-28 target's own round): relayed.
+            Value::String(s) if s.starts_with(state_prefix()) => s,
+            // Not ours (a 2026-07-28 target's own round, another
+            // bridge's): relayed.
             _ => return None,
         };
         let refuse = |why: &str| {
@@ -442,5 +448,18 @@ mod tests {
             .unwrap();
             assert!(r.retry(&RequestId::Number(4), Some(&theirs)).is_none());
         }
+        // Another bridge's state (a bridge in front of this one relays
+        // the rounds of the one behind it): relayed, not refused as ended.
+        let process = if state_prefix() == "mcpwire-bridge-00000000-" {
+            "00000001"
+        } else {
+            "00000000"
+        };
+        let other = format!("mcpwire-bridge-{process}-1-0123456789abcdef");
+        let params = serde_json::value::to_raw_value(
+            &json!({"requestState": other, "inputResponses": {"r1": {}}}),
+        )
+        .unwrap();
+        assert!(r.retry(&RequestId::Number(5), Some(&params)).is_none());
     }
 }

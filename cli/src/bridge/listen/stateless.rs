@@ -132,16 +132,7 @@ pub(super) async fn stateless(
     match first {
         Some(Ev::Done(outcome)) => {
             waiting.answered();
-            let outcome = finish(outcome);
-            let status = match &outcome {
-                Err(e) => StatusCode::from_u16(error_status(e.code)).unwrap_or(StatusCode::OK),
-                Ok(_) => StatusCode::OK,
-            };
-            let body = response(&id, outcome);
-            if status != StatusCode::OK {
-                return full(status, "application/json", body.to_string());
-            }
-            json_response(&body)
+            json_answer(&id, finish(outcome))
         }
         Some(Ev::Progress(p)) if wants_sse => {
             let (out, body) = mpsc::channel::<Bytes>(STREAM_QUEUE);
@@ -186,7 +177,7 @@ pub(super) async fn stateless(
                     Some(Ev::Progress(_)) => continue,
                     Some(Ev::Done(outcome)) => {
                         waiting.answered();
-                        return json_response(&response(&id, finish(outcome)));
+                        return json_answer(&id, finish(outcome));
                     }
                     None => break,
                 }
@@ -247,6 +238,20 @@ fn deliver(state: &mut State, to: &RequestId, ev: Ev) {
     tokio::spawn(async move {
         let _ = tx.send(ev).await;
     });
+}
+
+/// A 2026-07-28 answer as JSON, with the HTTP status its error calls for
+/// (`server::error_status`: 400, 404, else 200).
+fn json_answer(id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Response<Body> {
+    let status = match &outcome {
+        Err(e) => StatusCode::from_u16(error_status(e.code)).unwrap_or(StatusCode::OK),
+        Ok(_) => StatusCode::OK,
+    };
+    let body = response(id, outcome);
+    if status != StatusCode::OK {
+        return full(status, "application/json", body.to_string());
+    }
+    json_response(&body)
 }
 
 /// Relays request `n` (`method`, `params`) to the target; its progress and
