@@ -8,7 +8,8 @@ use mcpwire::connection::{
     TransportSpec,
 };
 use mcpwire::mcp::methods::{
-    CallTool, ListPrompts, ListTools, Paged, Ping, SetLoggingLevel, Subscribe, Unsubscribe,
+    CallTool, ListPrompts, ListTools, Paged, Ping, ReadResource, SetLoggingLevel, Subscribe,
+    Unsubscribe,
 };
 use mcpwire::mcp::types::{CallToolResult, ListChanged, ListToolsResult};
 use mcpwire::mcp::{parse_result, Paginator, ServerNotification};
@@ -753,6 +754,37 @@ fn modern_ready_with(config: ConnectionConfig, discover: &str) -> (Sim, u64) {
     );
     let listen = w[0]["id"].as_u64().unwrap();
     (sim, listen)
+}
+
+#[test]
+fn modern_a_relayed_calls_input_round_is_not_cached() {
+    let discover = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{}},"instructions":"hi","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"2.0"}}}"#;
+    let (mut sim, _) = modern_ready_with(ConnectionConfig::default(), discover);
+    let relay = RequestOptions::default().relay(true);
+    let read = |sim: &mut Sim| {
+        let id = sim
+            .conn
+            .send(sim.now, &ReadResource::new("file:///a"), relay)
+            .unwrap();
+        sim.drain();
+        id
+    };
+    let a = read(&mut sim);
+    assert_eq!(sim.take_written().len(), 1);
+    sim.reply(a, r#"{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"message":"?"}}},"requestState":"s","ttlMs":60000,"cacheScope":"private"}"#);
+    assert!(sim.completion(a).is_ok());
+    // The same read again goes to the server: the round was not kept.
+    let b = read(&mut sim);
+    assert_eq!(sim.take_written().len(), 1, "asked again");
+    // A complete answer is kept, as for any call.
+    sim.reply(
+        b,
+        r#"{"resultType":"complete","contents":[],"ttlMs":60000,"cacheScope":"private"}"#,
+    );
+    assert!(sim.completion(b).is_ok());
+    let c = read(&mut sim);
+    assert!(sim.take_written().is_empty(), "answered from the cache");
+    assert!(sim.completion(c).is_ok());
 }
 
 #[test]
