@@ -2,6 +2,7 @@
 //! answer and retry, a lost stream to re-issue, or the end.
 
 use super::*;
+use crate::modern::ResultType;
 
 impl Modern {
     // ---- completions --------------------------------------------------------
@@ -78,7 +79,7 @@ impl Modern {
         };
         if !call.mrtr {
             // A relayed call's input round (or task) is no result to keep.
-            if !call.options.relay || is_complete(&raw) {
+            if !call.options.relay || ResultType::of_raw(&raw) == ResultType::Complete {
                 self.cache.store(call.id, &call.params, &raw, now);
             }
             self.calls.remove(&app);
@@ -274,16 +275,4 @@ impl Modern {
 /// `{}`: the result of a method that has none.
 fn empty_result() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("JSON")
-}
-
-/// Whether a 2026-07-28 result is a complete one (`resultType` absent or
-/// `"complete"`), read without the rest of it.
-fn is_complete(raw: &RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Kind<'a> {
-        #[serde(rename = "resultType", borrow, default)]
-        result_type: Option<std::borrow::Cow<'a, str>>,
-    }
-    serde_json::from_str::<Kind<'_>>(raw.get())
-        .is_ok_and(|k| k.result_type.as_deref().is_none_or(|t| t == "complete"))
 }
