@@ -287,6 +287,21 @@ mod itoa_like {
     signed!(i8 i16 i32 i64 i128);
 }
 
+/// A serializer's ten integer methods, each `|this, v| body`.
+macro_rules! integers {
+    (|$this:ident, $v:ident| $body:expr) => {
+        integers!(@each $this $v $body; serialize_i8 i8, serialize_i16 i16,
+            serialize_i32 i32, serialize_i64 i64, serialize_i128 i128, serialize_u8 u8,
+            serialize_u16 u16, serialize_u32 u32, serialize_u64 u64, serialize_u128 u128);
+    };
+    (@each $this:ident $v:ident $body:expr; $($name:ident $t:ty),*) => {$(
+        fn $name(self, $v: $t) -> Result<(), Bail> {
+            let $this = self;
+            $body
+        }
+    )*};
+}
+
 impl<'a> ser::Serializer for Writer<'a> {
     type Ok = ();
     type Error = Bail;
@@ -303,46 +318,10 @@ impl<'a> ser::Serializer for Writer<'a> {
             .extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Bail> {
-        int(self.out, v);
+    integers!(|this, v| {
+        int(this.out, v);
         Ok(())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Bail> {
-        int(self.out, v);
-        Ok(())
-    }
+    });
     // Floats as serde_json writes them (the shortest digits; null when
     // not finite).
     fn serialize_f32(self, v: f32) -> Result<(), Bail> {
@@ -472,53 +451,29 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b']');
-        Ok(())
-    }
+/// The sequences (`[…]`, a tuple variant's `{"V":[…]}`): elements.
+macro_rules! sequence {
+    ($($trait:ident :: $element:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Bail;
+            fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Bail> {
+                self.close(b']');
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b']');
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b']');
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b']');
-        Ok(())
-    }
-}
+sequence!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -538,37 +493,28 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Bail> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b'}');
-        Ok(())
-    }
+/// The structs (`{…}`, a struct variant's `{"V":{…}}`): named fields.
+macro_rules! structure {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Bail;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Bail> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Bail> {
+                self.close(b'}');
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Bail;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Bail> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Bail> {
-        self.close(b'}');
-        Ok(())
-    }
-}
+structure!(SerializeStruct, SerializeStructVariant);
 
 /// A map key: a string, or an integer, a bool or a char written as one
 /// (as serde_json does); anything else is left to serde_json.
@@ -609,36 +555,8 @@ impl ser::Serializer for Key<'_> {
     fn serialize_bool(self, v: bool) -> Result<(), Bail> {
         self.quoted(|o| o.extend_from_slice(if v { b"true" } else { b"false" }))
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Bail> {
-        self.quoted(|o| int(o, v))
-    }
+    // Quoted, as serde_json writes integer keys.
+    integers!(|this, v| this.quoted(|o| int(o, v)));
     fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Bail> {
         self.serialize_str(v)
     }
