@@ -100,6 +100,20 @@ struct Server {
     stateless: tokio::sync::Mutex<Option<Arc<Session>>>,
 }
 
+impl Server {
+    /// How a request of a `host`-era client of `session` is relayed to
+    /// its target session.
+    fn relay(&self, session: &Session, token: CancelToken, host: Era) -> Relay {
+        Relay {
+            client: session.client.clone(),
+            tools: self.tools.clone(),
+            token,
+            timeout: timeout(&self.cli),
+            host,
+        }
+    }
+}
+
 /// One client session and its target session.
 struct Session {
     client: Client,
@@ -846,13 +860,7 @@ async fn request(
     }
     let token = CancelToken::new();
     let open = Open::new(session, &id, &token);
-    let call = Relay {
-        client: session.client.clone(),
-        tools: server.tools.clone(),
-        token,
-        timeout: timeout(&server.cli),
-        host: Era::Legacy,
-    };
+    let call = server.relay(session, token, Era::Legacy);
     let relayed = method.to_owned();
     if !wants_sse {
         // Dropped here if the client goes away first (`open`'s drop).

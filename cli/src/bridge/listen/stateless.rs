@@ -264,13 +264,7 @@ fn spawn_relay(
     params: Option<&RawValue>,
     token: CancelToken,
 ) {
-    let call = Relay {
-        client: session.client.clone(),
-        tools: server.tools.clone(),
-        token,
-        timeout: timeout(&server.cli),
-        host: Era::Modern,
-    };
+    let call = server.relay(session, token, Era::Modern);
     let (method, params) = (method.to_owned(), params.map(RawValue::to_owned));
     let weak = Arc::downgrade(session);
     tokio::spawn(async move {
