@@ -427,7 +427,8 @@ macro_rules! client_surface {
                 // only asked for to check it).
                 if let Err(e) = self.list_tools()$($await)* {
                     $crate::__private::tracing::debug!(
-                        "tools/list for the output schema of `{name}` failed: {e}"
+                        "{} for the output schema of `{name}` failed: {e}",
+                        <$crate::methods::ListTools as $crate::__private::Method>::NAME
                     );
                 }
             }
