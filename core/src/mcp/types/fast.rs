@@ -39,6 +39,73 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
+/// A value that is nearly always a string (a content's `type`, its
+/// `text`): the string alone, borrowed from the input when it can be, and
+/// anything else as the `Value` it is.
+enum StrOr<'de> {
+    Str(Cow<'de, str>),
+    Other(Value),
+}
+
+impl StrOr<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            StrOr::Str(s) => Value::String(s.into_owned()),
+            StrOr::Other(v) => v,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StrOr<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrOr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::from(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<StrOr<'de>, E> {
+                Ok(StrOr::Other(Value::Null))
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<StrOr<'de>, D2::Error> {
+                Value::deserialize(d).map(StrOr::Other)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<StrOr<'de>, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(StrOr::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StrOr<'de>, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(StrOr::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 impl<'de> Deserialize<'de> for CallToolResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -169,23 +236,16 @@ impl<'de> Deserialize<'de> for Content {
                 let first: Option<Key<'de>> = map.next_key()?;
                 if let Some(Key(key)) = first {
                     if key == "type" {
-                        let tag: Value = map.next_value()?;
-                        if let Value::String(t) = &tag {
-                            if t == "text" {
-                                return text(map);
-                            }
+                        let tag: StrOr<'de> = map.next_value()?;
+                        if matches!(&tag, StrOr::Str(t) if t == "text") {
+                            return text(map);
                         }
-                        rest.insert("type".into(), tag);
+                        rest.insert("type".into(), tag.into_value());
                     } else {
                         rest.insert(key.into_owned(), map.next_value()?);
                     }
                 }
-                while let Some(Key(key)) = map.next_key()? {
-                    rest.insert(key.into_owned(), map.next_value()?);
-                }
-                Derived::deserialize(Value::Object(rest))
-                    .map(Content::from)
-                    .map_err(de::Error::custom)
+                derive(rest, map)
             }
         }
         d.deserialize_map(V)
@@ -197,20 +257,27 @@ fn text<'de, A: MapAccess<'de>>(mut map: A) -> Result<Content, A::Error> {
     let mut text = None;
     let mut extra = Extra::new();
     while let Some(Key(key)) = map.next_key()? {
-        let value: Value = map.next_value()?;
-        if key == "text" && text.is_none() {
-            if let Value::String(s) = value {
-                text = Some(s);
-                continue;
+        if key == "type" || (key == "text" && text.is_some()) {
+            // Given twice: the content as it is.
+            extra.insert("type".into(), Value::String("text".into()));
+            if let Some(t) = text {
+                extra.insert("text".into(), Value::String(t));
             }
-            // Not a string: the derived path decides (it keeps it as Other).
-            extra.insert("text".into(), value);
-            return slow("text", text, extra, map);
+            extra.insert(key.into_owned(), map.next_value()?);
+            return other(extra, map);
         }
-        if key == "text" {
-            return Err(de::Error::custom("duplicate field `text`"));
+        if key != "text" {
+            extra.insert(key.into_owned(), map.next_value()?);
+            continue;
         }
-        extra.insert(key.into_owned(), value);
+        match map.next_value::<StrOr<'de>>()? {
+            StrOr::Str(s) => text = Some(s.into_owned()),
+            StrOr::Other(value) => {
+                // Not a string: the derived path decides (it keeps it as Other).
+                extra.insert("text".into(), value);
+                return slow("text", text, extra, map);
+            }
+        }
     }
     match text {
         Some(text) => Ok(Content::Text { text, extra }),
@@ -223,18 +290,53 @@ fn slow<'de, A: MapAccess<'de>>(
     tag: &str,
     text: Option<String>,
     mut rest: Extra,
-    mut map: A,
+    map: A,
 ) -> Result<Content, A::Error> {
     rest.insert("type".into(), Value::String(tag.into()));
     if let Some(t) = text {
         rest.insert("text".into(), Value::String(t));
     }
+    derive(rest, map)
+}
+
+/// Reads the rest of `map` into `rest` and gives what the derive makes of
+/// the whole, including its reading of a field of the tagged variant given
+/// twice: the content as it is ([`Content::Other`], the last of each
+/// member).
+fn derive<'de, A: MapAccess<'de>>(mut rest: Extra, mut map: A) -> Result<Content, A::Error> {
+    let mut twice: Vec<String> = Vec::new();
     while let Some(Key(key)) = map.next_key()? {
-        rest.insert(key.into_owned(), map.next_value()?);
+        let value = map.next_value()?;
+        if rest.contains_key(key.as_ref()) {
+            twice.push(key.to_string());
+        }
+        rest.insert(key.into_owned(), value);
+    }
+    let fields: &[&str] = match rest.get("type").and_then(Value::as_str) {
+        Some("text") => &["text"],
+        Some("image" | "audio") => &["data", "mimeType"],
+        Some("resource_link") => &["uri", "name"],
+        Some("resource") => &["resource"],
+        _ => &[],
+    };
+    if twice
+        .iter()
+        .any(|k| k == "type" || fields.contains(&k.as_str()))
+    {
+        return Ok(Content::Other(Value::Object(rest)));
     }
     Derived::deserialize(Value::Object(rest))
         .map(Content::from)
         .map_err(de::Error::custom)
+}
+
+/// The content as it is, after a field given twice: the rest of `map` read
+/// into `rest`, the last of each member kept.
+fn other<'de, A: MapAccess<'de>>(mut rest: Extra, mut map: A) -> Result<Content, A::Error> {
+    while let Some(Key(key)) = map.next_key()? {
+        rest.insert(key.into_owned(), map.next_value()?);
+    }
+    Ok(Content::Other(Value::Object(rest)))
 }
 
 #[cfg(test)]
@@ -252,6 +354,13 @@ mod tests {
             json!({"text": "tag last", "type": "text"}),
             json!({"type": "text"}),
             json!({"type": "text", "text": 5}),
+            json!({"type": "text", "text": null}),
+            json!({"type": "text", "text": [1, "a", {"b": true}]}),
+            json!({"type": "text", "text": {"nested": "x"}, "more": 1.5}),
+            json!({"type": "text", "text": "e\u{e9}\n\"q"}),
+            json!({"type": ["text"], "text": "t"}),
+            json!({"type": null, "text": "t"}),
+            json!({"type": "textual", "text": "t"}),
             json!({"type": "image", "data": "AAA=", "mimeType": "image/png"}),
             json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav", "x": 1}),
             json!({"type": "resource_link", "uri": "file:///a", "name": "a", "size": 3}),
@@ -274,6 +383,63 @@ mod tests {
             // Round trip: what is written is what was read.
             if let Ok(c) = fast {
                 assert_eq!(serde_json::to_value(&c).unwrap(), shape, "{text}");
+            }
+        }
+    }
+
+    /// What only text can hold: a duplicate, escapes, a malformed value.
+    #[test]
+    fn text_read_from_raw_input_agrees_with_the_derive() {
+        for text in [
+            r#"{"type":"text","text":"a","text":"b"}"#,
+            r#"{"text":"a","type":"text","text":"b"}"#,
+            r#"{"type":"text","text":"a","annotations":1,"annotations":2}"#,
+            r#"{"type":"image","data":"a","mimeType":"m","data":"b"}"#,
+            r#"{"type":"image","data":"a","mimeType":"m","mimeType":"n"}"#,
+            r#"{"type":"resource_link","uri":"u","name":"n","uri":"v"}"#,
+            r#"{"type":"text","type":"text","text":"a"}"#,
+            r#"{"type":"text","text":"a","type":"image"}"#,
+            r#"{"type":"hologram","x":1,"x":2}"#,
+            r#"{"type":"text","text":5,"text":"b"}"#,
+            r#"{"type":"text","text":"a\"b\u00e9"}"#,
+            r#"{"type":"te\u0078t","text":"escaped tag"}"#,
+            r#"{"type":"text","text":"a"#,
+            r#"{"type":"text","text":tru}"#,
+        ] {
+            let fast: Result<Content, _> = serde_json::from_str(text);
+            let derived: Result<Content, _> =
+                serde_json::from_str::<Derived>(text).map(Content::from);
+            match (&fast, &derived) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{text}: fast {fast:?}, derived {derived:?}"),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Objects made of the members a content has (any order, some
+        /// twice, values of every kind) read as the derive reads them.
+        #[test]
+        fn any_member_soup_agrees_with_the_derive(
+            members in proptest::collection::vec((0usize..9, 0usize..6), 0..7)
+        ) {
+            const KEYS: [&str; 9] =
+                ["type", "text", "data", "mimeType", "uri", "name", "resource", "annotations", "_meta"];
+            const VALUES: [&str; 6] =
+                [r#""text""#, r#""image""#, r#""a\"b""#, "7", "null", r#"{"uri":"u","text":"t"}"#];
+            let body: Vec<String> = members
+                .iter()
+                .map(|&(k, v)| format!("\"{}\":{}", KEYS[k], VALUES[v]))
+                .collect();
+            let text = format!("{{{}}}", body.join(","));
+            let fast: Result<Content, _> = serde_json::from_str(&text);
+            let derived: Result<Content, _> =
+                serde_json::from_str::<Derived>(&text).map(Content::from);
+            match (&fast, &derived) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b, "{}", text),
+                (Err(_), Err(_)) => {}
+                _ => proptest::prop_assert!(false, "{text}: fast {fast:?}, derived {derived:?}"),
             }
         }
     }
