@@ -278,9 +278,18 @@ pub(crate) enum Frame<'a> {
 }
 
 /// Splits one received JSON text into a single object or a batch.
+#[cfg(test)]
 pub(crate) fn frame(json: &[u8], accept_batches: bool) -> Result<Frame<'_>, ParseError> {
-    let text = std::str::from_utf8(json)
-        .map_err(|e| ParseError::Malformed(format!("invalid UTF-8: {e}")))?;
+    frame_text(utf8(json)?, accept_batches)
+}
+
+/// The received bytes as text: UTF-8, or a malformed message.
+pub(crate) fn utf8(json: &[u8]) -> Result<&str, ParseError> {
+    std::str::from_utf8(json).map_err(|e| ParseError::Malformed(format!("invalid UTF-8: {e}")))
+}
+
+/// Splits a text already known to be UTF-8 into its message or its batch.
+pub(crate) fn frame_text(text: &str, accept_batches: bool) -> Result<Frame<'_>, ParseError> {
     let first = text
         .bytes()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
@@ -356,10 +365,10 @@ pub(crate) fn parse_id(raw: &RawValue) -> Result<RequestId, InvalidReason> {
 /// replaced by `\ufffd` (U+FFFD, the replacement character); `None` when
 /// there is none (the text is used as it is). Only escapes are looked at:
 /// in valid JSON a backslash only stands inside strings. Cheap when there
-/// is nothing to repair: one search for `\u`, and a look at each escape.
+/// is nothing to repair: one search for a backslash, and a look at each
+/// escape.
 pub fn repair_lone_surrogates(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    memchr::memmem::find(bytes, b"\\u")?;
     let hex = |at: usize| -> Option<u16> {
         let digits = bytes.get(at..at + 4)?;
         u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()

@@ -49,17 +49,20 @@ impl Engine {
         }
         // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
         // sliced emoji) is mended here, once, for every reader after.
-        let repaired = std::str::from_utf8(json)
-            .ok()
-            .and_then(message::repair_lone_surrogates);
-        let json = match &repaired {
+        let text = match message::utf8(json) {
+            Ok(text) => text,
+            Err(err) => return self.parse_failed(err, json),
+        };
+        let repaired = message::repair_lone_surrogates(text);
+        let text = match &repaired {
             Some(text) => {
                 self.stats.surrogates_repaired += 1;
-                text.as_bytes()
+                text
             }
-            None => json,
+            None => text,
         };
-        match message::frame(json, self.config.accept_batches) {
+        let json = text.as_bytes();
+        match message::frame_text(text, self.config.accept_batches) {
             Ok(Frame::Single(text)) => self.handle_one(now, text),
             Ok(Frame::Batch(items)) => {
                 self.stats.batches += 1;
