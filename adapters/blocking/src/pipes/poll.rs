@@ -223,22 +223,26 @@ impl PollSet {
     /// Waits until something is ready or `deadline` passes.
     pub(crate) fn poll(&self, deadline: Option<Instant>) -> Ready {
         let read = PollFlags::IN;
-        let mut fds = Vec::with_capacity(4);
+        // On the stack (this runs once per wait): the wake-up socket last,
+        // the pipes still open before it.
+        let wake = PollFd::new(&*self.wake, read);
+        let mut fds = [wake.clone(), wake.clone(), wake.clone(), wake];
         let mut slots = [usize::MAX; 4];
-        if let Some(f) = &self.stdin {
-            slots[0] = fds.len();
-            fds.push(PollFd::new(&**f, PollFlags::OUT));
+        let mut n = 0;
+        let pipes = [
+            (&self.stdin, PollFlags::OUT),
+            (&self.stdout, read),
+            (&self.stderr, read),
+        ];
+        for (slot, (pipe, flags)) in pipes.into_iter().enumerate() {
+            if let Some(f) = pipe {
+                slots[slot] = n;
+                fds[n] = PollFd::new(&**f, flags);
+                n += 1;
+            }
         }
-        if let Some(f) = &self.stdout {
-            slots[1] = fds.len();
-            fds.push(PollFd::new(&**f, read));
-        }
-        if let Some(f) = &self.stderr {
-            slots[2] = fds.len();
-            fds.push(PollFd::new(&**f, read));
-        }
-        slots[3] = fds.len();
-        fds.push(PollFd::new(&*self.wake, read));
+        slots[3] = n;
+        let fds = &mut fds[..=n];
         let timeout = deadline.map(|d| {
             let left = d.saturating_duration_since(Instant::now());
             Timespec {
@@ -246,7 +250,7 @@ impl PollSet {
                 tv_nsec: left.subsec_nanos() as _,
             }
         });
-        if rustix::event::poll(&mut fds, timeout.as_ref()).is_err() {
+        if rustix::event::poll(fds, timeout.as_ref()).is_err() {
             // EINTR or a bad descriptor: report everything ready; the
             // reads and writes that follow are non-blocking.
             return Ready {
