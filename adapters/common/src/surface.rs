@@ -231,6 +231,15 @@ pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Err
     })
 }
 
+/// The result of method `M`, read by its reader.
+#[doc(hidden)]
+pub fn read<M: Method>(raw: &RawValue) -> Result<M::Result, Error> {
+    M::read_result(raw).map_err(|source| Error::Decode {
+        method: M::NAME.to_owned(),
+        source,
+    })
+}
+
 /// Expands the client surface into an `impl` block of a client type that
 /// has `request_raw(&self, &str, Option<Box<RawValue>>, CallOptions)`,
 /// `notify_raw(&self, &str, Option<Box<RawValue>>)` and `shared(&self)`
@@ -258,7 +267,7 @@ macro_rules! client_surface {
         ) -> Result<M::Result, $crate::Error> {
             let params = $crate::surface::params_of(method)?;
             let raw = self.request_params(M::NAME, params, options)$($await)*?;
-            $crate::surface::parse(M::NAME, &raw)
+            $crate::surface::read::<M>(&raw)
         }
 
         /// Every item of the paged list `M`: follows `nextCursor` to the

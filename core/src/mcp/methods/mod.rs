@@ -124,6 +124,16 @@ pub trait Method: Serialize {
         Ok((!(Self::PAGED && params.get() == "{}")).then_some(params))
     }
 
+    /// Reads a successful answer: serde by default; a result with a
+    /// reader of its own (`tools/call`'s, which takes the common tool
+    /// result straight from the text) overrides it.
+    fn read_result(raw: &RawValue) -> Result<Self::Result, serde_json::Error>
+    where
+        Self: Sized,
+    {
+        serde_json::from_str(raw.get())
+    }
+
     /// [`params_json`](Self::params_json) as raw JSON.
     fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
         self.params_json()?.map(|p| p.to_raw()).transpose()
@@ -194,7 +204,7 @@ pub struct EmptyResult {
 /// [`Method`] (and [`Paged`] where it lists).
 macro_rules! methods {
     ($(
-        $id:ident = $name:literal $(as $ty:ident -> $result:ty)?, {
+        $id:ident = $name:literal $(as $ty:ident -> $result:ty $([$read:path])?)?, {
             cap: $cap:expr, paged: $paged:literal, eras: $eras:ident,
             cache: $cache:literal, rounds: $rounds:literal,
             header: $header:expr, task: $task:literal $(,)?
@@ -206,6 +216,11 @@ macro_rules! methods {
                 const CAPABILITY: Option<Capability> = $cap;
                 const PAGED: bool = $paged;
                 type Result = $result;
+                $(
+                    fn read_result(raw: &RawValue) -> Result<$result, serde_json::Error> {
+                        $read(raw)
+                    }
+                )?
             }
         )?)*
         /// Which method: a known name resolved once ([`MethodId::of`]) into
@@ -262,7 +277,7 @@ methods! {
     SubscriptionsListen = "subscriptions/listen", {
         cap: None, paged: false, eras: Modern,
         cache: false, rounds: false, header: None, task: false };
-    CallTool = "tools/call" as CallTool -> CallToolResult, {
+    CallTool = "tools/call" as CallTool -> CallToolResult [CallToolResult::from_raw], {
         cap: Some(Capability::Tools), paged: false, eras: Both,
         cache: false, rounds: true, header: Some("name"), task: true };
     ListTools = "tools/list" as ListTools -> ListToolsResult, {

@@ -606,6 +606,7 @@ pub struct Root {
 }
 
 mod fast;
+mod read;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,280 @@
+//! The common tool result read straight from its text, without serde:
+//! `{"content":[{"type":"text","text":"…"},…],"isError":false}`, its
+//! members (and each content's) in any order, without whitespace. Anything
+//! else (another member, another kind of content, `null`, a duplicate,
+//! whitespace) is left to the `Deserialize` impl, which gives the same
+//! result or the error.
+//!
+//! The text was checked as JSON before (it is a `RawValue`): a string ends
+//! at its first unescaped quote and holds no control character, so finding
+//! that quote is all the reading a string without escapes needs.
+//!
+//! ```text
+//!  RawValue ──common──► Some(CallToolResult)              one pass, one allocation per text
+//!           └─────────► None ──► serde_json::from_str ──► the same result, or the error
+//! ```
+
+use serde_json::value::RawValue;
+
+use super::{CallToolResult, Content, Extra};
+
+impl CallToolResult {
+    /// Reads a result from checked JSON: the common shape (see the
+    /// module) directly, anything else through `Deserialize`.
+    pub fn from_raw(raw: &RawValue) -> serde_json::Result<CallToolResult> {
+        match common(raw.get()) {
+            Some(result) => Ok(result),
+            None => serde_json::from_str(raw.get()),
+        }
+    }
+}
+
+/// The result `text` holds, when it has the common shape.
+fn common(text: &str) -> Option<CallToolResult> {
+    let mut r = Reader { text, at: 0 };
+    let (mut content, mut is_error) = (None, None);
+    r.object(|r, key| match key {
+        "content" if content.is_none() => {
+            content = Some(r.contents()?);
+            Some(())
+        }
+        "isError" if is_error.is_none() => {
+            is_error = Some(r.boolean()?);
+            Some(())
+        }
+        _ => None,
+    })?;
+    (r.at == text.len()).then_some(())?;
+    Some(CallToolResult {
+        content: content.unwrap_or_default(),
+        structured_content: None,
+        is_error,
+        extra: Extra::new(),
+    })
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Takes `byte` if it is next.
+    fn eat(&mut self, byte: u8) -> bool {
+        let next = self.text.as_bytes().get(self.at) == Some(&byte);
+        self.at += usize::from(next);
+        next
+    }
+
+    /// An object: each member's key handed to `member`, which reads its
+    /// value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &str) -> Option<()>) -> Option<()> {
+        self.eat(b'{').then_some(())?;
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.plain_string()?;
+            self.eat(b':').then_some(())?;
+            member(self, key)?;
+            if self.eat(b'}') {
+                return Some(());
+            }
+            self.eat(b',').then_some(())?;
+        }
+    }
+
+    /// A short string without escapes (a key, a tag), borrowed. (A
+    /// plain loop: for a few bytes, memchr's setup costs more than it
+    /// saves.)
+    fn plain_string(&mut self) -> Option<&'a str> {
+        self.eat(b'"').then_some(())?;
+        let rest = &self.text.as_bytes()[self.at..];
+        let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+        (rest[end] == b'"').then_some(())?;
+        let s = &self.text[self.at..self.at + end];
+        self.at += end + 1;
+        Some(s)
+    }
+
+    /// A string, escapes decoded by serde_json (a text content's text:
+    /// multi-line output is common).
+    fn string(&mut self) -> Option<String> {
+        let open = self.at;
+        self.eat(b'"').then_some(())?;
+        let bytes = self.text.as_bytes();
+        let mut escaped = false;
+        loop {
+            let end = self.at + memchr::memchr2(b'"', b'\\', bytes.get(self.at..)?)?;
+            if bytes[end] == b'"' {
+                self.at = end + 1;
+                return if escaped {
+                    serde_json::from_str(self.text.get(open..self.at)?).ok()
+                } else {
+                    self.text.get(open + 1..end).map(str::to_owned)
+                };
+            }
+            // A backslash and the byte it escapes (a `\u`'s four hex
+            // digits hold neither a quote nor a backslash).
+            escaped = true;
+            self.at = end + 2;
+        }
+    }
+
+    /// `true` or `false`.
+    fn boolean(&mut self) -> Option<bool> {
+        let rest = &self.text[self.at..];
+        if rest.starts_with("true") {
+            self.at += 4;
+            Some(true)
+        } else if rest.starts_with("false") {
+            self.at += 5;
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// An array of text contents.
+    fn contents(&mut self) -> Option<Vec<Content>> {
+        self.eat(b'[').then_some(())?;
+        let mut all = Vec::new();
+        if self.eat(b']') {
+            return Some(all);
+        }
+        loop {
+            all.push(self.text_content()?);
+            if self.eat(b']') {
+                return Some(all);
+            }
+            self.eat(b',').then_some(())?;
+        }
+    }
+
+    /// `{"type":"text","text":…}`, in either order.
+    fn text_content(&mut self) -> Option<Content> {
+        let (mut tagged, mut text) = (false, None);
+        self.object(|r, key| match key {
+            "type" if !tagged => {
+                tagged = r.plain_string()? == "text";
+                tagged.then_some(())
+            }
+            "text" if text.is_none() => {
+                text = Some(r.string()?);
+                Some(())
+            }
+            _ => None,
+        })?;
+        tagged.then_some(())?;
+        Some(Content::Text {
+            text: text?,
+            extra: Extra::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `from_raw` gives, and whether the common path read it.
+    fn read(text: &str) -> (serde_json::Result<CallToolResult>, bool) {
+        let raw: Box<RawValue> = serde_json::from_str(text).expect("valid JSON");
+        (CallToolResult::from_raw(&raw), common(raw.get()).is_some())
+    }
+
+    fn agrees(text: &str) -> bool {
+        let (got, fast) = read(text);
+        let serde: serde_json::Result<CallToolResult> = serde_json::from_str(text);
+        match (&got, &serde) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{text}: from_raw {got:?}, serde {serde:?}"),
+        }
+        fast
+    }
+
+    #[test]
+    fn the_common_results_are_read_directly() {
+        for text in [
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#,
+            r#"{"isError":true,"content":[{"text":"tag last","type":"text"}]}"#,
+            r#"{"content":[]}"#,
+            r#"{}"#,
+            r#"{"content":[{"type":"text","text":""},{"type":"text","text":"two"}]}"#,
+            r#"{"content":[{"type":"text","text":"line\nnext \"q\" \\ \u00e9 \ud83d\ude00 \/"}]}"#,
+            r#"{"content":[{"type":"text","text":"ends in a backslash\\"}]}"#,
+            "{\"content\":[{\"type\":\"text\",\"text\":\"caf\u{e9} \u{1f600}\"}]}",
+        ] {
+            assert!(agrees(text), "not read directly: {text}");
+        }
+    }
+
+    #[test]
+    fn anything_else_goes_through_serde() {
+        for text in [
+            r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"x":1}}"#,
+            r#"{"content":[{"type":"text","text":"a"}],"_meta":{}}"#,
+            r#"{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}"#,
+            r#"{"content":[{"type":"text","text":"a","annotations":{}}]}"#,
+            r#"{"content":[{"type":"text"}]}"#,
+            r#"{"content":[{"text":"untagged"}]}"#,
+            r#"{"content":[{"type":"text","text":5}]}"#,
+            r#"{"content":[{"type":"text","text":"a","text":"b"}]}"#,
+            r#"{"content":[{"type":"text","type":"text","text":"a"}]}"#,
+            r#"{"content":[{"type":"te\u0078t","text":"escaped tag"}]}"#,
+            r#"{"content":[],"content":[]}"#,
+            r#"{"isError":true,"isError":false}"#,
+            r#"{"isError":null}"#,
+            r#"{"isError":1}"#,
+            r#"{"content":null}"#,
+            r#"{"content":{}}"#,
+            r#"{ "content":[]}"#,
+            r#"{"content":[ ]}"#,
+            r#"{"content" :[]}"#,
+            r#"{"content":[{"type":"text", "text":"a"}]}"#,
+            r#"{"cont\u0065nt":[]}"#,
+            r#"[]"#,
+            r#""text""#,
+            r#"null"#,
+        ] {
+            assert!(!agrees(text), "read directly: {text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Results near the common shape (members and content members in
+        /// any order, some twice, some foreign, values of every kind):
+        /// whatever the direct reading gives is what serde gives.
+        #[test]
+        fn near_the_common_shape_agrees_with_serde(
+            members in proptest::collection::vec((0usize..5, 0usize..8), 0..5),
+            contents in proptest::collection::vec(proptest::collection::vec((0usize..4, 0usize..8), 0..4), 0..4),
+        ) {
+            const KEYS: [&str; 5] = ["content", "isError", "structuredContent", "_meta", "type"];
+            const CONTENT_KEYS: [&str; 4] = ["type", "text", "annotations", "data"];
+            const VALUES: [&str; 8] = [
+                r#""text""#, r#""a\"b\n\u00e9""#, "true", "false", "null", "7", "[]", r#"{"k":"v"}"#,
+            ];
+            let array = contents
+                .iter()
+                .map(|members| {
+                    let body: Vec<String> = members
+                        .iter()
+                        .map(|&(k, v)| format!("\"{}\":{}", CONTENT_KEYS[k], VALUES[v]))
+                        .collect();
+                    format!("{{{}}}", body.join(","))
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            let body: Vec<String> = members
+                .iter()
+                .map(|&(k, v)| match k {
+                    0 if v % 2 == 0 => format!("\"content\":[{array}]"),
+                    _ => format!("\"{}\":{}", KEYS[k], VALUES[v]),
+                })
+                .collect();
+            agrees(&format!("{{{}}}", body.join(",")));
+        }
+    }
+}
