@@ -263,6 +263,9 @@ pub struct Session {
     /// The token store's lock, held from `LockTokens` until the refreshed
     /// state is saved or the refresh is over.
     store_lock: Option<Box<dyn StoreLock>>,
+    /// The connection's next deadline, once asked since its last change
+    /// (see [`Session::conn_mut`]).
+    deadline: Option<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -298,6 +301,7 @@ impl Session {
             wake: Vec::new(),
             started: Instant::now(),
             store_lock: None,
+            deadline: None,
         };
         session.pump(Instant::now());
         session
@@ -319,7 +323,9 @@ impl Session {
         options: RequestOptions,
         progress: Option<ProgressFn>,
     ) -> Result<u64, CallError> {
-        let id = self.conn.request_params(now, method, params, options)?;
+        let id = self
+            .conn_mut()
+            .request_params(now, method, params, options)?;
         self.calls.insert(
             id,
             Slot {
@@ -370,7 +376,7 @@ impl Session {
     /// cancelled (the server is told) and forgotten.
     pub fn abandon(&mut self, now: Instant, id: u64, reason: &str) {
         if self.calls.get(&id).is_some_and(|s| s.outcome.is_none()) {
-            self.conn.cancel(now, id, reason);
+            self.conn_mut().cancel(now, id, reason);
         }
         self.calls.remove(&id);
         self.pump(now);
@@ -378,7 +384,7 @@ impl Session {
 
     /// Cancels call `id`: it completes as cancelled and the server is told.
     pub fn cancel(&mut self, now: Instant, id: u64, reason: &str) {
-        self.conn.cancel(now, id, reason);
+        self.conn_mut().cancel(now, id, reason);
         self.pump(now);
     }
 
@@ -389,14 +395,14 @@ impl Session {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), CallError> {
-        self.conn.notify(now, method, params)?;
+        self.conn_mut().notify(now, method, params)?;
         self.pump(now);
         Ok(())
     }
 
     /// Closes gracefully (see [`Connection::close`]).
     pub fn close(&mut self, now: Instant) {
-        self.conn.close(now);
+        self.conn_mut().close(now);
         self.pump(now);
     }
 
@@ -499,7 +505,7 @@ impl Session {
             serde_json::value::to_raw_value(&v)
                 .map_err(|e| ErrorObject::internal(format!("handler result: {e}")))
         });
-        if let Err(e) = self.conn.respond(now, id, answer) {
+        if let Err(e) = self.conn_mut().respond(now, id, answer) {
             tracing::debug!("answer to a server request dropped: {e}");
         }
         self.pump(now);
@@ -509,8 +515,10 @@ impl Session {
     /// reached), or why it could not.
     pub fn authorization(&mut self, now: Instant, result: Result<String, AuthorizeError>) {
         match result {
-            Ok(callback) => self.conn.authorization_response(now, &callback),
-            Err(reason) => self.conn.authorization_failed(now, &reason.to_string()),
+            Ok(callback) => self.conn_mut().authorization_response(now, &callback),
+            Err(reason) => self
+                .conn_mut()
+                .authorization_failed(now, &reason.to_string()),
         }
         self.pump(now);
     }
@@ -519,7 +527,7 @@ impl Session {
     /// [`Effect::LockTokens`].
     pub fn store_locked(&mut self, now: Instant, (lock, state): Locked) {
         self.store_lock = lock;
-        self.conn.stored_state(now, state);
+        self.conn_mut().stored_state(now, state);
         self.pump(now);
     }
 
@@ -527,19 +535,35 @@ impl Session {
 
     /// Something happened on the wire.
     pub fn input(&mut self, now: Instant, input: Input<'_>) {
-        self.conn.handle_input(now, input);
+        self.conn_mut().handle_input(now, input);
         self.pump(now);
     }
 
     /// A timer fired (early or spurious calls are harmless).
     pub fn timeout(&mut self, now: Instant) {
-        self.conn.handle_timeout(now);
+        self.conn_mut().handle_timeout(now);
         self.pump(now);
     }
 
-    /// When [`Session::timeout`] must be called next.
+    /// When [`Session::timeout`] must be called next (asked of the
+    /// connection once after each change, however often it is asked).
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.conn.poll_timeout()
+        match self.deadline {
+            Some(known) => known,
+            None => {
+                let next = self.conn.poll_timeout();
+                self.deadline = Some(next);
+                next
+            }
+        }
+    }
+
+    /// The connection, to change it: its next deadline is asked again.
+    /// (Taking its outputs and telling it the executor's backlog change
+    /// no timer, and go through `self.conn` directly.)
+    fn conn_mut(&mut self) -> &mut Connection {
+        self.deadline = None;
+        &mut self.conn
     }
 
     /// The next thing the executor must do.
@@ -631,7 +655,7 @@ impl Session {
                         })
                     }
                     None => self
-                        .conn
+                        .conn_mut()
                         .authorization_failed(now, "no redirect handler configured"),
                 },
                 Output::Authorized(state) => {
@@ -652,7 +676,7 @@ impl Session {
                         store: store.clone(),
                         endpoint,
                     }),
-                    None => self.conn.stored_state(now, None),
+                    None => self.conn_mut().stored_state(now, None),
                 },
                 Output::UnlockTokens => self.store_lock = None,
                 Output::Closed(reason) => self.on_closed(reason),
@@ -713,7 +737,7 @@ impl Session {
         let Some(handler) = handler else {
             // The connection surfaces only what we declared; answer anyway.
             if let Err(e) = self
-                .conn
+                .conn_mut()
                 .respond(now, id, Err(ErrorObject::method_not_found()))
             {
                 tracing::debug!("answer to a server request dropped: {e}");
