@@ -112,7 +112,7 @@ impl Sim {
         while let Some(o) = self.conn.poll_output() {
             assert!(!self.closed, "output after Closed: {o:?}");
             match o {
-                Output::Http(r) => self.requests.push(r),
+                Output::Http(r) => self.requests.push(*r),
                 Output::AbortHttp(x) => self.aborted.push(x),
                 other => {
                     self.closed = matches!(other, Output::Closed(_));

@@ -254,10 +254,10 @@ impl Shared {
                     let network = state.network.clone();
                     let http = state.http.get_or_insert_with(|| Http::new(network));
                     if mine.is_some() && req.carries == mine {
-                        inline.push(http.inline(req));
+                        inline.push(http.inline(*req));
                     } else {
                         let report: std::sync::Weak<dyn Report> = Arc::<Shared>::downgrade(self);
-                        http.dispatch(report, req);
+                        http.dispatch(report, *req);
                     }
                 }
                 Effect::AbortHttp(id) => {

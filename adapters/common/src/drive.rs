@@ -581,7 +581,7 @@ impl<R: Runtime> State<R> {
                 }
                 Effect::Http(req) => {
                     let id = req.exchange;
-                    let (future, inbox) = self.http.exchange(req);
+                    let (future, inbox) = self.http.exchange(*req);
                     let waker = Waker::from(Arc::new(ExchangeWaker {
                         router: Arc::downgrade(&shared.router),
                         id,

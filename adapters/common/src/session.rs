@@ -75,7 +75,7 @@ pub enum Effect {
     /// [`mcpwire::connection::Output::Spawn`].
     Spawn,
     /// Perform this HTTP exchange; report it with [`Session::input`].
-    Http(HttpRequest),
+    Http(Box<HttpRequest>),
     /// Stop this exchange and report nothing more of it.
     AbortHttp(ExchangeId),
     /// Run `handler` for server request `id`, then give its answer to

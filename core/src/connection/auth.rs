@@ -216,7 +216,7 @@ impl Auth {
     pub(super) fn poll_output(&mut self) -> Option<AuthStep> {
         let action = self.flow.as_mut()?.poll_output()?;
         Some(match action {
-            AuthAction::Http(r) => AuthStep::Output(Output::Http(r)),
+            AuthAction::Http(r) => AuthStep::Output(Output::Http(Box::new(r))),
             AuthAction::Abort(x) => AuthStep::Output(Output::AbortHttp(x)),
             AuthAction::Authorize { url } => AuthStep::Output(Output::Authorize { url }),
             AuthAction::LockStore { endpoint } => AuthStep::Output(Output::LockTokens { endpoint }),

@@ -138,7 +138,7 @@ impl Connection {
             WireOutput::Output(o) => self.out.push_back(o),
             WireOutput::Http(mut r) => {
                 r.carries = r.carries.map(|id| self.app_id(id));
-                self.out.push_back(Output::Http(r))
+                self.out.push_back(Output::Http(Box::new(r)))
             }
             WireOutput::Fail { id, error } => {
                 self.engine.fail(now, id, error);
@@ -178,7 +178,7 @@ impl Connection {
                 let dpop = self.auth.as_ref().and_then(|a| a.dpop_of(&state));
                 self.wire.set_dpop(dpop);
                 self.wire.authorized(now, state.authorization());
-                self.out.push_back(Output::Authorized(state));
+                self.out.push_back(Output::Authorized(Box::new(state)));
                 self.resume_suspended(now);
             }
             AuthStep::Adopted(state) => {

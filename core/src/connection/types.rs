@@ -302,7 +302,7 @@ pub enum Output {
     /// Perform this HTTP exchange and report its response with
     /// [`Input::HttpHead`], [`Input::HttpBody`], [`Input::HttpEnd`] or
     /// [`Input::HttpFailed`].
-    Http(HttpRequest),
+    Http(Box<HttpRequest>),
     /// Stop this exchange (close its connection; don't report it further).
     AbortHttp(ExchangeId),
     /// The handshake is done:
@@ -339,7 +339,7 @@ pub enum Output {
     /// reuse it next time ([`AuthConfig::state`]). If the store's lock is
     /// held for this connection ([`Output::LockTokens`]), save under it,
     /// then release it.
-    Authorized(AuthState),
+    Authorized(Box<AuthState>),
     /// A refresh is due. Take the token store's lock (other processes
     /// and connections that share the store wait for it; one that died
     /// must not block it), read the state stored for `endpoint` under it
