@@ -96,8 +96,8 @@ fuzz_target!(|input: Input| {
     let Ok(raw) = serde_json::from_str::<Box<RawValue>>(&text) else {
         return;
     };
-    let direct = CallToolResult::from_raw(&raw);
     let serde = serde_json::from_str::<CallToolResult>(raw.get());
+    let direct = CallToolResult::from_raw(raw);
     match (&direct, &serde) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
         (Err(_), Err(_)) => {}

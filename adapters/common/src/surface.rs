@@ -233,7 +233,7 @@ pub fn parse<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Err
 
 /// The result of method `M`, read by its reader.
 #[doc(hidden)]
-pub fn read<M: Method>(raw: &RawValue) -> Result<M::Result, Error> {
+pub fn read<M: Method>(raw: Box<RawValue>) -> Result<M::Result, Error> {
     M::read_result(raw).map_err(|source| Error::Decode {
         method: M::NAME.to_owned(),
         source,
@@ -267,7 +267,7 @@ macro_rules! client_surface {
         ) -> Result<M::Result, $crate::Error> {
             let params = $crate::surface::params_of(method)?;
             let raw = self.request_params(M::NAME, params, options)$($await)*?;
-            $crate::surface::read::<M>(&raw)
+            $crate::surface::read::<M>(raw)
         }
 
         /// Every item of the paged list `M`: follows `nextCursor` to the

@@ -124,10 +124,13 @@ pub trait Method: Serialize {
         Ok((!(Self::PAGED && params.get() == "{}")).then_some(params))
     }
 
-    /// Reads a successful answer: serde by default; a result with a
-    /// reader of its own (`tools/call`'s, which takes the common tool
-    /// result straight from the text) overrides it.
-    fn read_result(raw: &RawValue) -> Result<Self::Result, serde_json::Error>
+    /// Reads a successful answer (owned: a reader may keep its buffer):
+    /// serde by default; a result with a reader of its own (`tools/call`'s,
+    /// which takes the common tool result straight from the text)
+    /// overrides it.
+    // Boxed on purpose: the answer's own buffer, which an override may keep.
+    #[allow(clippy::boxed_local)]
+    fn read_result(raw: Box<RawValue>) -> Result<Self::Result, serde_json::Error>
     where
         Self: Sized,
     {
@@ -217,7 +220,7 @@ macro_rules! methods {
                 const PAGED: bool = $paged;
                 type Result = $result;
                 $(
-                    fn read_result(raw: &RawValue) -> Result<$result, serde_json::Error> {
+                    fn read_result(raw: Box<RawValue>) -> Result<$result, serde_json::Error> {
                         $read(raw)
                     }
                 )?

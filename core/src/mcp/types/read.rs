@@ -10,9 +10,14 @@
 //! that quote is all the reading a string without escapes needs.
 //!
 //! ```text
-//!  RawValue ──common──► Some(CallToolResult)              one pass, one allocation per text
+//!  RawValue ──common──► Some(CallToolResult)              one pass; a lone text takes the RawValue's own buffer
 //!           └─────────► None ──► serde_json::from_str ──► the same result, or the error
 //! ```
+//!
+//! A result whose only content is a text without escapes (the common tool
+//! answer, and the one that can be large) takes the answer's buffer for
+//! its text: what was received is moved to its start, not copied, so a
+//! large result is held once, not twice.
 
 use serde_json::value::RawValue;
 
@@ -21,16 +26,54 @@ use super::{CallToolResult, Content, Extra};
 impl CallToolResult {
     /// Reads a result from checked JSON: the common shape (see the
     /// module) directly, anything else through `Deserialize`.
-    pub fn from_raw(raw: &RawValue) -> serde_json::Result<CallToolResult> {
-        match common(raw.get()) {
-            Some(result) => Ok(result),
-            None => serde_json::from_str(raw.get()),
-        }
+    pub fn from_raw(raw: Box<RawValue>) -> serde_json::Result<CallToolResult> {
+        let Some((texts, is_error)) = common(raw.get()) else {
+            return serde_json::from_str(raw.get());
+        };
+        let content = match texts.as_slice() {
+            [Text::Plain(start, end)] => {
+                let (start, end) = (*start, *end);
+                let mut text = String::from(Box::<str>::from(raw));
+                text.truncate(end);
+                text.replace_range(..start, "");
+                vec![text_content(text)]
+            }
+            _ => texts
+                .into_iter()
+                .map(|t| {
+                    text_content(match t {
+                        Text::Plain(start, end) => raw.get()[start..end].to_owned(),
+                        Text::Decoded(s) => s,
+                    })
+                })
+                .collect(),
+        };
+        Ok(CallToolResult {
+            content,
+            structured_content: None,
+            is_error,
+            extra: Extra::new(),
+        })
     }
 }
 
-/// The result `text` holds, when it has the common shape.
-fn common(text: &str) -> Option<CallToolResult> {
+fn text_content(text: String) -> Content {
+    Content::Text {
+        text,
+        extra: Extra::new(),
+    }
+}
+
+/// A text content's text: where it stands in the result when it has no
+/// escapes, else decoded.
+enum Text {
+    Plain(usize, usize),
+    Decoded(String),
+}
+
+/// The texts and `isError` of the result `text` holds, when it has the
+/// common shape.
+fn common(text: &str) -> Option<(Vec<Text>, Option<bool>)> {
     let mut r = Reader { text, at: 0 };
     let (mut content, mut is_error) = (None, None);
     r.object(|r, key| match key {
@@ -45,12 +88,7 @@ fn common(text: &str) -> Option<CallToolResult> {
         _ => None,
     })?;
     (r.at == text.len()).then_some(())?;
-    Some(CallToolResult {
-        content: content.unwrap_or_default(),
-        structured_content: None,
-        is_error,
-        extra: Extra::new(),
-    })
+    Some((content.unwrap_or_default(), is_error))
 }
 
 struct Reader<'a> {
@@ -97,9 +135,9 @@ impl<'a> Reader<'a> {
         Some(s)
     }
 
-    /// A string, escapes decoded by serde_json (a text content's text:
-    /// multi-line output is common).
-    fn string(&mut self) -> Option<String> {
+    /// A string: where it stands when it has no escapes, else decoded by
+    /// serde_json (a text content's text: multi-line output is common).
+    fn string(&mut self) -> Option<Text> {
         let open = self.at;
         self.eat(b'"').then_some(())?;
         let bytes = self.text.as_bytes();
@@ -109,9 +147,11 @@ impl<'a> Reader<'a> {
             if bytes[end] == b'"' {
                 self.at = end + 1;
                 return if escaped {
-                    serde_json::from_str(self.text.get(open..self.at)?).ok()
+                    serde_json::from_str(self.text.get(open..self.at)?)
+                        .ok()
+                        .map(Text::Decoded)
                 } else {
-                    self.text.get(open + 1..end).map(str::to_owned)
+                    Some(Text::Plain(open + 1, end))
                 };
             }
             // A backslash and the byte it escapes (a `\u`'s four hex
@@ -135,8 +175,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// An array of text contents.
-    fn contents(&mut self) -> Option<Vec<Content>> {
+    /// An array of text contents: their texts.
+    fn contents(&mut self) -> Option<Vec<Text>> {
         self.eat(b'[').then_some(())?;
         let mut all = Vec::new();
         if self.eat(b']') {
@@ -151,8 +191,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `{"type":"text","text":…}`, in either order.
-    fn text_content(&mut self) -> Option<Content> {
+    /// `{"type":"text","text":…}`, in either order: its text.
+    fn text_content(&mut self) -> Option<Text> {
         let (mut tagged, mut text) = (false, None);
         self.object(|r, key| match key {
             "type" if !tagged => {
@@ -166,10 +206,7 @@ impl<'a> Reader<'a> {
             _ => None,
         })?;
         tagged.then_some(())?;
-        Some(Content::Text {
-            text: text?,
-            extra: Extra::new(),
-        })
+        text
     }
 }
 
@@ -180,7 +217,8 @@ mod tests {
     /// What `from_raw` gives, and whether the common path read it.
     fn read(text: &str) -> (serde_json::Result<CallToolResult>, bool) {
         let raw: Box<RawValue> = serde_json::from_str(text).expect("valid JSON");
-        (CallToolResult::from_raw(&raw), common(raw.get()).is_some())
+        let fast = common(raw.get()).is_some();
+        (CallToolResult::from_raw(raw), fast)
     }
 
     fn agrees(text: &str) -> bool {
@@ -208,6 +246,28 @@ mod tests {
         ] {
             assert!(agrees(text), "not read directly: {text}");
         }
+    }
+
+    /// A lone text without escapes is the received buffer itself, moved
+    /// to its start: a large result is not held twice.
+    #[test]
+    fn a_lone_plain_text_keeps_the_received_buffer() {
+        let big = "x".repeat(1 << 20);
+        let text = format!(r#"{{"content":[{{"type":"text","text":"{big}"}}],"isError":false}}"#);
+        let raw: Box<RawValue> = serde_json::from_str(&text).unwrap();
+        let received = raw.get().as_ptr();
+        let result = CallToolResult::from_raw(raw).unwrap();
+        let Content::Text { text, .. } = &result.content[0] else {
+            panic!("{result:?}")
+        };
+        assert_eq!(text, &big);
+        assert_eq!(text.as_ptr(), received);
+        assert_eq!(result.is_error, Some(false));
+        // Two texts, or an escaped one: copied (and still equal to serde's).
+        assert!(agrees(
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#
+        ));
+        assert!(agrees(r#"{"content":[{"type":"text","text":"a\nb"}]}"#));
     }
 
     #[test]
