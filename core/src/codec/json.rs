@@ -34,20 +34,14 @@ pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
 
 /// Appends `s` as a JSON string literal (quotes included), escaped as
 /// `serde_json` escapes it: runs without anything to escape are found
-/// eight bytes at a time.
+/// eight bytes at a time, the last few bytes one at a time, and copied
+/// whole.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if bytes.len() < 16 && !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
-        // A key or a short value: nothing to escape, one copy.
-        let mut quoted = [b'"'; 18];
-        quoted[1..=bytes.len()].copy_from_slice(bytes);
-        out.extend_from_slice(&quoted[..bytes.len() + 2]);
-        return;
-    }
-    out.reserve(s.len() + 2);
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
     let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
+    loop {
         while let Some(chunk) = bytes.get(i..i + 8) {
             let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
             if needs_escape(word) {
@@ -55,36 +49,47 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
             }
             i += 8;
         }
+        while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
+            i += 1;
+        }
         let Some(&b) = bytes.get(i) else {
             break;
         };
+        out.extend_from_slice(&bytes[start..i]);
         i += 1;
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => {
-                out.extend_from_slice(&bytes[start..i - 1]);
+        start = i;
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-                start = i;
-                continue;
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
             }
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i - 1]);
-        out.extend_from_slice(esc);
-        start = i;
+        }
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
+
+/// The bytes a JSON string escapes: control characters, `"` and `\`.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// Whether one of the eight bytes of `word` is a control character, `"`
 /// or `\` (bytes of 0x80 and above never are).
@@ -767,6 +772,17 @@ mod tests {
     }
 
     proptest! {
+        /// Long plain runs with an escape anywhere (the eight-byte steps,
+        /// the byte-at-a-time tail and every escape form).
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(
+            s in "([a-z \u{e9}\u{1f600}]{0,20}[\x00-\x1f\"\\\\]?){0,6}"
+        ) {
+            let mut out = Vec::new();
+            write_str(&mut out, &s);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&s).unwrap());
+        }
+
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             let want = serde_json::to_string(&v).unwrap();
