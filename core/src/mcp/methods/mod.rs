@@ -403,26 +403,6 @@ pub fn check_spec(
     }
 }
 
-/// `tools/call`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CallTool {
-    /// The tool's name.
-    pub name: String,
-    /// Its arguments (a JSON object), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
-}
-
-impl CallTool {
-    /// Calls `name` with `arguments` (`null` means none).
-    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
-        CallTool {
-            name: name.into(),
-            arguments: (!arguments.is_null()).then_some(arguments),
-        }
-    }
-}
-
 /// A request for one page of a list.
 macro_rules! list_method {
     ($(#[$doc:meta])* $ty:ident, $item:ty, $field:ident) => {
@@ -784,6 +764,9 @@ impl ListRootsResult {
         }
     }
 }
+
+mod call;
+pub use call::{CallTool, CallToolRef};
 
 #[cfg(test)]
 mod tests;
