@@ -406,11 +406,15 @@ macro_rules! client_surface {
             self.list_all::<$crate::methods::ListPrompts>()$($await)*
         }
 
-        /// `tools/call` with JSON arguments.
+        /// `tools/call`. The arguments are anything serializable to a
+        /// JSON object, borrowed or owned: a `json!({...})`, a `&Value`
+        /// kept for the next call, a typed struct of your own (written as
+        /// it is, without a `Value` made of it). Arguments that serialize
+        /// as `null` mean none.
         pub $($async)* fn call_tool(
             &self,
             name: &str,
-            arguments: $crate::__private::Value,
+            arguments: impl $crate::__private::Serialize,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
             self.call_tool_with(name, arguments, $crate::CallOptions::new())$($await)*
         }
@@ -426,11 +430,12 @@ macro_rules! client_surface {
         pub $($async)* fn call_tool_with(
             &self,
             name: &str,
-            arguments: $crate::__private::Value,
+            arguments: impl $crate::__private::Serialize,
             options: $crate::CallOptions,
         ) -> Result<$crate::types::CallToolResult, $crate::Error> {
             $crate::surface::check_withheld(&**self.shared(), name)?;
-            let result = self.send(&$crate::methods::CallTool::new(name, arguments), options)$($await)*?;
+            let call = $crate::methods::CallToolRef::new(name, &arguments);
+            let result = self.send(&call, options)$($await)*?;
             if $crate::surface::wants_list_for(&**self.shared(), name, &result) {
                 // A list that fails leaves the result unchecked (it was
                 // only asked for to check it).

@@ -26,7 +26,7 @@ impl AsyncClient for McpwireSmol {
     }
 
     async fn call(&self, call: &Call) -> Result<usize, Error> {
-        let result = self.0.call_tool(call.tool, call.args.clone()).await?;
+        let result = self.0.call_tool(call.tool, &call.args).await?;
         match result.content.first() {
             Some(Content::Text { text, .. }) => Ok(text.len()),
             _ => Err("no text content".into()),
