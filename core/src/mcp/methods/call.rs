@@ -3,12 +3,13 @@
 //! clients send: the caller keeps its arguments, and typed arguments are
 //! written as they are, without a `Value` made of them first).
 
-use serde::ser::{self, Impossible, SerializeStruct, Serializer};
+use serde::ser::{Impossible, SerializeStruct, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Capability, Method};
+use crate::codec::json::Bail;
 use crate::mcp::types::CallToolResult;
 
 /// `tools/call`.
@@ -74,35 +75,17 @@ impl<A: Serialize + ?Sized> Method for CallToolRef<'_, A> {
 
 /// Whether `value` serializes as `null` (as serde_json writes it: unit,
 /// `None`, a unit struct, a non-finite float). The probe stops at the
-/// first thing `value` writes.
+/// first thing `value` writes (a compound value stops it with [`Bail`]).
 fn is_null<T: Serialize + ?Sized>(value: &T) -> bool {
     value.serialize(NullProbe).unwrap_or(false)
 }
 
 struct NullProbe;
 
-/// A compound value: not `null`, and nothing more to look at.
-#[derive(Debug)]
-struct Compound;
-
-impl std::fmt::Display for Compound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not null")
-    }
-}
-
-impl std::error::Error for Compound {}
-
-impl ser::Error for Compound {
-    fn custom<T: std::fmt::Display>(_: T) -> Self {
-        Compound
-    }
-}
-
 /// Scalars that are never `null`.
 macro_rules! not_null {
     ($($f:ident: $t:ty),*) => {
-        $(fn $f(self, _: $t) -> Result<bool, Compound> {
+        $(fn $f(self, _: $t) -> Result<bool, Bail> {
             Ok(false)
         })*
     };
@@ -110,14 +93,14 @@ macro_rules! not_null {
 
 impl Serializer for NullProbe {
     type Ok = bool;
-    type Error = Compound;
-    type SerializeSeq = Impossible<bool, Compound>;
-    type SerializeTuple = Impossible<bool, Compound>;
-    type SerializeTupleStruct = Impossible<bool, Compound>;
-    type SerializeTupleVariant = Impossible<bool, Compound>;
-    type SerializeMap = Impossible<bool, Compound>;
-    type SerializeStruct = Impossible<bool, Compound>;
-    type SerializeStructVariant = Impossible<bool, Compound>;
+    type Error = Bail;
+    type SerializeSeq = Impossible<bool, Bail>;
+    type SerializeTuple = Impossible<bool, Bail>;
+    type SerializeTupleStruct = Impossible<bool, Bail>;
+    type SerializeTupleVariant = Impossible<bool, Bail>;
+    type SerializeMap = Impossible<bool, Bail>;
+    type SerializeStruct = Impossible<bool, Bail>;
+    type SerializeStructVariant = Impossible<bool, Bail>;
 
     not_null!(
         serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
@@ -125,22 +108,22 @@ impl Serializer for NullProbe {
         serialize_u32: u32, serialize_u64: u64, serialize_u128: u128, serialize_char: char,
         serialize_str: &str, serialize_bytes: &[u8]
     );
-    fn serialize_f32(self, v: f32) -> Result<bool, Compound> {
+    fn serialize_f32(self, v: f32) -> Result<bool, Bail> {
         Ok(!v.is_finite())
     }
-    fn serialize_f64(self, v: f64) -> Result<bool, Compound> {
+    fn serialize_f64(self, v: f64) -> Result<bool, Bail> {
         Ok(!v.is_finite())
     }
-    fn serialize_none(self) -> Result<bool, Compound> {
+    fn serialize_none(self) -> Result<bool, Bail> {
         Ok(true)
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<bool, Compound> {
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<bool, Bail> {
         v.serialize(self)
     }
-    fn serialize_unit(self) -> Result<bool, Compound> {
+    fn serialize_unit(self) -> Result<bool, Bail> {
         Ok(true)
     }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<bool, Compound> {
+    fn serialize_unit_struct(self, _: &'static str) -> Result<bool, Bail> {
         Ok(true)
     }
     fn serialize_unit_variant(
@@ -148,14 +131,14 @@ impl Serializer for NullProbe {
         _: &'static str,
         _: u32,
         _: &'static str,
-    ) -> Result<bool, Compound> {
+    ) -> Result<bool, Bail> {
         Ok(false)
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _: &'static str,
         v: &T,
-    ) -> Result<bool, Compound> {
+    ) -> Result<bool, Bail> {
         v.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -164,21 +147,21 @@ impl Serializer for NullProbe {
         _: u32,
         _: &'static str,
         _: &T,
-    ) -> Result<bool, Compound> {
+    ) -> Result<bool, Bail> {
         Ok(false)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Compound> {
-        Err(Compound)
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Bail> {
+        Err(Bail)
     }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Compound> {
-        Err(Compound)
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Bail> {
+        Err(Bail)
     }
     fn serialize_tuple_struct(
         self,
         _: &'static str,
         _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Compound> {
-        Err(Compound)
+    ) -> Result<Self::SerializeTupleStruct, Bail> {
+        Err(Bail)
     }
     fn serialize_tuple_variant(
         self,
@@ -186,18 +169,14 @@ impl Serializer for NullProbe {
         _: u32,
         _: &'static str,
         _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Compound> {
-        Err(Compound)
+    ) -> Result<Self::SerializeTupleVariant, Bail> {
+        Err(Bail)
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Compound> {
-        Err(Compound)
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Bail> {
+        Err(Bail)
     }
-    fn serialize_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStruct, Compound> {
-        Err(Compound)
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Bail> {
+        Err(Bail)
     }
     fn serialize_struct_variant(
         self,
@@ -205,8 +184,8 @@ impl Serializer for NullProbe {
         _: u32,
         _: &'static str,
         _: usize,
-    ) -> Result<Self::SerializeStructVariant, Compound> {
-        Err(Compound)
+    ) -> Result<Self::SerializeStructVariant, Bail> {
+        Err(Bail)
     }
 }
 
