@@ -382,7 +382,9 @@ pub fn repair_lone_surrogates(text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
-    while let Some(found) = memchr::memchr(b'\\', &bytes[i..]) {
+    // (A backslash ending the text leaves `i` past its end: `get` stops
+    // the loop there.)
+    while let Some(found) = bytes.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
         let at = i + found;
         let Some(unit) = escape(at) else {
             // Any other escape: skip it (it may be `\\` before a `u`).
@@ -550,9 +552,17 @@ mod tests {
             r#"{"t":"\u00e9\n\"\\ud83d"}"#,
             r#"{"t":"plain"}"#,
             r#"{"t":"\u12"}"#,
+            // Not JSON, still no panic: a backslash last, after an escape,
+            // or alone (peer bytes never panic).
+            "\\",
+            "x\\",
+            r#"\u0041\"#,
         ] {
             assert_eq!(repair(fine), None, "{fine}");
         }
+        assert_eq!(repair(r#"\ud83d"#).as_deref(), Some(r#"\ufffd"#));
+        assert_eq!(repair(r#"\ud83d\"#).as_deref(), Some(r#"\ufffd\"#));
+        assert_eq!(repair(r#"\ud83d\ude0"#).as_deref(), Some(r#"\ufffd\ude0"#));
         // The repaired text parses, with U+FFFD in place.
         let v: serde_json::Value =
             serde_json::from_str(&repair(r#"{"t":"a\ud83db"}"#).unwrap()).unwrap();
