@@ -536,18 +536,77 @@ impl Key<'_> {
     }
 }
 
-type Impossible = ser::Impossible<(), Bail>;
+/// A serializer's seven compound types and methods for one that takes
+/// scalars only: every sequence, map or struct stops it with [`Bail`]
+/// (the map-key writer here, `tools/call`'s null probe).
+macro_rules! no_compounds {
+    ($ok:ty) => {
+        type SerializeSeq = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeTuple = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeTupleStruct = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeTupleVariant = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeMap = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeStruct = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        type SerializeStructVariant = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+
+        fn serialize_seq(
+            self,
+            _: Option<usize>,
+        ) -> Result<Self::SerializeSeq, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_tuple(
+            self,
+            _: usize,
+        ) -> Result<Self::SerializeTuple, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_map(
+            self,
+            _: Option<usize>,
+        ) -> Result<Self::SerializeMap, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+    };
+}
+pub(crate) use no_compounds;
 
 impl ser::Serializer for Key<'_> {
     type Ok = ();
     type Error = Bail;
-    type SerializeSeq = Impossible;
-    type SerializeTuple = Impossible;
-    type SerializeTupleStruct = Impossible;
-    type SerializeTupleVariant = Impossible;
-    type SerializeMap = Impossible;
-    type SerializeStruct = Impossible;
-    type SerializeStructVariant = Impossible;
+    no_compounds!(());
 
     fn serialize_str(self, v: &str) -> Result<(), Bail> {
         write_str(self.out, v);
@@ -603,39 +662,6 @@ impl ser::Serializer for Key<'_> {
         _: &'static str,
         _: &T,
     ) -> Result<(), Bail> {
-        Err(Bail)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Impossible, Bail> {
-        Err(Bail)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible, Bail> {
         Err(Bail)
     }
 }

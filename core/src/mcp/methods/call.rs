@@ -3,13 +3,13 @@
 //! clients send: the caller keeps its arguments, and typed arguments are
 //! written as they are, without a `Value` made of them first).
 
-use serde::ser::{Impossible, SerializeStruct, Serializer};
+use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Capability, Method};
-use crate::codec::json::Bail;
+use crate::codec::json::{no_compounds, Bail};
 use crate::mcp::types::CallToolResult;
 
 /// `tools/call`.
@@ -94,13 +94,7 @@ macro_rules! not_null {
 impl Serializer for NullProbe {
     type Ok = bool;
     type Error = Bail;
-    type SerializeSeq = Impossible<bool, Bail>;
-    type SerializeTuple = Impossible<bool, Bail>;
-    type SerializeTupleStruct = Impossible<bool, Bail>;
-    type SerializeTupleVariant = Impossible<bool, Bail>;
-    type SerializeMap = Impossible<bool, Bail>;
-    type SerializeStruct = Impossible<bool, Bail>;
-    type SerializeStructVariant = Impossible<bool, Bail>;
+    no_compounds!(bool);
 
     not_null!(
         serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
@@ -149,43 +143,6 @@ impl Serializer for NullProbe {
         _: &T,
     ) -> Result<bool, Bail> {
         Ok(false)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Bail> {
-        Err(Bail)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Bail> {
-        Err(Bail)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Bail> {
-        Err(Bail)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Bail> {
-        Err(Bail)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Bail> {
-        Err(Bail)
     }
 }
 
