@@ -42,16 +42,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let (mut start, mut i) = (0, 0);
     loop {
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-            if needs_escape(word) {
-                break;
-            }
-            i += 8;
-        }
-        while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
-            i += 1;
-        }
+        i += plain_len(&bytes[i..]);
         let Some(&b) = bytes.get(i) else {
             break;
         };
@@ -91,16 +82,39 @@ const ESCAPED: [bool; 256] = {
     table
 };
 
-/// Whether one of the eight bytes of `word` is a control character, `"`
-/// or `\` (bytes of 0x80 and above never are).
-fn needs_escape(word: u64) -> bool {
+/// The bytes of `word` (eight of a string, little-endian) that are a
+/// control character, `"` or `\` (bytes of 0x80 and above never are):
+/// each one's high bit set. Exact up to the first such byte (borrows may
+/// mark bytes after it).
+fn escape_mask(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let below_space = word.wrapping_sub(ONES * 0x20) & !word;
     let quote = word ^ (ONES * b'"' as u64);
     let backslash = word ^ (ONES * b'\\' as u64);
     let zero = |x: u64| x.wrapping_sub(ONES) & !x;
-    (below_space | zero(quote) | zero(backslash)) & HIGH != 0
+    (below_space | zero(quote) | zero(backslash)) & HIGH
+}
+
+/// How many bytes at the start of `bytes` a JSON string holds as they
+/// are (no control character, `"` or `\\`): eight at a time, then one at
+/// a time for the last few.
+#[inline]
+pub(crate) fn plain_len(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let mask = escape_mask(u64::from_le_bytes(*chunk));
+        if mask != 0 {
+            // The first marked byte (those after it may be marked by a
+            // borrow).
+            return i + (mask.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
+        i += 1;
+    }
+    i
 }
 
 /// A message's params as JSON text, ready to be written: made by this

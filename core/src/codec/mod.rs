@@ -10,6 +10,8 @@
 //! - [`http1`]: an HTTP/1.1 client codec (request heads out, responses in).
 //! - [`json`]: compact JSON out ([`json::Params`], a request's params as
 //!   this crate's serializer writes them).
+//! - `scan`: one JSON value's extent, checked as serde_json checks a
+//!   `RawValue`, without serde (the common response's result).
 //! - [`glimpse`]: what the first and last bytes of a frame too large to read
 //!   say about it (a response's or request's id).
 
@@ -17,6 +19,7 @@ pub mod glimpse;
 pub mod http1;
 pub mod json;
 pub mod jsonl;
+pub(crate) mod scan;
 pub mod sse;
 
 /// A short, printable excerpt of `bytes` for error messages: at most

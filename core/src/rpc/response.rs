@@ -6,7 +6,7 @@
 //! path, which gives the same message or the error.
 //!
 //! ```text
-//!  text ──read_response──► Some(Message::Response { id, outcome: Ok(R) })   R checked as JSON by serde_json
+//!  text ──read_response──► Some(Message::Response { id, outcome: Ok(R) })   R checked as JSON (codec::scan)
 //!       └─────────────────► None ──► the general path (serde, classify)
 //! ```
 //!
@@ -93,11 +93,11 @@ fn number(text: &str) -> Option<(i64, &str)> {
     Some((text[..end].parse().ok()?, &text[end..]))
 }
 
-/// One JSON value (checked by serde_json), and what follows it.
+/// One JSON value (checked as serde_json checks it, without serde), and
+/// what follows it.
 fn value(text: &str) -> Option<(&RawValue, &str)> {
-    let mut values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
-    let raw = values.next()?.ok()?;
-    let end = values.byte_offset();
+    let end = crate::codec::scan::value_end(text)?;
+    let raw = crate::codec::scan::raw(text[..end].trim_start_matches([' ', '\t', '\n', '\r']))?;
     Some((raw, &text[end..]))
 }
 

@@ -122,14 +122,12 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A short string without escapes (a key, a tag), borrowed. (A
-    /// plain loop: for a few bytes, memchr's setup costs more than it
-    /// saves.)
+    /// A short string without escapes (a key, a tag), borrowed.
     fn plain_string(&mut self) -> Option<&'a str> {
         self.eat(b'"').then_some(())?;
         let rest = &self.text.as_bytes()[self.at..];
-        let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
-        (rest[end] == b'"').then_some(())?;
+        let end = crate::codec::json::plain_len(rest);
+        (rest.get(end) == Some(&b'"')).then_some(())?;
         let s = &self.text[self.at..self.at + end];
         self.at += end + 1;
         Some(s)
