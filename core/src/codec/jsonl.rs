@@ -7,7 +7,9 @@
 //! ```text
 //!  chunk ──► memchr('\n') ──► whole line in the chunk? ──► borrowed, no copy
 //!                          └► line split across chunks ──► copied into `partial`
-//!                                                          (at most max_line_len)
+//!                                                          (at most max_line_len;
+//!                                                          a large one is given
+//!                                                          away: Line::Owned)
 //!  line longer than max_line_len ──► every byte up to the next '\n' is dropped
 //!                                    (never buffered; its first 4 KiB and last
 //!                                    256 bytes are kept), then LineTooLong with
@@ -100,6 +102,30 @@ impl Malformed {
     }
 }
 
+/// The largest buffer kept for the next partial line (a larger one is
+/// given away with its line, or dropped).
+const REUSED_CAPACITY: usize = 64 * 1024;
+
+/// One complete line, without its line ending.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// Borrowed from the chunk fed, or from the decoder's buffer.
+    Borrowed(&'a [u8]),
+    /// A large line assembled from pieces: its buffer, the reader's to
+    /// keep.
+    Owned(Vec<u8>),
+}
+
+impl Line<'_> {
+    /// The line's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Line::Borrowed(b) => b,
+            Line::Owned(v) => v,
+        }
+    }
+}
+
 /// Incremental JSONL decoder. See the [module docs](self).
 #[derive(Debug, Default)]
 pub struct JsonlDecoder {
@@ -140,7 +166,22 @@ impl JsonlDecoder {
     /// line ending, blank lines skipped) or framing error, in stream order.
     ///
     /// Lines that lie wholly inside `input` are passed borrowed from it.
-    pub fn feed(&mut self, mut input: &[u8], mut on: impl FnMut(Result<&[u8], JsonlError>)) {
+    pub fn feed(&mut self, input: &[u8], mut on: impl FnMut(Result<&[u8], JsonlError>)) {
+        self.feed_lines(input, |line| match line {
+            Ok(line) => on(Ok(line.bytes())),
+            Err(e) => on(Err(e)),
+        });
+    }
+
+    /// [`feed`](Self::feed), giving away the buffer of a line that was
+    /// assembled from pieces and is too large to be kept for the next one
+    /// ([`Line::Owned`]): its reader may keep it (a large answer is then
+    /// held once, not copied out of the line).
+    pub fn feed_lines(
+        &mut self,
+        mut input: &[u8],
+        mut on: impl FnMut(Result<Line<'_>, JsonlError>),
+    ) {
         let limit = self.config.max_line_len;
         while !input.is_empty() {
             let newline = memchr::memchr(b'\n', input);
@@ -163,7 +204,7 @@ impl JsonlDecoder {
                     let piece = &input[..i];
                     input = &input[i + 1..];
                     if self.partial.is_empty() {
-                        deliver(piece, limit, &mut on);
+                        deliver(piece, limit, &mut |l| on(l.map(Line::Borrowed)));
                     } else if self.partial.len() + piece.len() > limit + 1 {
                         // +1: a trailing '\r' is not part of the line.
                         self.peek.push(&self.partial);
@@ -174,12 +215,22 @@ impl JsonlDecoder {
                     } else {
                         let mut line = std::mem::take(&mut self.partial);
                         line.extend_from_slice(piece);
-                        deliver(&line, limit, &mut on);
                         // Keep the allocation for the next partial line, but
-                        // don't hold on to a huge one.
-                        if line.capacity() <= 64 * 1024 {
+                        // don't hold on to a huge one: give that one away.
+                        if line.capacity() <= REUSED_CAPACITY {
+                            deliver(&line, limit, &mut |l| on(l.map(Line::Borrowed)));
                             line.clear();
                             self.partial = line;
+                        } else {
+                            let mut taken = None;
+                            deliver(&line, limit, &mut |l| match l {
+                                Ok(l) => taken = Some(l.len()),
+                                Err(e) => on(Err(e)),
+                            });
+                            if let Some(len) = taken {
+                                line.truncate(len);
+                                on(Ok(Line::Owned(line)));
+                            }
                         }
                     }
                 }
@@ -350,6 +401,43 @@ mod tests {
         let mut out = Vec::new();
         dec.feed(input, |l| out.push(l.map(<[u8]>::to_vec)));
         out
+    }
+
+    /// A line assembled from pieces is borrowed while its buffer is small
+    /// enough to keep, and given away (CR trimmed) when it is not.
+    #[test]
+    fn a_large_assembled_line_is_given_away() {
+        let mut dec = JsonlDecoder::new();
+        let big = format!("[\"{}\"]", "x".repeat(2 * REUSED_CAPACITY));
+        let mut got = Vec::new();
+        let mut take = |dec: &mut JsonlDecoder, input: &[u8]| {
+            dec.feed_lines(input, |l| {
+                got.push(match l.unwrap() {
+                    Line::Borrowed(b) => (false, b.to_vec()),
+                    Line::Owned(v) => (true, v),
+                })
+            })
+        };
+        take(&mut dec, b"[1,");
+        take(&mut dec, b"2]\n");
+        let (head, tail) = big.as_bytes().split_at(1000);
+        take(&mut dec, head);
+        take(&mut dec, tail);
+        take(&mut dec, b"\r\n[3]\n");
+        assert_eq!(
+            got,
+            vec![
+                (false, b"[1,2]".to_vec()),
+                (true, big.clone().into_bytes()),
+                (false, b"[3]".to_vec()),
+            ]
+        );
+        // The same lines through `feed`.
+        let mut dec = JsonlDecoder::new();
+        let input = format!("{big}\r\n");
+        let (a, b) = input.as_bytes().split_at(7);
+        assert_eq!(lines(&mut dec, a), vec![]);
+        assert_eq!(lines(&mut dec, b), vec![Ok(big.into_bytes())]);
     }
 
     #[test]

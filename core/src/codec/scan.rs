@@ -11,12 +11,13 @@
 //!       └────────────► None       left to serde_json
 //! ```
 //!
-//! [`raw`] makes the `RawValue` through the same (serde-internal)
+//! [`raw`] (and [`raw_owned`], taking a buffer) makes the `RawValue` through the same (serde-internal)
 //! deserializer protocol serde_json's own `RawValue` deserializers use;
 //! should a serde_json release change it, `raw` checks the text with
 //! serde_json instead (slower, same value), and a test says so.
 
-use serde::de::{self, value::BorrowedStrDeserializer, Deserialize, DeserializeSeed, Visitor};
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::{self, Deserialize, DeserializeSeed, Visitor};
 use serde_json::value::RawValue;
 
 use super::json::plain_len;
@@ -170,16 +171,32 @@ fn digits(b: &[u8], mut i: usize) -> usize {
 /// without parsing it again (see the module); parsed by serde_json only
 /// if its protocol answers no more.
 pub(crate) fn raw(json: &str) -> Option<&RawValue> {
-    <&RawValue>::deserialize(Token(json))
+    <&RawValue>::deserialize(Token(Text::Borrowed(json)))
         .ok()
         .or_else(|| serde_json::from_str(json).ok())
+}
+
+/// [`raw`], taking `json`'s buffer (no copy).
+pub(crate) fn raw_owned(json: String) -> Option<Box<RawValue>> {
+    // The protocol is asked first on a word, so that `json` is not lost
+    // if it no longer answers.
+    if <&RawValue>::deserialize(Token(Text::Borrowed("null"))).is_err() {
+        return RawValue::from_string(json).ok();
+    }
+    Box::<RawValue>::deserialize(Token(Text::Owned(json))).ok()
 }
 
 /// serde_json's name for a `RawValue` in its deserializer protocol.
 const TOKEN: &str = "$serde_json::private::RawValue";
 
-/// A deserializer that answers a `RawValue`'s request with `json`.
-struct Token<'a>(&'a str);
+/// The JSON text a [`Token`] hands over.
+enum Text<'a> {
+    Borrowed(&'a str),
+    Owned(String),
+}
+
+/// A deserializer that answers a `RawValue`'s request with its text.
+struct Token<'a>(Text<'a>);
 
 impl<'de> de::Deserializer<'de> for Token<'de> {
     type Error = de::value::Error;
@@ -206,8 +223,8 @@ impl<'de> de::Deserializer<'de> for Token<'de> {
     }
 }
 
-/// The one member `{TOKEN: json}`.
-struct Member<'a>(Option<&'a str>);
+/// The one member `{TOKEN: text}`.
+struct Member<'a>(Option<Text<'a>>);
 
 impl<'de> de::MapAccess<'de> for Member<'de> {
     type Error = de::value::Error;
@@ -227,11 +244,11 @@ impl<'de> de::MapAccess<'de> for Member<'de> {
         &mut self,
         seed: V,
     ) -> Result<V::Value, Self::Error> {
-        let json = self
-            .0
-            .take()
-            .ok_or_else(|| de::Error::custom("no value"))?;
-        seed.deserialize(BorrowedStrDeserializer::new(json))
+        match self.0.take() {
+            Some(Text::Borrowed(json)) => seed.deserialize(BorrowedStrDeserializer::new(json)),
+            Some(Text::Owned(json)) => seed.deserialize(StringDeserializer::new(json)),
+            None => Err(de::Error::custom("no value")),
+        }
     }
 }
 
@@ -339,9 +356,20 @@ mod tests {
     #[test]
     fn raw_borrows_the_text_without_parsing_it() {
         let text = r#"{"a":[1,2]}"#;
-        let raw = <&RawValue>::deserialize(Token(text)).expect("serde_json's protocol");
+        let raw =
+            <&RawValue>::deserialize(Token(Text::Borrowed(text))).expect("serde_json's protocol");
         assert_eq!(raw.get().as_ptr(), text.as_ptr());
         assert_eq!(super::raw(text).unwrap().get(), text);
+        let owned = String::from(text);
+        let at = owned.as_ptr();
+        let boxed =
+            Box::<RawValue>::deserialize(Token(Text::Owned(owned))).expect("serde_json's protocol");
+        assert_eq!(
+            (boxed.get(), boxed.get().as_ptr()),
+            (text, at),
+            "the buffer, not a copy"
+        );
+        assert_eq!(raw_owned(text.to_owned()).unwrap().get(), text);
         // The fallback parses.
         assert!(serde_json::from_str::<&RawValue>("{").is_err());
     }

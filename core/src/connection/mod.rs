@@ -67,6 +67,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::auth::AuthState;
+use crate::codec::jsonl::Line;
 use crate::config::ServerConfig;
 use crate::mcp::handshake::{accept_result, HandshakeError};
 use crate::mcp::methods::{check_spec, notifications, Capability, MethodId, MethodSpec};
@@ -300,7 +301,7 @@ impl Connection {
             return;
         }
         let engine = &mut self.engine;
-        let mut deliver = |m: &[u8]| engine.handle_message(now, m);
+        let mut deliver = |m: Line<'_>| engine.handle_line(now, m);
         match self.wire.handle_input(now, input, &mut deliver) {
             Fed::Taken => {}
             Fed::Died(message) => self.server_gone(now, message),

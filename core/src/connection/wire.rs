@@ -12,6 +12,7 @@
 //! 2026-07-28 headers of the messages built for it ([`Wire::note_request`],
 //! [`Wire::note_notification`]) until the engine hands it each message.
 
+use crate::codec::jsonl::Line;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -189,7 +190,7 @@ impl Wire {
         &mut self,
         now: Instant,
         input: Input<'_>,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) -> Fed {
         let mut death = None;
         match (&mut self.transport, input) {

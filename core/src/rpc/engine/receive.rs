@@ -7,6 +7,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{our_key, Engine, F_PROGRESS, F_RESET};
+use crate::codec::jsonl::Line;
+use crate::codec::scan;
 use crate::mcp::methods::{notifications, MethodId};
 use crate::rpc::error::RequestError;
 use crate::rpc::message::{
@@ -74,6 +76,61 @@ impl Engine {
         }
     }
 
+    /// [`handle_message`](Self::handle_message) for one line of a stream.
+    /// A line whose buffer is given ([`Line::Owned`]: a large one) and
+    /// that is the common response to a pending request becomes its
+    /// result in place: a large answer is held once, not copied out.
+    pub fn handle_line(&mut self, now: Instant, line: Line<'_>) {
+        match line {
+            Line::Borrowed(json) => self.handle_message(now, json),
+            Line::Owned(json) => match self.owned_answer(&json) {
+                Some((id, start, end)) => {
+                    let mut json = json;
+                    json.truncate(end);
+                    json.drain(..start);
+                    // Checked as UTF-8 and JSON by `owned_answer` (and
+                    // cut at ASCII bytes), so this cannot fail; were it to,
+                    // the request fails rather than waits for its timeout.
+                    match String::from_utf8(json).ok().and_then(scan::raw_owned) {
+                        Some(raw) => self.on_response(id, Ok(move || raw)),
+                        None => {
+                            let key = our_key(&id);
+                            if self.pending.remove(&key).is_some() {
+                                let message = "the answer's result could not be kept".into();
+                                self.complete(key, Err(RequestError::Transport { message }));
+                            }
+                        }
+                    }
+                }
+                None => self.handle_message(now, &json),
+            },
+        }
+    }
+
+    /// Where the result of `json` stands, when `json` is the common
+    /// response (as the fast path reads it) to a pending request.
+    fn owned_answer(&self, json: &[u8]) -> Option<(RequestId, usize, usize)> {
+        if self.closed {
+            return None;
+        }
+        let text = std::str::from_utf8(json).ok()?;
+        if message::repair_lone_surrogates(text).is_some() {
+            return None;
+        }
+        let Some(Message::Response {
+            id: id @ RequestId::Number(n),
+            outcome: Ok(raw),
+        }) = crate::rpc::response::read_response(text)
+        else {
+            return None;
+        };
+        self.pending
+            .contains_key(&our_key(&RequestId::Number(n)))
+            .then_some(())?;
+        let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
+        Some((id, start, start + raw.get().len()))
+    }
+
     fn parse_failed(&mut self, err: ParseError, text: &[u8]) {
         let preview = crate::codec::preview(text, PREVIEW_BYTES);
         match err {
@@ -97,7 +154,9 @@ impl Engine {
 
     fn handle_one(&mut self, now: Instant, text: &str) {
         match message::parse_message(text) {
-            Ok(Message::Response { id, outcome }) => self.on_response(id, outcome),
+            Ok(Message::Response { id, outcome }) => {
+                self.on_response(id, outcome.map(|raw| move || raw.to_owned()))
+            }
             Ok(Message::Request { id, method, params }) => {
                 self.on_request(text, id, &method, params)
             }
@@ -108,13 +167,19 @@ impl Engine {
         }
     }
 
-    fn on_response(&mut self, id: RequestId, outcome: Result<&RawValue, ErrorObject>) {
+    /// A response: its result (made owned only if a request waits for
+    /// it) or its error.
+    fn on_response(
+        &mut self,
+        id: RequestId,
+        outcome: Result<impl FnOnce() -> Box<RawValue>, ErrorObject>,
+    ) {
         let key = our_key(&id);
         if self.pending.remove(&key).is_some() {
             let outcome = match outcome {
                 Ok(result) => {
                     self.stats.completed_ok += 1;
-                    Ok(result.to_owned())
+                    Ok(result())
                 }
                 Err(error) => {
                     self.stats.completed_error += 1;

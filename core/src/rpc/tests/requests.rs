@@ -239,3 +239,43 @@ fn close_without_reason_says_transport_closed() {
         "Transport closed"
     );
 }
+
+/// A large line handed over with its buffer (`Line::Owned`) completes its
+/// request with the result moved to the buffer's start; any other shape,
+/// or an id nobody waits for, goes the usual way.
+#[test]
+fn an_owned_line_becomes_its_result_in_place() {
+    use crate::codec::jsonl::Line;
+    let mut h = H::new(EngineConfig::default());
+    let text = "x".repeat(100_000);
+    let result = format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#);
+
+    let id = h.req("tools/call", RequestOptions::default());
+    let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).into_bytes();
+    let buffer = line.as_ptr();
+    h.e.handle_line(h.t0, Line::Owned(line));
+    let out = h.drain();
+    let (got, outcome) = complete(&out[0]);
+    let raw = outcome.as_ref().unwrap();
+    assert_eq!((got, raw.get()), (id, result.as_str()));
+    // Moved, not copied (shrinking in place keeps the allocation).
+    assert_eq!(raw.get().as_ptr(), buffer);
+
+    // Spaced (the general path), an error, and a late answer.
+    let id = h.req("tools/call", RequestOptions::default());
+    let spaced = format!(r#"{{ "jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+    h.e.handle_line(h.t0, Line::Owned(spaced.into_bytes()));
+    let out = h.drain();
+    assert_eq!(complete(&out[0]).1.as_ref().unwrap().get(), result);
+    let id = h.req("tools/call", RequestOptions::default());
+    let error =
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"{text}"}}}}"#);
+    h.e.handle_line(h.t0, Line::Owned(error.into_bytes()));
+    let out = h.drain();
+    assert!(matches!(failed(&out[0]).1, RequestError::Remote(e) if e.message == text));
+    let late = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+    h.e.handle_line(h.t0, Line::Owned(late.into_bytes()));
+    assert!(h.drain().is_empty());
+    assert_eq!(h.e.stats().late_responses, 1);
+    assert_eq!(h.e.stats().completed_ok, 2);
+}

@@ -2,6 +2,7 @@
 //! failures of the event stream and of the POSTs, the stream's events and
 //! its `endpoint`.
 
+use crate::codec::jsonl::Line;
 use std::time::Instant;
 
 use super::{http_failure, Answer, LegacyEvent, LegacySse, Phase, Refusal, Stream, QUOTE_BYTES};
@@ -16,7 +17,7 @@ impl LegacySse {
         _now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
-        _deliver: &mut dyn FnMut(&[u8]),
+        _deliver: &mut dyn FnMut(Line<'_>),
     ) {
         if self.drain_settled(ex) {
             return;
@@ -125,7 +126,7 @@ impl LegacySse {
         _now: Instant,
         ex: ExchangeId,
         data: &[u8],
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         if self.phase != Phase::Running {
             return;
@@ -177,7 +178,12 @@ impl LegacySse {
     }
 
     /// Exchange `ex` ended normally.
-    pub fn handle_end(&mut self, _now: Instant, ex: ExchangeId, _deliver: &mut dyn FnMut(&[u8])) {
+    pub fn handle_end(
+        &mut self,
+        _now: Instant,
+        ex: ExchangeId,
+        _deliver: &mut dyn FnMut(Line<'_>),
+    ) {
         if self.drain_settled(ex) {
             return;
         }
@@ -230,7 +236,7 @@ impl LegacySse {
         _now: Instant,
         ex: ExchangeId,
         error: &str,
-        _deliver: &mut dyn FnMut(&[u8]),
+        _deliver: &mut dyn FnMut(Line<'_>),
     ) {
         if self.drain_settled(ex) {
             return;
@@ -261,7 +267,7 @@ impl LegacySse {
     }
 
     /// One item decoded from the stream.
-    fn on_item(&mut self, item: SseItem, deliver: &mut dyn FnMut(&[u8])) {
+    fn on_item(&mut self, item: SseItem, deliver: &mut dyn FnMut(Line<'_>)) {
         if self.phase != Phase::Running {
             return;
         }
@@ -269,7 +275,7 @@ impl LegacySse {
             SseItem::Event(SseEvent { event, data, .. }) => match event.as_str() {
                 "message" => {
                     if !data.trim().is_empty() {
-                        deliver(data.as_bytes());
+                        deliver(Line::Borrowed(data.as_bytes()));
                     }
                 }
                 "endpoint" => self.on_endpoint(&data),

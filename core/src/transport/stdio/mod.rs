@@ -30,6 +30,7 @@
 //! reports what it sees (stdout and stderr bytes and EOFs, the exit status)
 //! as soon as it sees it.
 
+use crate::codec::jsonl::Line;
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -344,12 +345,12 @@ impl Stdio {
     }
 
     /// Feeds stdout bytes; each complete line goes to `deliver`.
-    pub fn handle_stdout(&mut self, bytes: &[u8], mut deliver: impl FnMut(&[u8])) {
+    pub fn handle_stdout(&mut self, bytes: &[u8], mut deliver: impl FnMut(Line<'_>)) {
         if self.stale() {
             return;
         }
         let actions = &mut self.actions;
-        self.stdout.feed(bytes, |line| match line {
+        self.stdout.feed_lines(bytes, |line| match line {
             Ok(line) => deliver(line),
             Err(e) => actions.push_back(StdioAction::Malformed(e)),
         });

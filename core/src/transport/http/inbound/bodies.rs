@@ -1,6 +1,7 @@
 //! Response bodies: SSE streams and their events, JSON answers and error
 //! answers, and the JSON-RPC texts handed to the engine.
 
+use crate::codec::jsonl::Line;
 use serde_json::value::RawValue;
 
 use crate::codec::preview;
@@ -16,7 +17,7 @@ impl StreamableHttp {
         ex: ExchangeId,
         owner: &Owner,
         data: &[u8],
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         let mut items = Vec::new();
         let config = &self.config;
@@ -54,7 +55,7 @@ impl StreamableHttp {
         }
     }
 
-    fn sse_event(&mut self, owner: &Owner, event: SseEvent, deliver: &mut dyn FnMut(&[u8])) {
+    fn sse_event(&mut self, owner: &Owner, event: SseEvent, deliver: &mut dyn FnMut(Line<'_>)) {
         match owner {
             Owner::Request(id) | Owner::Resume(id) => {
                 if let Some(p) = self.pending.get_mut(id) {
@@ -99,7 +100,7 @@ impl StreamableHttp {
 
     /// Hands one JSON text to the engine, noting which of our requests it
     /// answers.
-    fn deliver_text(&mut self, text: &[u8], deliver: &mut dyn FnMut(&[u8])) {
+    fn deliver_text(&mut self, text: &[u8], deliver: &mut dyn FnMut(Line<'_>)) {
         if !self.pending.is_empty() {
             if let Ok(text) = std::str::from_utf8(text) {
                 let mut ids = Vec::new();
@@ -118,7 +119,7 @@ impl StreamableHttp {
                 }
             }
         }
-        deliver(text);
+        deliver(Line::Borrowed(text));
     }
 
     /// A request's `application/json` answer is complete.
@@ -126,7 +127,7 @@ impl StreamableHttp {
         &mut self,
         owner: Owner,
         body: Vec<u8>,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         let Owner::Request(id) = owner else {
             return;
@@ -155,7 +156,7 @@ impl StreamableHttp {
         &mut self,
         owner: Owner,
         e: ErrorBody,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         if let (Owner::Request(id), Some(init)) = (&owner, self.refused_init) {
             if *id == init {

@@ -1,6 +1,7 @@
 //! Ends and failures of exchanges: streams resumed or failed, the
 //! listener's reconnection and backoff.
 
+use crate::codec::jsonl::Line;
 use std::time::Instant;
 
 use crate::codec::sse::SseEnd;
@@ -16,7 +17,7 @@ impl StreamableHttp {
         owner: Owner,
         body: Body,
         error: &str,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         match (owner, body) {
             (owner, Body::Error(e)) => self.finish_error(owner, e, deliver),

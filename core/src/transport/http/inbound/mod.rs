@@ -10,6 +10,7 @@ mod bodies;
 mod ends;
 mod heads;
 
+use crate::codec::jsonl::Line;
 use std::time::Instant;
 
 use super::{
@@ -27,7 +28,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         self.take_head(now, ex, head, deliver);
         self.drained(now);
@@ -39,7 +40,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
-        _deliver: &mut dyn FnMut(&[u8]),
+        _deliver: &mut dyn FnMut(Line<'_>),
     ) {
         self.touch(now);
         let Some(x) = self.exchanges.get_mut(&ex) else {
@@ -132,7 +133,7 @@ impl StreamableHttp {
         _now: Instant,
         ex: ExchangeId,
         data: &[u8],
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         let max_body = self.config.max_body;
         let Some(x) = self.exchanges.get_mut(&ex) else {
@@ -183,7 +184,7 @@ impl StreamableHttp {
     }
 
     /// Exchange `ex`'s response ended normally.
-    pub fn handle_end(&mut self, now: Instant, ex: ExchangeId, deliver: &mut dyn FnMut(&[u8])) {
+    pub fn handle_end(&mut self, now: Instant, ex: ExchangeId, deliver: &mut dyn FnMut(Line<'_>)) {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;
         };
@@ -212,7 +213,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         error: &str,
-        deliver: &mut dyn FnMut(&[u8]),
+        deliver: &mut dyn FnMut(Line<'_>),
     ) {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;

@@ -130,27 +130,35 @@ impl Harness {
 
     fn head(&mut self, ex: ExchangeId, status: u16, headers: &[(&str, &str)]) {
         let d = &mut self.delivered;
-        let mut deliver = |b: &[u8]| d.push(String::from_utf8_lossy(b).into_owned());
+        let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+        };
         self.t
             .handle_head(self.now, ex, &head(status, headers), &mut deliver);
     }
 
     fn body(&mut self, ex: ExchangeId, data: impl AsRef<[u8]>) {
         let d = &mut self.delivered;
-        let mut deliver = |b: &[u8]| d.push(String::from_utf8_lossy(b).into_owned());
+        let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+        };
         self.t
             .handle_body(self.now, ex, data.as_ref(), &mut deliver);
     }
 
     fn end(&mut self, ex: ExchangeId) {
         let d = &mut self.delivered;
-        let mut deliver = |b: &[u8]| d.push(String::from_utf8_lossy(b).into_owned());
+        let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+        };
         self.t.handle_end(self.now, ex, &mut deliver);
     }
 
     fn failed(&mut self, ex: ExchangeId, error: &str) {
         let d = &mut self.delivered;
-        let mut deliver = |b: &[u8]| d.push(String::from_utf8_lossy(b).into_owned());
+        let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+        };
         self.t.handle_failed(self.now, ex, error, &mut deliver);
     }
 

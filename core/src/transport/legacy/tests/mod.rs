@@ -77,30 +77,40 @@ impl Sim {
 
     fn head(&mut self, ex: ExchangeId, head: &ResponseHead) {
         let d = &mut self.delivered;
-        self.t.handle_head(self.now, ex, head, &mut |m: &[u8]| {
-            d.push(String::from_utf8(m.to_vec()).unwrap())
-        });
+        self.t
+            .handle_head(self.now, ex, head, &mut |m: crate::codec::jsonl::Line<
+                '_,
+            >| {
+                d.push(String::from_utf8(m.bytes().to_vec()).unwrap())
+            });
     }
 
     fn body(&mut self, ex: ExchangeId, data: &[u8]) {
         let d = &mut self.delivered;
-        self.t.handle_body(self.now, ex, data, &mut |m: &[u8]| {
-            d.push(String::from_utf8(m.to_vec()).unwrap())
-        });
+        self.t
+            .handle_body(self.now, ex, data, &mut |m: crate::codec::jsonl::Line<
+                '_,
+            >| {
+                d.push(String::from_utf8(m.bytes().to_vec()).unwrap())
+            });
     }
 
     fn end(&mut self, ex: ExchangeId) {
         let d = &mut self.delivered;
-        self.t.handle_end(self.now, ex, &mut |m: &[u8]| {
-            d.push(String::from_utf8(m.to_vec()).unwrap())
-        });
+        self.t
+            .handle_end(self.now, ex, &mut |m: crate::codec::jsonl::Line<'_>| {
+                d.push(String::from_utf8(m.bytes().to_vec()).unwrap())
+            });
     }
 
     fn failed(&mut self, ex: ExchangeId, error: &str) {
         let d = &mut self.delivered;
-        self.t.handle_failed(self.now, ex, error, &mut |m: &[u8]| {
-            d.push(String::from_utf8(m.to_vec()).unwrap())
-        });
+        self.t
+            .handle_failed(self.now, ex, error, &mut |m: crate::codec::jsonl::Line<
+                '_,
+            >| {
+                d.push(String::from_utf8(m.bytes().to_vec()).unwrap())
+            });
     }
 
     fn send(&mut self, message: &str, kind: SendKind) {
