@@ -122,7 +122,12 @@ pub(crate) fn plain_len(bytes: &[u8]) -> usize {
 /// checked when it was made. Valid JSON either way; nothing parses it
 /// again on the way out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Params(String);
+pub struct Params {
+    text: String,
+    /// Written by a serializer (this crate's or serde_json's): without
+    /// raw line breaks, so it goes into a line as it is.
+    compact: bool,
+}
 
 impl Params {
     /// `value` as JSON, as `serde_json::to_string` writes it.
@@ -131,15 +136,21 @@ impl Params {
         let mut out = Vec::with_capacity(256);
         if write(value, &mut out).is_ok() {
             if let Ok(text) = String::from_utf8(out) {
-                return Ok(Params(text));
+                return Ok(Params {
+                    text,
+                    compact: true,
+                });
             }
         }
-        serde_json::to_string(value).map(Params)
+        serde_json::to_string(value).map(|text| Params {
+            text,
+            compact: true,
+        })
     }
 
     /// The JSON text.
     pub fn get(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// As raw JSON (parsed once, to make the `RawValue`). An error only
@@ -147,42 +158,63 @@ impl Params {
     /// serde_json made serde_json write invalid JSON (a sequence longer
     /// than the length it announced).
     pub fn to_raw(&self) -> Result<Box<RawValue>, serde_json::Error> {
-        RawValue::from_string(self.0.clone())
+        RawValue::from_string(self.text.clone())
     }
 }
 
 impl From<Box<RawValue>> for Params {
     fn from(raw: Box<RawValue>) -> Params {
-        Params(Box::<str>::from(raw).into_string())
+        Params {
+            text: Box::<str>::from(raw).into_string(),
+            compact: false,
+        }
     }
 }
 
 impl From<&RawValue> for Params {
     fn from(raw: &RawValue) -> Params {
-        Params(raw.get().to_owned())
+        Params {
+            text: raw.get().to_owned(),
+            compact: false,
+        }
     }
 }
 
 /// Borrowed JSON text of params (raw JSON or [`Params`]), as the engine
 /// and the connection pass it along.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Json<'a>(&'a str);
+pub(crate) struct Json<'a> {
+    text: &'a str,
+    /// Known to hold no raw line break (see [`Params`]).
+    compact: bool,
+}
 
 impl<'a> Json<'a> {
     pub(crate) fn get(self) -> &'a str {
-        self.0
+        self.text
+    }
+
+    /// Whether it is known to hold no raw line break (raw JSON may).
+    pub(crate) fn compact(self) -> bool {
+        self.compact
     }
 }
 
 impl<'a> From<&'a RawValue> for Json<'a> {
     fn from(raw: &'a RawValue) -> Json<'a> {
-        Json(raw.get())
+        Json {
+            text: raw.get(),
+            compact: false,
+        }
     }
 }
 
 impl<'a> From<&'a Params> for Json<'a> {
     fn from(p: &'a Params) -> Json<'a> {
-        Json(&p.0)
+        Json {
+            text: &p.text,
+            compact: p.compact,
+        }
     }
 }
 

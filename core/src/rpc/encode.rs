@@ -50,6 +50,16 @@ pub(crate) fn write_raw(out: &mut Vec<u8>, raw: &str) {
     }
 }
 
+/// Appends params: as they are when known compact, else through
+/// [`write_raw`].
+fn write_params(out: &mut Vec<u8>, params: Json<'_>) {
+    if params.compact() {
+        out.extend_from_slice(params.get().as_bytes());
+    } else {
+        write_raw(out, params.get());
+    }
+}
+
 fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
         RequestId::Number(n) => write_i64(out, *n),
@@ -88,7 +98,7 @@ pub(crate) fn request(
     match (params, progress) {
         (Some(p), false) => {
             out.extend_from_slice(br#","params":"#);
-            write_raw(out, p.get());
+            write_params(out, p);
         }
         (None, false) => {}
         (None, true) => {

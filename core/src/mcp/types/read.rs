@@ -30,15 +30,15 @@ impl CallToolResult {
         let Some((texts, is_error)) = common(raw.get()) else {
             return serde_json::from_str(raw.get());
         };
-        let content = match texts.as_slice() {
-            [Text::Plain(start, end)] => {
-                let (start, end) = (*start, *end);
+        let content = match texts {
+            Texts::One(Text::Plain(start, end)) => {
                 let mut text = String::from(Box::<str>::from(raw));
                 text.truncate(end);
                 text.replace_range(..start, "");
                 vec![text_content(text)]
             }
-            _ => texts
+            Texts::One(Text::Decoded(text)) => vec![text_content(text)],
+            Texts::Many(texts) => texts
                 .into_iter()
                 .map(|t| {
                     text_content(match t {
@@ -71,9 +71,15 @@ enum Text {
     Decoded(String),
 }
 
+/// A result's texts: one (the common case, without a list), or any number.
+enum Texts {
+    One(Text),
+    Many(Vec<Text>),
+}
+
 /// The texts and `isError` of the result `text` holds, when it has the
 /// common shape.
-fn common(text: &str) -> Option<(Vec<Text>, Option<bool>)> {
+fn common(text: &str) -> Option<(Texts, Option<bool>)> {
     let mut r = Reader { text, at: 0 };
     let (mut content, mut is_error) = (None, None);
     r.object(|r, key| match key {
@@ -88,7 +94,7 @@ fn common(text: &str) -> Option<(Vec<Text>, Option<bool>)> {
         _ => None,
     })?;
     (r.at == text.len()).then_some(())?;
-    Some((content.unwrap_or_default(), is_error))
+    Some((content.unwrap_or(Texts::Many(Vec::new())), is_error))
 }
 
 struct Reader<'a> {
@@ -174,18 +180,22 @@ impl<'a> Reader<'a> {
     }
 
     /// An array of text contents: their texts.
-    fn contents(&mut self) -> Option<Vec<Text>> {
+    fn contents(&mut self) -> Option<Texts> {
         self.eat(b'[').then_some(())?;
-        let mut all = Vec::new();
         if self.eat(b']') {
-            return Some(all);
+            return Some(Texts::Many(Vec::new()));
         }
+        let first = self.text_content()?;
+        if self.eat(b']') {
+            return Some(Texts::One(first));
+        }
+        let mut all = vec![first];
         loop {
+            self.eat(b',').then_some(())?;
             all.push(self.text_content()?);
             if self.eat(b']') {
-                return Some(all);
+                return Some(Texts::Many(all));
             }
-            self.eat(b',').then_some(())?;
         }
     }
 
