@@ -584,15 +584,27 @@ impl Key<'_> {
 
 /// A serializer's seven compound types and methods for one that takes
 /// scalars only: every sequence, map or struct stops it with [`Bail`]
-/// (the map-key writer here, `tools/call`'s null probe).
+/// (the map-key writer here, `tools/call`'s null probe). `but_struct`
+/// leaves out the struct's (the null probe reads serde_json's `RawValue`,
+/// which is a struct to serde).
 macro_rules! no_compounds {
     ($ok:ty) => {
+        $crate::codec::json::no_compounds!($ok, but_struct);
+        type SerializeStruct = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, $crate::codec::json::Bail> {
+            Err($crate::codec::json::Bail)
+        }
+    };
+    ($ok:ty, but_struct) => {
         type SerializeSeq = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
         type SerializeTuple = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
         type SerializeTupleStruct = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
         type SerializeTupleVariant = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
         type SerializeMap = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
-        type SerializeStruct = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
         type SerializeStructVariant = serde::ser::Impossible<$ok, $crate::codec::json::Bail>;
 
         fn serialize_seq(
@@ -627,13 +639,6 @@ macro_rules! no_compounds {
             self,
             _: Option<usize>,
         ) -> Result<Self::SerializeMap, $crate::codec::json::Bail> {
-            Err($crate::codec::json::Bail)
-        }
-        fn serialize_struct(
-            self,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeStruct, $crate::codec::json::Bail> {
             Err($crate::codec::json::Bail)
         }
         fn serialize_struct_variant(

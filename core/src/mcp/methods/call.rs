@@ -82,6 +82,34 @@ fn is_null<T: Serialize + ?Sized>(value: &T) -> bool {
 
 struct NullProbe;
 
+/// serde_json's name for a `RawValue` when it is serialized.
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
+/// A `RawValue` being probed: whether its text is `null`.
+struct RawProbe(bool);
+
+impl SerializeStruct for RawProbe {
+    type Ok = bool;
+    type Error = Bail;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _: &'static str,
+        text: &T,
+    ) -> Result<(), Bail> {
+        // The text, as a string (a `RawValue` is rarely an argument).
+        let text = serde_json::to_value(text).map_err(|_| Bail)?;
+        self.0 = text
+            .as_str()
+            .is_some_and(|t| t.trim_matches([' ', '\t', '\n', '\r']) == "null");
+        Ok(())
+    }
+
+    fn end(self) -> Result<bool, Bail> {
+        Ok(self.0)
+    }
+}
+
 /// Scalars that are never `null`.
 macro_rules! not_null {
     ($($f:ident: $t:ty),*) => {
@@ -94,7 +122,18 @@ macro_rules! not_null {
 impl Serializer for NullProbe {
     type Ok = bool;
     type Error = Bail;
-    no_compounds!(bool);
+    no_compounds!(bool, but_struct);
+    type SerializeStruct = RawProbe;
+
+    /// Only serde_json's `RawValue` (a struct of one member, its text, to
+    /// serde) is read: `null` when its text is.
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<RawProbe, Bail> {
+        if name == RAW_VALUE {
+            Ok(RawProbe(false))
+        } else {
+            Err(Bail)
+        }
+    }
 
     not_null!(
         serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
@@ -230,5 +269,29 @@ mod tests {
         );
         assert!(!is_null(&json!({})));
         assert!(is_null(&Value::Null));
+    }
+
+    /// Raw JSON arguments: `null` (spaced or not) is left out as a
+    /// `Value::Null` is; anything else is sent as it is.
+    #[test]
+    fn raw_arguments_are_read_for_null() {
+        for (raw, args) in [
+            ("null", None),
+            (" null\n", None),
+            ("{}", Some("{}")),
+            (r#"{"a":null}"#, Some(r#"{"a":null}"#)),
+            (r#""null""#, Some(r#""null""#)),
+            ("[null]", Some("[null]")),
+        ] {
+            let raw = RawValue::from_string(raw.to_owned()).unwrap();
+            let p = CallToolRef::new("t", &*raw).params_json().unwrap().unwrap();
+            let want = match args {
+                None => r#"{"name":"t"}"#.to_owned(),
+                Some(a) => format!(r#"{{"name":"t","arguments":{a}}}"#),
+            };
+            assert_eq!(p.get(), want, "{raw}");
+            let boxed = CallToolRef::new("t", &raw).params_json().unwrap().unwrap();
+            assert_eq!(boxed.get(), want, "{raw}");
+        }
     }
 }
