@@ -258,8 +258,11 @@ fn an_owned_line_becomes_its_result_in_place() {
     let (got, outcome) = complete(&out[0]);
     let raw = outcome.as_ref().unwrap();
     assert_eq!((got, raw.get()), (id, result.as_str()));
-    // Moved, not copied (shrinking in place keeps the allocation).
-    assert_eq!(raw.get().as_ptr(), buffer);
+    // Moved, not copied (glibc shrinks an allocation in place; another
+    // allocator may move it).
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert_eq!(raw.get().as_ptr(), buffer);
+    }
 
     // Spaced (the general path), an error, and a late answer.
     let id = h.req("tools/call", RequestOptions::default());
