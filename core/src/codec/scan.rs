@@ -36,26 +36,18 @@ pub(crate) fn value_end(text: &str) -> Option<usize> {
     loop {
         // A value at `i`.
         match *b.get(i)? {
-            b'{' => {
+            open @ (b'{' | b'[') => {
+                let object = open == b'{';
                 i = ws(b, i + 1);
-                if b.get(i) == Some(&b'}') {
+                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
                     i += 1;
                 } else {
                     (depth < MAX_DEPTH).then_some(())?;
-                    stack = stack << 1 | 1;
+                    stack = stack << 1 | u64::from(object);
                     depth += 1;
-                    i = ws(b, key(b, i)?);
-                    continue;
-                }
-            }
-            b'[' => {
-                i = ws(b, i + 1);
-                if b.get(i) == Some(&b']') {
-                    i += 1;
-                } else {
-                    (depth < MAX_DEPTH).then_some(())?;
-                    stack <<= 1;
-                    depth += 1;
+                    if object {
+                        i = ws(b, key(b, i)?);
+                    }
                     continue;
                 }
             }
