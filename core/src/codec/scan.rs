@@ -3,8 +3,9 @@
 //! numbers by the grammar, `true`/`false`/`null`, balanced containers),
 //! in one pass without serde: strings are crossed eight bytes at a time.
 //! What it accepts serde_json accepts; what it gives up on (nesting
-//! deeper than [`MAX_DEPTH`], anything malformed) is left to the caller's
-//! serde path, which gives the answer or the error.
+//! deeper than [`MAX_DEPTH`], a surrogate escape `\uD800`–`\uDFFF`, which
+//! may be a lone half to mend, anything malformed) is left to the
+//! caller's general path, which gives the answer or the error.
 //!
 //! ```text
 //!  text ──value_end──► Some(end)  text[..end] is one JSON value ──raw──► &RawValue (not parsed again)
@@ -112,7 +113,12 @@ fn string(b: &[u8], mut i: usize) -> Option<usize> {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
                     b'u' => {
                         let hex = b.get(i + 2..i + 6)?;
-                        hex.iter().all(u8::is_ascii_hexdigit).then_some(6)?
+                        hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
+                        // A surrogate half (`\uD800` to `\uDFFF`): left to
+                        // the caller's general path, which mends a lone one.
+                        let surrogate = matches!(hex[0], b'd' | b'D')
+                            && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
+                        (!surrogate).then_some(6)?
                     }
                     _ => return None,
                 }
@@ -275,7 +281,7 @@ mod tests {
             " { } ",
             r#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
             r#"{ "a" : [ 1 , 2.5 , -3e+7 , 0.0E-1 ] , "b" : "" }"#,
-            r#""esc \" \\ \/ \b \f \n \r \t \u00e9 \uD83D\uDE00 \udead""#,
+            r#""esc \" \\ \/ \b \f \n \r \t \u00e9 \uD7FF \uE000 \uFFFF""#,
             "\"caf\u{e9} \u{1f600} — longer than eight bytes\"",
             "-0",
             "0,",
@@ -328,6 +334,20 @@ mod tests {
                 Some(end) => assert!(text[end..].starts_with('1'), "{text:?} read to {end}"),
             }
             assert!(serde_json::from_str::<&RawValue>(text).is_err(), "{text:?}");
+        }
+    }
+
+    /// Surrogate escapes, paired or lone, are left to the general path
+    /// (which mends a lone half before serde reads it).
+    #[test]
+    fn surrogate_escapes_are_left_to_the_general_path() {
+        for text in [
+            r#""\uD83D\uDE00""#,
+            r#""\ud83d""#,
+            r#""x \uDFFF""#,
+            r#"["\udead"]"#,
+        ] {
+            assert_eq!(value_end(text), None, "{text}");
         }
     }
 

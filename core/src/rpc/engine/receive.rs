@@ -15,6 +15,10 @@ use crate::rpc::message::{
     self, ErrorObject, Frame, InvalidReason, Message, ParseError, RequestId, INVALID_REQUEST,
 };
 use crate::rpc::output::{Diagnostic, Output, Progress};
+use crate::rpc::response::read_response;
+
+/// A message reader: `parse_message`, or its general path alone.
+type Parse = for<'a> fn(&'a str) -> Result<Message<'a>, ParseError>;
 
 /// Bytes of the received text quoted in a diagnostic.
 const PREVIEW_BYTES: usize = 200;
@@ -49,27 +53,33 @@ impl Engine {
         if self.closed {
             return;
         }
-        // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
-        // sliced emoji) is mended here, once, for every reader after.
         let text = match message::utf8(json) {
             Ok(text) => text,
             Err(err) => return self.parse_failed(err, json),
         };
+        // The common response first (its reader leaves a text with a
+        // surrogate escape to the way below, which mends lone halves).
+        if let Some(Message::Response { id, outcome }) = read_response(text) {
+            return self.on_response(id, outcome.map(|raw| move || raw.to_owned()));
+        }
+        // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
+        // sliced emoji) is mended here, once, for every reader after.
         let repaired = message::repair_lone_surrogates(text);
-        let text = match &repaired {
+        let (text, parse): (&str, Parse) = match &repaired {
             Some(text) => {
                 self.stats.surrogates_repaired += 1;
-                text
+                (text.as_str(), message::parse_message)
             }
-            None => text,
+            // Not the common response: read the general way at once.
+            None => (text, message::parse_message_slow),
         };
         let json = text.as_bytes();
         match message::frame_text(text, self.config.accept_batches) {
-            Ok(Frame::Single(text)) => self.handle_one(now, text),
+            Ok(Frame::Single(text)) => self.handle_one(now, text, parse),
             Ok(Frame::Batch(items)) => {
                 self.stats.batches += 1;
                 for item in items {
-                    self.handle_one(now, item.get());
+                    self.handle_one(now, item.get(), message::parse_message);
                 }
             }
             Err(err) => self.parse_failed(err, json),
@@ -113,14 +123,13 @@ impl Engine {
         if self.closed {
             return None;
         }
+        // (The reader leaves a text with a surrogate escape, perhaps a
+        // lone half to mend, to the general way.)
         let text = std::str::from_utf8(json).ok()?;
-        if message::repair_lone_surrogates(text).is_some() {
-            return None;
-        }
         let Some(Message::Response {
             id: id @ RequestId::Number(n),
             outcome: Ok(raw),
-        }) = crate::rpc::response::read_response(text)
+        }) = read_response(text)
         else {
             return None;
         };
@@ -152,8 +161,8 @@ impl Engine {
         }
     }
 
-    fn handle_one(&mut self, now: Instant, text: &str) {
-        match message::parse_message(text) {
+    fn handle_one(&mut self, now: Instant, text: &str, parse: Parse) {
+        match parse(text) {
             Ok(Message::Response { id, outcome }) => {
                 self.on_response(id, outcome.map(|raw| move || raw.to_owned()))
             }
