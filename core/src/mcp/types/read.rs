@@ -82,16 +82,15 @@ enum Texts {
 fn common(text: &str) -> Option<(Texts, Option<bool>)> {
     let mut r = Reader { text, at: 0 };
     let (mut content, mut is_error) = (None, None);
-    r.object(|r, key| match key {
-        "content" if content.is_none() => {
+    r.object(|r| {
+        if content.is_none() && r.take(b"\"content\":") {
             content = Some(r.contents()?);
-            Some(())
-        }
-        "isError" if is_error.is_none() => {
+        } else if is_error.is_none() && r.take(b"\"isError\":") {
             is_error = Some(r.boolean()?);
-            Some(())
+        } else {
+            return None;
         }
-        _ => None,
+        Some(())
     })?;
     (r.at == text.len()).then_some(())?;
     Some((content.unwrap_or(Texts::Many(Vec::new())), is_error))
@@ -102,7 +101,7 @@ struct Reader<'a> {
     at: usize,
 }
 
-impl<'a> Reader<'a> {
+impl Reader<'_> {
     /// Takes `byte` if it is next.
     fn eat(&mut self, byte: u8) -> bool {
         let next = self.text.as_bytes().get(self.at) == Some(&byte);
@@ -110,33 +109,28 @@ impl<'a> Reader<'a> {
         next
     }
 
-    /// An object: each member's key handed to `member`, which reads its
-    /// value.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &str) -> Option<()>) -> Option<()> {
+    /// Takes `bytes` (a member's key with its quotes and colon, a literal)
+    /// if they are next: keys are matched whole, not read first.
+    fn take<const N: usize>(&mut self, bytes: &[u8; N]) -> bool {
+        let rest = self.text.as_bytes().get(self.at..);
+        let next = rest.and_then(<[u8]>::first_chunk::<N>) == Some(bytes);
+        self.at += if next { N } else { 0 };
+        next
+    }
+
+    /// An object: `member` reads each member, key and value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.eat(b'{').then_some(())?;
         if self.eat(b'}') {
             return Some(());
         }
         loop {
-            let key = self.plain_string()?;
-            self.eat(b':').then_some(())?;
-            member(self, key)?;
+            member(self)?;
             if self.eat(b'}') {
                 return Some(());
             }
             self.eat(b',').then_some(())?;
         }
-    }
-
-    /// A short string without escapes (a key, a tag), borrowed.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        self.eat(b'"').then_some(())?;
-        let rest = &self.text.as_bytes()[self.at..];
-        let end = crate::codec::json::plain_len(rest);
-        (rest.get(end) == Some(&b'"')).then_some(())?;
-        let s = &self.text[self.at..self.at + end];
-        self.at += end + 1;
-        Some(s)
     }
 
     /// A string: where it stands when it has no escapes, else decoded by
@@ -167,15 +161,10 @@ impl<'a> Reader<'a> {
 
     /// `true` or `false`.
     fn boolean(&mut self) -> Option<bool> {
-        let rest = &self.text[self.at..];
-        if rest.starts_with("true") {
-            self.at += 4;
+        if self.take(b"true") {
             Some(true)
-        } else if rest.starts_with("false") {
-            self.at += 5;
-            Some(false)
         } else {
-            None
+            self.take(b"false").then_some(false)
         }
     }
 
@@ -202,16 +191,16 @@ impl<'a> Reader<'a> {
     /// `{"type":"text","text":…}`, in either order: its text.
     fn text_content(&mut self) -> Option<Text> {
         let (mut tagged, mut text) = (false, None);
-        self.object(|r, key| match key {
-            "type" if !tagged => {
-                tagged = r.plain_string()? == "text";
+        self.object(|r| {
+            if !tagged && r.take(b"\"type\":") {
+                tagged = r.take(b"\"text\"");
                 tagged.then_some(())
-            }
-            "text" if text.is_none() => {
+            } else if text.is_none() && r.take(b"\"text\":") {
                 text = Some(r.string()?);
                 Some(())
+            } else {
+                None
             }
-            _ => None,
         })?;
         tagged.then_some(())?;
         text
