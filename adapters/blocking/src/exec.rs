@@ -189,14 +189,13 @@ impl Shared {
     fn perform(self: &Arc<Self>, state: &mut State, mine: Option<u64>) -> Vec<Exchange> {
         let mut inline = Vec::new();
         while let Some(effect) = state.session.next_effect() {
-            let now = Instant::now();
             match effect {
                 Effect::Write(bytes) => {
                     let failed = state.pipes.as_mut().and_then(|p| p.write(&bytes));
                     let unwritten = state.pipes.as_ref().map_or(0, |p| p.backlog());
                     state.session.set_unwritten(unwritten);
                     if let Some(e) = failed {
-                        state.session.input(now, Input::WriteFailed(&e));
+                        state.session.input(Instant::now(), Input::WriteFailed(&e));
                     }
                 }
                 Effect::CloseStdin => {
@@ -207,19 +206,21 @@ impl Shared {
                 Effect::Signal(sig) => {
                     if let Some(p) = &mut state.pipes {
                         if !p.signal(sig) {
-                            state.session.input(now, Input::GroupEmpty);
+                            state.session.input(Instant::now(), Input::GroupEmpty);
                         }
                     }
                 }
                 Effect::CheckGroup => {
                     let alive = state.pipes.as_mut().is_some_and(|p| p.check_group());
                     if !alive {
-                        state.session.input(now, Input::GroupEmpty);
+                        state.session.input(Instant::now(), Input::GroupEmpty);
                     }
                 }
                 Effect::CheckStdin => {
                     let unread = state.pipes.as_ref().and_then(Pipes::unread);
-                    state.session.input(now, Input::StdinUnread(unread));
+                    state
+                        .session
+                        .input(Instant::now(), Input::StdinUnread(unread));
                 }
                 Effect::Spawn => {
                     let started = match &state.server {
@@ -235,7 +236,7 @@ impl Shared {
                             if let Some(old) = state.pipes.replace(pipes) {
                                 old.interrupt();
                             }
-                            state.session.input(now, Input::Spawned);
+                            state.session.input(Instant::now(), Input::Spawned);
                             // Nobody may be leading (the old pipes had
                             // ended): a waiting caller leads the new ones
                             // (else the background does, after its linger).
@@ -246,7 +247,7 @@ impl Shared {
                         }
                         Err(e) => {
                             let e = e.to_string();
-                            state.session.input(now, Input::SpawnFailed(&e));
+                            state.session.input(Instant::now(), Input::SpawnFailed(&e));
                         }
                     }
                 }
@@ -278,7 +279,7 @@ impl Shared {
                         }
                     });
                     if let Err(e) = ran {
-                        state.session.respond(now, id, Err(e));
+                        state.session.respond(Instant::now(), id, Err(e));
                     }
                 }
                 // A handler thread cannot be stopped; the connection drops
@@ -293,7 +294,7 @@ impl Shared {
                             }
                         });
                     if let Err(e) = spawned {
-                        state.session.authorization(now, Err(e.into()));
+                        state.session.authorization(Instant::now(), Err(e.into()));
                     }
                 }
                 Effect::LockTokens { store, endpoint } => {
@@ -306,7 +307,7 @@ impl Shared {
                         });
                     if let Err(e) = spawned {
                         tracing::warn!("{e}: refreshing without the token store's lock");
-                        state.session.store_locked(now, (None, None));
+                        state.session.store_locked(Instant::now(), (None, None));
                     }
                 }
             }
