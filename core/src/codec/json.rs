@@ -17,105 +17,7 @@
 use serde::ser::{self, Serialize};
 use serde_json::value::RawValue;
 
-/// Appends the decimal digits of `n`.
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
-/// Appends `s` as a JSON string literal (quotes included), escaped as
-/// `serde_json` escapes it: runs without anything to escape are found
-/// eight bytes at a time, the last few bytes one at a time, and copied
-/// whole.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let (mut start, mut i) = (0, 0);
-    loop {
-        i += plain_len(&bytes[i..]);
-        let Some(&b) = bytes.get(i) else {
-            break;
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        i += 1;
-        start = i;
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xf)]);
-            }
-        }
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
-
-/// The bytes a JSON string escapes: control characters, `"` and `\`.
-const ESCAPED: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
-
-/// The bytes of `word` (eight of a string, little-endian) that are a
-/// control character, `"` or `\` (bytes of 0x80 and above never are):
-/// each one's high bit set. Exact up to the first such byte (borrows may
-/// mark bytes after it).
-fn escape_mask(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
-    let quote = word ^ (ONES * b'"' as u64);
-    let backslash = word ^ (ONES * b'\\' as u64);
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
-    (below_space | zero(quote) | zero(backslash)) & HIGH
-}
-
-/// How many bytes at the start of `bytes` a JSON string holds as they
-/// are (no control character, `"` or `\\`): eight at a time, then one at
-/// a time for the last few.
-#[inline]
-pub(crate) fn plain_len(bytes: &[u8]) -> usize {
-    let mut i = 0;
-    while let Some(chunk) = bytes.get(i..).and_then(|r| r.first_chunk::<8>()) {
-        let mask = escape_mask(u64::from_le_bytes(*chunk));
-        if mask != 0 {
-            // The first marked byte (those after it may be marked by a
-            // borrow).
-            return i + (mask.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
-        i += 1;
-    }
-    i
-}
+use super::strings::{write_str, write_u64};
 
 /// A message's params as JSON text, ready to be written: made by this
 /// crate's serializer ([`Params::of`]) or taken from raw JSON, which was
@@ -849,17 +751,6 @@ mod tests {
     }
 
     proptest! {
-        /// Long plain runs with an escape anywhere (the eight-byte steps,
-        /// the byte-at-a-time tail and every escape form).
-        #[test]
-        fn any_string_is_written_as_serde_json_writes_it(
-            s in "([a-z \u{e9}\u{1f600}]{0,20}[\x00-\x1f\"\\\\]?){0,6}"
-        ) {
-            let mut out = Vec::new();
-            write_str(&mut out, &s);
-            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&s).unwrap());
-        }
-
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             let want = serde_json::to_string(&v).unwrap();

@@ -10,6 +10,8 @@
 //! - [`http1`]: an HTTP/1.1 client codec (request heads out, responses in).
 //! - [`json`]: compact JSON out ([`json::Params`], a request's params as
 //!   this crate's serializer writes them).
+//! - `strings`: JSON strings at the byte level (escaped out, their plain
+//!   runs found eight bytes at a time).
 //! - `scan`: one JSON value's extent, checked as serde_json checks a
 //!   `RawValue`, without serde (the common response's result).
 //! - [`glimpse`]: what the first and last bytes of a frame too large to read
@@ -21,6 +23,7 @@ pub mod json;
 pub mod jsonl;
 pub(crate) mod scan;
 pub mod sse;
+pub(crate) mod strings;
 
 /// A short, printable excerpt of `bytes` for error messages: at most
 /// `max` bytes, lossily decoded, control characters escaped, `…` appended

@@ -21,7 +21,7 @@ use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, Deserialize, DeserializeSeed, Visitor};
 use serde_json::value::RawValue;
 
-use super::json::plain_len;
+use super::strings::plain_len;
 
 /// The deepest nesting read here (deeper values go serde's way).
 pub(crate) const MAX_DEPTH: u32 = 64;

@@ -12,7 +12,8 @@ use serde_json::value::RawValue;
 
 use super::error::LocalError;
 use super::message::{ErrorObject, RequestId};
-use crate::codec::json::{write_str, write_u64, Json};
+use crate::codec::json::Json;
+use crate::codec::strings::{write_str, write_u64};
 use crate::mcp::methods::notifications::CANCELLED;
 
 const HEAD: &[u8] = br#"{"jsonrpc":"2.0""#;

@@ -1,0 +1,139 @@
+//! JSON strings at the byte level, for the writers and readers of this
+//! crate: a string written as serde_json escapes it ([`write_str`]), the
+//! run of bytes at a string's start that needs no escape found eight
+//! bytes at a time ([`plain_len`], also what the scanner and the
+//! tool-result reader use to find a string's end), and integers' digits.
+
+/// Appends the decimal digits of `n`.
+pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends `s` as a JSON string literal (quotes included), escaped as
+/// `serde_json` escapes it: runs without anything to escape are found
+/// eight bytes at a time, the last few bytes one at a time, and copied
+/// whole.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let (mut start, mut i) = (0, 0);
+    loop {
+        i += plain_len(&bytes[i..]);
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        i += 1;
+        start = i;
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// The bytes a JSON string escapes: control characters, `"` and `\`.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// The bytes of `word` (eight of a string, little-endian) that are a
+/// control character, `"` or `\` (bytes of 0x80 and above never are):
+/// each one's high bit set. Exact up to the first such byte (borrows may
+/// mark bytes after it).
+fn escape_mask(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * b'"' as u64);
+    let backslash = word ^ (ONES * b'\\' as u64);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below_space | zero(quote) | zero(backslash)) & HIGH
+}
+
+/// How many bytes at the start of `bytes` a JSON string holds as they
+/// are (no control character, `"` or `\\`): eight at a time, then one at
+/// a time for the last few.
+#[inline]
+pub(crate) fn plain_len(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let mask = escape_mask(u64::from_le_bytes(*chunk));
+        if mask != 0 {
+            // The first marked byte (those after it may be marked by a
+            // borrow).
+            return i + (mask.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Long plain runs with an escape anywhere (the eight-byte steps,
+        /// the byte-at-a-time tail and every escape form).
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(
+            s in "([a-z \u{e9}\u{1f600}]{0,20}[\x00-\x1f\"\\\\]?){0,6}"
+        ) {
+            let mut out = Vec::new();
+            write_str(&mut out, &s);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&s).unwrap());
+        }
+
+        #[test]
+        fn plain_len_stops_at_the_first_byte_to_escape(
+            s in "[a-z \u{e9}\u{1f600}]{0,30}([\x00-\x1f\"\\\\][a-z\"]{0,9})?"
+        ) {
+            let want = s.bytes().position(|b| b < 0x20 || b == b'"' || b == b'\\').unwrap_or(s.len());
+            prop_assert_eq!(plain_len(s.as_bytes()), want);
+        }
+
+        #[test]
+        fn digits_are_written_as_serde_json_writes_them(n in any::<u64>()) {
+            let mut out = Vec::new();
+            write_u64(&mut out, n);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+        }
+    }
+}
