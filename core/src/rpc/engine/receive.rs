@@ -58,10 +58,62 @@ impl Engine {
             Err(err) => return self.parse_failed(err, json),
         };
         // The common response first (its reader leaves a text with a
-        // surrogate escape to the way below, which mends lone halves).
-        if let Some(Message::Response { id, outcome }) = read_response(text) {
-            return self.on_response(id, outcome.map(|raw| move || raw.to_owned()));
+        // surrogate escape to the general way, which mends lone halves).
+        match read_response(text) {
+            Some(message) => self.dispatch(now, text, Ok(message)),
+            None => self.handle_general(now, text),
         }
+    }
+
+    /// [`handle_message`](Self::handle_message) for one line of a stream.
+    /// A line whose buffer is given ([`Line::Owned`]: a large one) and
+    /// that is the common response to a pending request becomes its
+    /// result in place: a large answer is held once, not copied out.
+    pub fn handle_line(&mut self, now: Instant, line: Line<'_>) {
+        let json = match line {
+            Line::Borrowed(json) => return self.handle_message(now, json),
+            Line::Owned(json) => json,
+        };
+        if self.closed {
+            return;
+        }
+        let text = match message::utf8(&json) {
+            Ok(text) => text,
+            Err(err) => return self.parse_failed(err, &json),
+        };
+        let (id, start, end) = match read_response(text) {
+            Some(Message::Response {
+                id,
+                outcome: Ok(raw),
+            }) if self.pending.contains_key(&our_key(&id)) => {
+                let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
+                (id, start, start + raw.get().len())
+            }
+            Some(message) => return self.dispatch(now, text, Ok(message)),
+            None => return self.handle_general(now, text),
+        };
+        let mut json = json;
+        json.truncate(end);
+        json.drain(..start);
+        // Checked as UTF-8 and JSON above (and cut at ASCII bytes), so
+        // this cannot fail; were it to, the request fails rather than
+        // waits for its timeout.
+        match String::from_utf8(json).ok().and_then(scan::raw_owned) {
+            Some(raw) => self.on_response(id, Ok(move || raw)),
+            None => {
+                let key = our_key(&id);
+                if self.pending.remove(&key).is_some() {
+                    let message = "the answer's result could not be kept".into();
+                    self.complete(key, Err(RequestError::Transport { message }));
+                }
+            }
+        }
+    }
+
+    /// A text that is not the common response (the fast reader was tried
+    /// on it): lone surrogate halves mended, then framed and read the
+    /// general way.
+    fn handle_general(&mut self, now: Instant, text: &str) {
         // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
         // sliced emoji) is mended here, once, for every reader after.
         let repaired = message::repair_lone_surrogates(text);
@@ -73,71 +125,17 @@ impl Engine {
             // Not the common response: read the general way at once.
             None => (text, message::parse_message_slow),
         };
-        let json = text.as_bytes();
         match message::frame_text(text, self.config.accept_batches) {
-            Ok(Frame::Single(text)) => self.handle_one(now, text, parse),
+            Ok(Frame::Single(text)) => self.dispatch(now, text, parse(text)),
             Ok(Frame::Batch(items)) => {
                 self.stats.batches += 1;
                 for item in items {
-                    self.handle_one(now, item.get(), message::parse_message);
+                    let text = item.get();
+                    self.dispatch(now, text, message::parse_message(text));
                 }
             }
-            Err(err) => self.parse_failed(err, json),
+            Err(err) => self.parse_failed(err, text.as_bytes()),
         }
-    }
-
-    /// [`handle_message`](Self::handle_message) for one line of a stream.
-    /// A line whose buffer is given ([`Line::Owned`]: a large one) and
-    /// that is the common response to a pending request becomes its
-    /// result in place: a large answer is held once, not copied out.
-    pub fn handle_line(&mut self, now: Instant, line: Line<'_>) {
-        match line {
-            Line::Borrowed(json) => self.handle_message(now, json),
-            Line::Owned(json) => match self.owned_answer(&json) {
-                Some((id, start, end)) => {
-                    let mut json = json;
-                    json.truncate(end);
-                    json.drain(..start);
-                    // Checked as UTF-8 and JSON by `owned_answer` (and
-                    // cut at ASCII bytes), so this cannot fail; were it to,
-                    // the request fails rather than waits for its timeout.
-                    match String::from_utf8(json).ok().and_then(scan::raw_owned) {
-                        Some(raw) => self.on_response(id, Ok(move || raw)),
-                        None => {
-                            let key = our_key(&id);
-                            if self.pending.remove(&key).is_some() {
-                                let message = "the answer's result could not be kept".into();
-                                self.complete(key, Err(RequestError::Transport { message }));
-                            }
-                        }
-                    }
-                }
-                None => self.handle_message(now, &json),
-            },
-        }
-    }
-
-    /// Where the result of `json` stands, when `json` is the common
-    /// response (as the fast path reads it) to a pending request.
-    fn owned_answer(&self, json: &[u8]) -> Option<(RequestId, usize, usize)> {
-        if self.closed {
-            return None;
-        }
-        // (The reader leaves a text with a surrogate escape, perhaps a
-        // lone half to mend, to the general way.)
-        let text = std::str::from_utf8(json).ok()?;
-        let Some(Message::Response {
-            id: id @ RequestId::Number(n),
-            outcome: Ok(raw),
-        }) = read_response(text)
-        else {
-            return None;
-        };
-        self.pending
-            .contains_key(&our_key(&RequestId::Number(n)))
-            .then_some(())?;
-        let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
-        Some((id, start, start + raw.get().len()))
     }
 
     fn parse_failed(&mut self, err: ParseError, text: &[u8]) {
@@ -161,8 +159,9 @@ impl Engine {
         }
     }
 
-    fn handle_one(&mut self, now: Instant, text: &str, parse: Parse) {
-        match parse(text) {
+    /// One message read from `text` (or why it could not be).
+    fn dispatch(&mut self, now: Instant, text: &str, read: Result<Message<'_>, ParseError>) {
+        match read {
             Ok(Message::Response { id, outcome }) => {
                 self.on_response(id, outcome.map(|raw| move || raw.to_owned()))
             }
