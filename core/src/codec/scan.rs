@@ -184,8 +184,8 @@ pub(crate) fn raw_owned(json: String) -> Option<Box<RawValue>> {
     Box::<RawValue>::deserialize(Token(Text::Owned(json))).ok()
 }
 
-/// serde_json's name for a `RawValue` in its deserializer protocol.
-const TOKEN: &str = "$serde_json::private::RawValue";
+/// serde_json's name for a `RawValue` in its (de)serializer protocol.
+pub(crate) const TOKEN: &str = "$serde_json::private::RawValue";
 
 /// The JSON text a [`Token`] hands over.
 enum Text<'a> {

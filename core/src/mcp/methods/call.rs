@@ -82,9 +82,6 @@ fn is_null<T: Serialize + ?Sized>(value: &T) -> bool {
 
 struct NullProbe;
 
-/// serde_json's name for a `RawValue` when it is serialized.
-const RAW_VALUE: &str = "$serde_json::private::RawValue";
-
 /// A `RawValue` being probed: whether its text is `null`.
 struct RawProbe(bool);
 
@@ -128,7 +125,7 @@ impl Serializer for NullProbe {
     /// Only serde_json's `RawValue` (a struct of one member, its text, to
     /// serde) is read: `null` when its text is.
     fn serialize_struct(self, name: &'static str, _: usize) -> Result<RawProbe, Bail> {
-        if name == RAW_VALUE {
+        if name == crate::codec::scan::TOKEN {
             Ok(RawProbe(false))
         } else {
             Err(Bail)
