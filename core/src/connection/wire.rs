@@ -13,7 +13,6 @@
 //! [`Wire::note_notification`]) until the engine hands it each message.
 
 use crate::codec::jsonl::Line;
-use std::collections::HashMap;
 use std::time::Instant;
 
 use serde_json::value::RawValue;
@@ -26,7 +25,7 @@ use crate::exchange::dpop::DpopBinding;
 use crate::exchange::{HttpRequest, HttpUrl};
 use crate::modern::headers::name_source;
 use crate::modern::{message_headers, ToolHeaders};
-use crate::rpc::{Json, RequestError, SendKind};
+use crate::rpc::{IdMap, Json, RequestError, SendKind};
 use crate::transport::http::{HttpEvent, StreamableHttp};
 use crate::transport::legacy::{LegacyEvent, LegacySse};
 use crate::transport::stdio::{Stdio, StdioAction, StdioConfig};
@@ -124,7 +123,7 @@ pub(super) struct Wire {
     /// An HTTP transport reported that its close is complete.
     finished: bool,
     /// The 2026-07-28 headers of requests built and not yet sent, by id.
-    request_headers: HashMap<u64, Vec<(String, String)>>,
+    request_headers: IdMap<Vec<(String, String)>>,
     /// Those of the notification being built.
     notification_headers: Option<Vec<(String, String)>>,
 }
@@ -157,7 +156,7 @@ impl Wire {
         Wire {
             transport,
             finished: false,
-            request_headers: HashMap::new(),
+            request_headers: IdMap::default(),
             notification_headers: None,
         }
     }

@@ -68,6 +68,7 @@ mod tests;
 pub(crate) use crate::codec::json::Json;
 pub use crate::codec::json::Params;
 pub use config::{EngineConfig, RequestOptions};
+pub(crate) use engine::IdMap;
 pub use engine::{Engine, IdHasher, RespondStatus};
 pub use error::{LocalError, RequestError};
 pub use message::{

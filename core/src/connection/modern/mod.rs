@@ -35,7 +35,7 @@
 //!   complete.rs  completions: results, input rounds, re-issues
 //! ```
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -53,7 +53,8 @@ use crate::modern::{
     RequestMeta, ResultKind, ToolHeaders, DISCOVER_METHOD, SUBSCRIPTIONS_LISTEN_METHOD,
 };
 use crate::rpc::{
-    Engine, ErrorObject, Json, LocalError, RequestError, RequestId, RequestOptions, RespondStatus,
+    Engine, ErrorObject, IdMap, Json, LocalError, RequestError, RequestId, RequestOptions,
+    RespondStatus,
 };
 
 mod complete;
@@ -120,9 +121,9 @@ pub(super) struct Modern {
     version: String,
     meta: RequestMeta,
     /// By the application's id (the first request's).
-    calls: HashMap<u64, Call>,
+    calls: IdMap<Call>,
     /// Retry request id → the application's id.
-    alias: HashMap<u64, u64>,
+    alias: IdMap<u64>,
     /// Input requests surfaced as server requests → (call, key).
     inputs: Inputs,
     listen_id: Option<u64>,
@@ -174,8 +175,8 @@ impl Modern {
         Modern {
             version,
             meta,
-            calls: HashMap::new(),
-            alias: HashMap::new(),
+            calls: IdMap::default(),
+            alias: IdMap::default(),
             inputs: Inputs::default(),
             listen_id: None,
             tool_lists: BTreeSet::new(),

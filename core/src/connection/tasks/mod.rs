@@ -49,7 +49,9 @@ use super::Era;
 use crate::mcp::methods::{notifications, MethodId};
 use crate::mcp::types::{ServerCapabilities, Task, TaskStatus, TaskSupport};
 use crate::mcp::ClientConfig;
-use crate::rpc::{ErrorObject, Progress, RequestError, RequestId, RequestOptions, RespondStatus};
+use crate::rpc::{
+    ErrorObject, IdMap, Progress, RequestError, RequestId, RequestOptions, RespondStatus,
+};
 
 mod create;
 mod follow;
@@ -274,10 +276,10 @@ pub(super) struct Tasks {
     support: HashMap<String, TaskSupport>,
     /// `tools/list` requests whose tools' support is read.
     tool_lists: BTreeSet<u64>,
-    creating: HashMap<u64, Creating>,
-    follows: HashMap<u64, Follow>,
+    creating: IdMap<Creating>,
+    follows: IdMap<Follow>,
     /// Our requests in flight → (the application's id, what for).
-    ours: HashMap<u64, (u64, Purpose)>,
+    ours: IdMap<(u64, Purpose)>,
     sends: VecDeque<Send>,
     /// Our requests whose answer no longer matters (to cancel).
     drops: Vec<u64>,
@@ -285,8 +287,8 @@ pub(super) struct Tasks {
     inputs: Inputs,
     /// 2025-11-25 calls sent again as tasks, by the application's id; and
     /// our request's id → the application's (for progress).
-    calls: HashMap<u64, Retrying>,
-    alias: HashMap<u64, u64>,
+    calls: IdMap<Retrying>,
+    alias: IdMap<u64>,
     /// The 2026-07-28 tasks followed changed since the last look.
     watch_changed: bool,
     /// 2025-11-25 progress tokens to keep (true) or let go (false): a
@@ -301,14 +303,14 @@ impl Tasks {
             max_wait: client.max_task_wait,
             support: HashMap::new(),
             tool_lists: BTreeSet::new(),
-            creating: HashMap::new(),
-            follows: HashMap::new(),
-            ours: HashMap::new(),
+            creating: IdMap::default(),
+            follows: IdMap::default(),
+            ours: IdMap::default(),
             sends: VecDeque::new(),
             drops: Vec::new(),
             inputs: Inputs::default(),
-            calls: HashMap::new(),
-            alias: HashMap::new(),
+            calls: IdMap::default(),
+            alias: IdMap::default(),
             watch_changed: false,
             lingers: Vec::new(),
         }

@@ -125,6 +125,10 @@ impl Hasher for IdHasher {
     }
 }
 
+/// A map keyed by this side's own ids (request ids, task steps), hashed
+/// with [`IdHasher`].
+pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
 /// The JSON-RPC engine of one connection. See the [module docs](super) for
 /// the polling order.
 #[derive(Debug)]
