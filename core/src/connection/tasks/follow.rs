@@ -8,6 +8,10 @@ impl Tasks {
 
     /// When a poll or a deadline is due next.
     pub(in crate::connection) fn poll_timeout(&self) -> Option<Instant> {
+        if self.follows.is_empty() && self.calls.is_empty() {
+            // No task in sight (the common case).
+            return None;
+        }
         let follows = self
             .follows
             .values()
