@@ -21,23 +21,25 @@ pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
     let mut rest = text.strip_prefix('{')?;
     let (mut version, mut id, mut result) = (false, None, None);
     loop {
-        let (key, after) = key(rest)?;
-        rest = match key {
-            "jsonrpc" if !version => {
-                version = true;
-                after.strip_prefix("\"2.0\"")?
-            }
-            "id" if id.is_none() => {
-                let (n, after) = number(after)?;
-                id = Some(n);
-                after
-            }
-            "result" if result.is_none() => {
-                let (raw, after) = value(after)?;
-                result = Some(raw);
-                after
-            }
-            _ => return None,
+        // The three keys matched whole, quotes and colon included (a key
+        // with an escape or a space in it is another text: left to the
+        // general path).
+        rest = if let Some(after) = rest.strip_prefix(r#""jsonrpc":"#) {
+            (!version).then_some(())?;
+            version = true;
+            after.strip_prefix(r#""2.0""#)?
+        } else if let Some(after) = rest.strip_prefix(r#""id":"#) {
+            id.is_none().then_some(())?;
+            let (n, after) = number(after)?;
+            id = Some(n);
+            after
+        } else if let Some(after) = rest.strip_prefix(r#""result":"#) {
+            result.is_none().then_some(())?;
+            let (raw, after) = value(after)?;
+            result = Some(raw);
+            after
+        } else {
+            return None;
         };
         match rest.as_bytes().first()? {
             b',' => rest = &rest[1..],
@@ -63,34 +65,27 @@ pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
     })
 }
 
-/// `"key":` without escapes or whitespace: the key and what follows.
-fn key(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('"')?;
-    let end = memchr::memchr2(b'"', b'\\', text.as_bytes())?;
-    if text.as_bytes()[end] != b'"' {
-        return None;
-    }
-    let rest = text[end + 1..].strip_prefix(':')?;
-    Some((&text[..end], rest))
-}
-
 /// A JSON integer that fits an `i64` (no fraction, no exponent, no
 /// leading zero), and what follows.
 fn number(text: &str) -> Option<(i64, &str)> {
     let bytes = text.as_bytes();
-    let sign = usize::from(bytes.first() == Some(&b'-'));
-    let digits = bytes[sign..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    if digits == 0 || digits > 18 || (digits > 1 && bytes[sign] == b'0') {
+    let negative = bytes.first() == Some(&b'-');
+    let start = usize::from(negative);
+    let (mut n, mut end) = (0i64, start);
+    // At most 18 digits: no overflow.
+    while let Some(d) = bytes.get(end).filter(|b| b.is_ascii_digit()) {
+        (end - start < 18).then_some(())?;
+        n = n * 10 + i64::from(d - b'0');
+        end += 1;
+    }
+    let digits = end - start;
+    if digits == 0 || (digits > 1 && bytes[start] == b'0') {
         return None;
     }
-    let end = sign + digits;
     if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
         return None;
     }
-    Some((text[..end].parse().ok()?, &text[end..]))
+    Some((if negative { -n } else { n }, &text[end..]))
 }
 
 /// One JSON value (checked as serde_json checks it, without serde), and
