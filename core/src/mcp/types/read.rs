@@ -34,7 +34,7 @@ impl CallToolResult {
             Texts::One(Text::Plain(start, end)) => {
                 let mut text = String::from(Box::<str>::from(raw));
                 text.truncate(end);
-                text.replace_range(..start, "");
+                text.drain(..start);
                 vec![text_content(text)]
             }
             Texts::One(Text::Decoded(text)) => vec![text_content(text)],
