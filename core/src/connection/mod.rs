@@ -392,10 +392,9 @@ impl Connection {
             Phase::Probing { .. } => self.prober.poll_timeout(),
             _ => None,
         };
-        [self.engine.poll_timeout(), wire, flow, listen, tasks, probe]
+        [wire, flow, listen, tasks, probe]
             .into_iter()
-            .flatten()
-            .min()
+            .fold(self.engine.poll_timeout(), earliest)
     }
 
     // ----- authorization -------------------------------------------------
@@ -512,5 +511,14 @@ impl Connection {
     /// whenever it changes much (after each write or flush).
     pub fn set_unwritten(&mut self, bytes: usize) {
         self.engine.set_unwritten(bytes);
+    }
+}
+
+/// The earlier of two deadlines, either of which may be absent.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }
