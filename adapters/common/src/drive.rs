@@ -519,7 +519,14 @@ impl<R: Runtime> State<R> {
                 Effect::Write(bytes) => {
                     if let Some(c) = &mut self.child {
                         if c.stdin.is_some() && !c.close_stdin {
-                            c.backlog.extend_from_slice(&bytes);
+                            if c.backlog.is_empty() {
+                                // Nothing waits: the message is the backlog
+                                // (no copy).
+                                c.backlog = bytes;
+                                c.written = 0;
+                            } else {
+                                c.backlog.extend_from_slice(&bytes);
+                            }
                             shared.router.bits.fetch_or(STDIN, Ordering::AcqRel);
                         }
                         let unwritten = c.backlog.len() - c.written;
