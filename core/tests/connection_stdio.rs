@@ -412,6 +412,32 @@ fn tool_call_result_and_remote_error() {
     assert_eq!(e.to_string(), "MCP error -32602: Unknown tool: nope");
 }
 
+/// Raw JSON with line breaks (pretty-printed params, a notification's
+/// params) goes out as one line each: the engine strips what a raw value
+/// brings (stdio then only ends the line, see `drain`'s check).
+#[test]
+fn pretty_raw_json_goes_out_on_one_line() {
+    let mut sim = Sim::ready(ConnectionConfig::default());
+    let pretty = "{\r\n  \"name\": \"echo\",\n  \"arguments\": {\"text\": \"a\\nb\"}\n}";
+    let raw = serde_json::value::RawValue::from_string(pretty.to_owned()).unwrap();
+    let id = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&raw), opts())
+        .unwrap();
+    sim.conn
+        .notify(sim.now, "notifications/roots/list_changed", Some(&raw))
+        .unwrap();
+    sim.drain();
+    let want: Value = serde_json::from_str(pretty).unwrap();
+    assert_eq!(
+        sim.take_written(),
+        [
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":want}),
+            json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":want})
+        ]
+    );
+}
+
 #[test]
 fn notifications_are_typed_and_unknown_ones_pass_through() {
     let mut sim = Sim::ready(ConnectionConfig::default());

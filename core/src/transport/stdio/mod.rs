@@ -335,12 +335,15 @@ impl Stdio {
         }
     }
 
-    /// Queues one message (the engine's compact JSON) for stdin.
+    /// Queues one message the engine wrote for stdin: compact, without a
+    /// raw line break (its envelope is its own and it strips those of what
+    /// it copies from raw JSON), so only the newline is added.
     pub fn send(&mut self, mut message: Vec<u8>) {
+        debug_assert!(memchr::memchr2(b'\n', b'\r', &message).is_none());
         if !matches!(self.phase, Phase::Running) {
             return;
         }
-        crate::codec::jsonl::end_line_in_place(&mut message);
+        message.push(b'\n');
         self.actions.push_back(StdioAction::Write(message));
     }
 
