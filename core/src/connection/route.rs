@@ -251,6 +251,10 @@ impl Connection {
     /// Sends what the tasks sub-state queued (stamped for the era) and
     /// cancels what it no longer waits for. Whether anything moved.
     pub(super) fn send_for_tasks(&mut self, now: Instant) -> bool {
+        if !self.tasks.has_work() {
+            // The common case: no task in sight.
+            return false;
+        }
         let mut moved = false;
         for (id, keep) in self.tasks.take_lingers() {
             if keep {

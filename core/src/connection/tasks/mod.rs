@@ -318,6 +318,15 @@ impl Tasks {
 
     // ---- what the connection sends for us -------------------------------------
 
+    /// Whether anything waits for the connection: a send, a drop, a
+    /// progress token to keep or let go, a change of the watched tasks.
+    pub(super) fn has_work(&self) -> bool {
+        !self.sends.is_empty()
+            || !self.drops.is_empty()
+            || !self.lingers.is_empty()
+            || self.watch_changed
+    }
+
     /// The next request to send, if any (a call sent again as a task gets
     /// the time its deadline leaves now).
     pub(super) fn next_send(&mut self, now: Instant) -> Option<Send> {
