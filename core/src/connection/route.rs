@@ -14,7 +14,9 @@ impl Connection {
     pub(super) fn pump(&mut self, now: Instant) {
         loop {
             let mut moved = self.send_for_tasks(now);
-            moved |= self.route_modern_ended(now);
+            if self.era.modern().is_some() {
+                moved |= self.route_modern_ended(now);
+            }
             while let Some(o) = self.engine.poll_output() {
                 moved = true;
                 self.route_engine(now, o);
