@@ -52,7 +52,9 @@ impl Connection {
                         auth.hold(*id);
                     }
                 }
-                self.wire.send(now, bytes, kind)
+                if let Some(line) = self.wire.send(now, bytes, kind) {
+                    self.out.push_back(Output::Write(line));
+                }
             }
             rpc::Output::Complete { id, outcome } => self.complete(now, id, outcome),
             rpc::Output::Progress { id, progress } => {

@@ -285,15 +285,16 @@ impl Wire {
 
     // ---- messages -------------------------------------------------------
 
-    /// Sends one message of the engine, with the era headers noted for it.
-    pub(super) fn send(&mut self, now: Instant, bytes: Vec<u8>, kind: SendKind) {
+    /// Sends one message of the engine, with the era headers noted for it;
+    /// on stdio, the line to write now (see `Stdio::send`).
+    pub(super) fn send(&mut self, now: Instant, bytes: Vec<u8>, kind: SendKind) -> Option<Vec<u8>> {
         let noted = match &kind {
             SendKind::Request { id } => self.request_headers.remove(id),
             SendKind::Notification => self.notification_headers.take(),
             SendKind::Response { .. } => None,
         };
         match &mut self.transport {
-            Transport::Stdio(s) => s.send(bytes),
+            Transport::Stdio(s) => return s.send(bytes),
             Transport::Http(h) => {
                 let in_era = h.modern_version().is_some();
                 let era_headers = match noted {
@@ -309,6 +310,7 @@ impl Wire {
             }
             Transport::Legacy(l) => l.send(now, bytes, kind),
         }
+        None
     }
 
     /// Whether the transport speaks the 2026-07-28 era (Streamable HTTP
@@ -531,7 +533,6 @@ fn header_params(method: &str, params: Option<Json<'_>>) -> Option<Value> {
 
 fn stdio_output(action: StdioAction) -> Option<WireOutput> {
     Some(WireOutput::Output(match action {
-        StdioAction::Write(bytes) => Output::Write(bytes),
         StdioAction::CloseStdin => Output::CloseStdin,
         StdioAction::Signal(s) => Output::Signal(s),
         StdioAction::CheckGroup => Output::CheckGroup,

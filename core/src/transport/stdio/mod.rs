@@ -125,7 +125,6 @@ const GROUP_CHECK_MAX: Duration = Duration::from_millis(200);
 /// What the stdio transport asks of the driver, from `Stdio::poll_output`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StdioAction {
-    Write(Vec<u8>),
     CloseStdin,
     Signal(Signal),
     /// Is any process of the child's group left? (answer: `handle_group_empty`)
@@ -335,16 +334,21 @@ impl Stdio {
         }
     }
 
-    /// Queues one message the engine wrote for stdin: compact, without a
-    /// raw line break (its envelope is its own and it strips those of what
-    /// it copies from raw JSON), so only the newline is added.
-    pub fn send(&mut self, mut message: Vec<u8>) {
+    /// One message the engine wrote, as the line to write to stdin now
+    /// (`None` unless the child runs: what is sent while it starts or
+    /// stops is dropped, and its request fails with the child's end). The
+    /// message is compact, without a raw line break (its envelope is the
+    /// engine's own, which strips those of what it copies from raw JSON),
+    /// so only the newline is added. Lines go straight to the
+    /// connection's output: they keep their order among themselves, and
+    /// nothing else this transport asks for needs to come between them.
+    pub fn send(&mut self, mut message: Vec<u8>) -> Option<Vec<u8>> {
         debug_assert!(memchr::memchr2(b'\n', b'\r', &message).is_none());
         if !matches!(self.phase, Phase::Running) {
-            return;
+            return None;
         }
         message.push(b'\n');
-        self.actions.push_back(StdioAction::Write(message));
+        Some(message)
     }
 
     /// Feeds stdout bytes; each complete line goes to `deliver`.
