@@ -315,7 +315,7 @@ impl Wire {
 
     /// Whether the transport speaks the 2026-07-28 era (Streamable HTTP
     /// after [`begin_era`](Self::begin_era)).
-    fn in_era(&self) -> bool {
+    pub(super) fn in_era(&self) -> bool {
         matches!(&self.transport, Transport::Http(h) if h.modern_version().is_some())
     }
 
