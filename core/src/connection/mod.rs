@@ -378,23 +378,19 @@ impl Connection {
         if self.phase == Phase::Closed {
             return None;
         }
-        let wire = self.wire.poll_timeout();
-        let flow = self.auth.as_ref().and_then(Auth::poll_timeout);
+        let mut next = earliest(self.engine.poll_timeout(), self.wire.poll_timeout());
+        if let Some(auth) = &self.auth {
+            next = earliest(next, auth.poll_timeout());
+        }
         // The 2026-07-28 timers (listen reopen, re-issues, acks) run in
         // Ready only: none is due while closing.
-        let listen = self
-            .era
-            .modern()
-            .filter(|_| self.phase == Phase::Ready)
-            .and_then(Modern::poll_timeout);
-        let tasks = self.tasks.poll_timeout();
-        let probe = match self.phase {
-            Phase::Probing { .. } => self.prober.poll_timeout(),
-            _ => None,
-        };
-        [wire, flow, listen, tasks, probe]
-            .into_iter()
-            .fold(self.engine.poll_timeout(), earliest)
+        if let (Some(m), Phase::Ready) = (self.era.modern(), self.phase) {
+            next = earliest(next, m.poll_timeout());
+        }
+        if let Phase::Probing { .. } = self.phase {
+            next = earliest(next, self.prober.poll_timeout());
+        }
+        earliest(next, self.tasks.poll_timeout())
     }
 
     // ----- authorization -------------------------------------------------
