@@ -73,7 +73,7 @@ use crate::mcp::handshake::{accept_result, HandshakeError};
 use crate::mcp::methods::{check_spec, notifications, Capability, MethodId, MethodSpec};
 use crate::mcp::types::InitializeResult;
 use crate::mcp::{ClientConfig, Method, ServerNotification};
-use crate::modern::{ToolHeaders, MODERN_PROTOCOL_VERSION};
+use crate::modern::MODERN_PROTOCOL_VERSION;
 use crate::rpc::{
     self, Engine, ErrorObject, Json, LocalError, Params, RequestError, RequestId, RequestOptions,
     RespondStatus, SendKind,

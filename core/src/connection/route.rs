@@ -211,12 +211,7 @@ impl Connection {
 
     /// Notes the era headers of request `id` just built.
     pub(super) fn note_request(&mut self, id: u64, method: &str, params: Option<Json<'_>>) {
-        if !self.wire.in_era() {
-            // Nothing to note (and no empty table to make for it).
-            return;
-        }
-        let none = ToolHeaders::default();
-        let tools = self.era.modern().map_or(&none, Modern::tools);
+        let tools = self.era.modern().map(Modern::tools);
         self.wire.note_raw_request(id, method, params, tools);
     }
 
@@ -226,13 +221,8 @@ impl Connection {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), LocalError> {
-        if self.wire.in_era() {
-            let none = ToolHeaders::default();
-            let tools = self.era.modern().map_or(&none, Modern::tools);
-            self.wire.note_notification(method, params, tools);
-        } else {
-            self.wire.forget_notification();
-        }
+        let tools = self.era.modern().map(Modern::tools);
+        self.wire.note_notification(method, params, tools);
         let sent = self.engine.notify(method, params);
         if sent.is_err() {
             self.wire.forget_notification();

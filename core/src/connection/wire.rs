@@ -315,7 +315,7 @@ impl Wire {
 
     /// Whether the transport speaks the 2026-07-28 era (Streamable HTTP
     /// after [`begin_era`](Self::begin_era)).
-    pub(super) fn in_era(&self) -> bool {
+    fn in_era(&self) -> bool {
         matches!(&self.transport, Transport::Http(h) if h.modern_version().is_some())
     }
 
@@ -336,31 +336,36 @@ impl Wire {
         }
     }
 
-    /// [`note_request`](Self::note_request) with serialized params.
+    /// [`note_request`](Self::note_request) with serialized params;
+    /// `tools` the 2026-07-28 state's (none: no tool declares headers,
+    /// and no table is made unless the era needs one).
     pub(super) fn note_raw_request(
         &mut self,
         id: u64,
         method: &str,
         params: Option<Json<'_>>,
-        tools: &ToolHeaders,
+        tools: Option<&ToolHeaders>,
     ) {
         if self.in_era() {
             let value = header_params(method, params);
-            self.note_request(id, method, value.as_ref(), tools);
+            let none = ToolHeaders::default();
+            self.note_request(id, method, value.as_ref(), tools.unwrap_or(&none));
         }
     }
 
     /// The engine is about to build notification `method`: in the era,
-    /// notes its headers.
+    /// notes its headers (`tools` as for
+    /// [`note_raw_request`](Self::note_raw_request)).
     pub(super) fn note_notification(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
-        tools: &ToolHeaders,
+        tools: Option<&ToolHeaders>,
     ) {
         self.notification_headers = self.in_era().then(|| {
             let value = header_params(method, params.map(Json::from));
-            message_headers(method, value.as_ref(), tools)
+            let none = ToolHeaders::default();
+            message_headers(method, value.as_ref(), tools.unwrap_or(&none))
         });
     }
 
