@@ -17,7 +17,7 @@
 use serde::ser::{self, Serialize};
 use serde_json::value::RawValue;
 
-use super::strings::{write_str, write_u64};
+use super::strings::{write_str, write_u128, write_u64};
 
 /// A message's params as JSON text, ready to be written: made by this
 /// crate's serializer ([`Params::of`]) or taken from raw JSON, which was
@@ -197,20 +197,6 @@ mod itoa_like {
         fn write(self, out: &mut Vec<u8>);
     }
 
-    fn digits(out: &mut Vec<u8>, mut n: u128) {
-        let mut buf = [0u8; 39];
-        let mut i = buf.len();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        out.extend_from_slice(&buf[i..]);
-    }
-
     macro_rules! unsigned {
         ($($t:ty)*) => {$(
             impl Int for $t {
@@ -218,7 +204,7 @@ mod itoa_like {
                     if (self as u128) < 1 << 64 {
                         super::write_u64(out, self as u64);
                     } else {
-                        digits(out, self as u128);
+                        super::write_u128(out, self as u128);
                     }
                 }
             }

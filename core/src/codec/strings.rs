@@ -4,19 +4,29 @@
 //! bytes at a time ([`plain_len`], also what the scanner and the
 //! tool-result reader use to find a string's end), and integers' digits.
 
-/// Appends the decimal digits of `n`.
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// Appends the decimal digits of `n`, for each width the writers need
+/// (`u64` for ids and most integers; `u128` for the rest).
+macro_rules! write_digits {
+    ($($name:ident: $t:ty, $len:literal;)*) => {$(
+        pub(crate) fn $name(out: &mut Vec<u8>, mut n: $t) {
+            let mut buf = [0u8; $len];
+            let mut i = buf.len();
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            out.extend_from_slice(&buf[i..]);
         }
-    }
-    out.extend_from_slice(&buf[i..]);
+    )*};
+}
+
+write_digits! {
+    write_u64: u64, 20;
+    write_u128: u128, 39;
 }
 
 /// Appends `s` as a JSON string literal (quotes included), escaped as
@@ -130,10 +140,13 @@ mod tests {
         }
 
         #[test]
-        fn digits_are_written_as_serde_json_writes_them(n in any::<u64>()) {
+        fn digits_are_written_as_serde_json_writes_them(n in any::<u64>(), m in any::<u128>()) {
             let mut out = Vec::new();
             write_u64(&mut out, n);
             prop_assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+            let mut out = Vec::new();
+            write_u128(&mut out, m);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), m.to_string());
         }
     }
 }
