@@ -50,12 +50,8 @@ impl Engine {
     /// Timeouts are not checked here: a response handled before
     /// `handle_timeout` saw its deadline completes the request.
     pub fn handle_message(&mut self, now: Instant, json: &[u8]) {
-        if self.closed {
+        let Some(text) = self.text_of(json) else {
             return;
-        }
-        let text = match message::utf8(json) {
-            Ok(text) => text,
-            Err(err) => return self.parse_failed(err, json),
         };
         // The common response first (its reader leaves a text with a
         // surrogate escape to the general way, which mends lone halves).
@@ -74,12 +70,8 @@ impl Engine {
             Line::Borrowed(json) => return self.handle_message(now, json),
             Line::Owned(json) => json,
         };
-        if self.closed {
+        let Some(text) = self.text_of(&json) else {
             return;
-        }
-        let text = match message::utf8(&json) {
-            Ok(text) => text,
-            Err(err) => return self.parse_failed(err, &json),
         };
         let (id, start, end) = match read_response(text) {
             Some(Message::Response {
@@ -106,6 +98,21 @@ impl Engine {
                     let message = "the answer's result could not be kept".into();
                     self.complete(key, Err(RequestError::Transport { message }));
                 }
+            }
+        }
+    }
+
+    /// A received text as UTF-8, unless the engine is closed (nothing is
+    /// read then) or it is not UTF-8 (reported).
+    fn text_of<'a>(&mut self, json: &'a [u8]) -> Option<&'a str> {
+        if self.closed {
+            return None;
+        }
+        match message::utf8(json) {
+            Ok(text) => Some(text),
+            Err(err) => {
+                self.parse_failed(err, json);
+                None
             }
         }
     }
