@@ -94,11 +94,27 @@ fn escape_mask(word: u64) -> u64 {
 }
 
 /// How many bytes at the start of `bytes` a JSON string holds as they
-/// are (no control character, `"` or `\\`): eight at a time, then one at
-/// a time for the last few.
+/// are (no control character, `"` or `\\`): sixteen at a time, then
+/// eight, then one at a time for the last few.
 #[inline]
 pub(crate) fn plain_len(bytes: &[u8]) -> usize {
     let mut i = 0;
+    // Sixteen bytes a step while they last (one test for both words).
+    while let Some((a, b)) = bytes
+        .get(i..)
+        .and_then(|r| r.first_chunk::<16>())
+        .and_then(|p| p.first_chunk::<8>().zip(p.last_chunk::<8>()))
+    {
+        let (a, b) = (
+            escape_mask(u64::from_le_bytes(*a)),
+            escape_mask(u64::from_le_bytes(*b)),
+        );
+        if a | b != 0 {
+            let (at, mask) = if a != 0 { (i, a) } else { (i + 8, b) };
+            return at + (mask.trailing_zeros() / 8) as usize;
+        }
+        i += 16;
+    }
     while let Some(chunk) = bytes.get(i..).and_then(|r| r.first_chunk::<8>()) {
         let mask = escape_mask(u64::from_le_bytes(*chunk));
         if mask != 0 {
