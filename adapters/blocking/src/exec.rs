@@ -477,8 +477,6 @@ impl Shared {
         // The background stops leading once a call got its answer: that
         // caller leads its next call itself.
         let seen = state.session.completed();
-        // When the last pass woke (the caller's release is stamped with it).
-        let mut woke = None;
         loop {
             let done = match me {
                 Leader::Waiter(wait) => state.satisfied(wait),
@@ -507,7 +505,6 @@ impl Shared {
             drop(set);
             state = self.lock();
             let now = Instant::now();
-            woke = Some(now);
             let State {
                 session,
                 pipes,
@@ -525,7 +522,7 @@ impl Shared {
         }
         state.leader = Leader::Nobody;
         if let Leader::Waiter(_) = me {
-            state.released = woke.unwrap_or_else(Instant::now);
+            state.released = Instant::now();
         }
         // The next waiting call leads.
         let except = match me {
