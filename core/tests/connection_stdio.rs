@@ -438,6 +438,54 @@ fn pretty_raw_json_goes_out_on_one_line() {
     );
 }
 
+/// The next line `conn` gives the driver to write.
+fn next_write(conn: &mut Connection) -> Vec<u8> {
+    std::iter::from_fn(|| conn.poll_output())
+        .find_map(|o| match o {
+            Output::Write(bytes) => Some(bytes),
+            _ => None,
+        })
+        .expect("a line to write")
+}
+
+#[test]
+fn a_written_lines_buffer_carries_the_next_message_and_a_large_one_is_freed() {
+    let mut sim = Sim::ready(ConnectionConfig::default());
+    let params = serde_json::value::RawValue::from_string(r#"{"name":"echo"}"#.into()).unwrap();
+    let first = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&params), opts())
+        .unwrap();
+    // Given back with a capacity no fresh line has (a freed buffer could
+    // come back from the allocator at the same address).
+    let mut line = next_write(&mut sim.conn);
+    line.reserve_exact(5000);
+    let (buffer, capacity) = (line.as_ptr(), line.capacity());
+    sim.conn.recycle(line);
+    let second = sim
+        .conn
+        .request(sim.now, "tools/call", Some(&params), opts())
+        .unwrap();
+    let line = next_write(&mut sim.conn);
+    assert_eq!(
+        (line.as_ptr(), line.capacity()),
+        (buffer, capacity),
+        "the given-back buffer carries the next line"
+    );
+    let sent: Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":second,"method":"tools/call","params":{"name":"echo"}})
+    );
+    assert_ne!(first, second);
+    // Only a small buffer is kept: a large one is freed, not held for
+    // every later message.
+    sim.conn.recycle(Vec::with_capacity(1 << 20));
+    sim.conn.request(sim.now, "ping", None, opts()).unwrap();
+    let line = next_write(&mut sim.conn);
+    assert!(line.capacity() < 1 << 20, "{}", line.capacity());
+}
+
 #[test]
 fn notifications_are_typed_and_unknown_ones_pass_through() {
     let mut sim = Sim::ready(ConnectionConfig::default());

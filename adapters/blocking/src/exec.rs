@@ -194,6 +194,9 @@ impl Shared {
                     let failed = state.pipes.as_mut().and_then(|p| p.write(&bytes));
                     let unwritten = state.pipes.as_ref().map_or(0, |p| p.backlog());
                     state.session.set_unwritten(unwritten);
+                    // Written or copied into the backlog: the buffer is
+                    // the next message's.
+                    state.session.recycle(bytes);
                     if let Some(e) = failed {
                         state.session.input(Instant::now(), Input::WriteFailed(&e));
                     }

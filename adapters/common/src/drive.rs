@@ -521,11 +521,14 @@ impl<R: Runtime> State<R> {
                         if c.stdin.is_some() && !c.close_stdin {
                             if c.backlog.is_empty() {
                                 // Nothing waits: the message is the backlog
-                                // (no copy).
-                                c.backlog = bytes;
+                                // (no copy), and the written one's buffer
+                                // is the next message's.
+                                let written = std::mem::replace(&mut c.backlog, bytes);
                                 c.written = 0;
+                                self.session.recycle(written);
                             } else {
                                 c.backlog.extend_from_slice(&bytes);
+                                self.session.recycle(bytes);
                             }
                             shared.router.bits.fetch_or(STDIN, Ordering::AcqRel);
                         }

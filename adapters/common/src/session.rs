@@ -470,6 +470,12 @@ impl Session {
             .set_unwritten(self.effect_bytes.saturating_add(bytes));
     }
 
+    /// The buffer of an [`Effect::Write`] the executor has written, given
+    /// back for the next message ([`Connection::recycle`]).
+    pub fn recycle(&mut self, written: Vec<u8>) {
+        self.conn.recycle(written);
+    }
+
     /// Calls waiting for their outcome.
     pub fn waiting(&self) -> usize {
         self.calls.values().filter(|s| s.outcome.is_none()).count()

@@ -508,6 +508,14 @@ impl Connection {
     pub fn set_unwritten(&mut self, bytes: usize) {
         self.engine.set_unwritten(bytes);
     }
+
+    /// Gives back the buffer of an [`Output::Write`] the driver has
+    /// written, for the next message to be written into: one allocation
+    /// and one free less a call. Optional; one small buffer is kept (see
+    /// [`Engine::recycle`](crate::rpc::Engine::recycle)).
+    pub fn recycle(&mut self, written: Vec<u8>) {
+        self.engine.recycle(written);
+    }
 }
 
 /// The earlier of two deadlines, either of which may be absent.

@@ -152,10 +152,16 @@ pub struct Engine {
     /// Progress tokens kept after their request completed (a 2025-11-25
     /// task's token lives as long as the task), with the last progress.
     lingering: HashMap<u64, f64, BuildHasherDefault<IdHasher>>,
+    /// A written message's buffer, given back to write the next one into
+    /// ([`recycle`](Self::recycle)); empty (no capacity) when none is.
+    spare: Vec<u8>,
 }
 
 /// Progress tokens kept alive at once, at most.
 const MAX_LINGERING: usize = 1024;
+
+/// The largest buffer kept for the next message (a larger one is freed).
+const MAX_SPARE: usize = 16 * 1024;
 
 impl Engine {
     /// A new engine; nothing is sent until the first call.
@@ -174,7 +180,26 @@ impl Engine {
             stats: Stats::default(),
             closed: false,
             lingering: HashMap::default(),
+            spare: Vec::new(),
         }
+    }
+
+    /// Gives back the buffer of a message the driver has written, to
+    /// write the next message into: one allocation and one free less a
+    /// call. One buffer of at most 16 KiB is kept; any other is freed.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.spare.capacity() == 0 && buf.capacity() <= MAX_SPARE {
+            buf.clear();
+            self.spare = buf;
+        }
+    }
+
+    /// A buffer for a message of about `need` bytes: the given-back one
+    /// if there is one.
+    fn line_buffer(&mut self, need: usize) -> Vec<u8> {
+        let mut bytes = std::mem::take(&mut self.spare);
+        bytes.reserve(need);
+        bytes
     }
 
     /// Keeps delivering `notifications/progress` for request `id`'s token
@@ -256,7 +281,7 @@ impl Engine {
         }
         let progress = opts.progress || opts.reset_timeout_on_progress;
         encode::check_params(params, progress)?;
-        let mut bytes = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
+        let mut bytes = self.line_buffer(64 + method.len() + params.map_or(0, |p| p.get().len()));
         encode::request(&mut bytes, id, method, params, progress)?;
         self.admit(bytes.len())?;
 
@@ -303,7 +328,7 @@ impl Engine {
             return Err(LocalError::Closed);
         }
         encode::check_params(params.map(Json::from), false)?;
-        let mut bytes = Vec::with_capacity(48 + method.len() + params.map_or(0, |p| p.get().len()));
+        let mut bytes = self.line_buffer(48 + method.len() + params.map_or(0, |p| p.get().len()));
         encode::notification(&mut bytes, method, params);
         self.admit(bytes.len())?;
         self.queue_send(bytes, SendKind::Notification);
@@ -570,13 +595,13 @@ impl Engine {
     }
 
     fn send_cancelled(&mut self, id: u64, reason: &str) {
-        let mut bytes = Vec::with_capacity(96 + reason.len());
+        let mut bytes = self.line_buffer(96 + reason.len());
         encode::cancelled(&mut bytes, id, reason);
         self.queue_send(bytes, SendKind::Notification);
     }
 
     fn send_response(&mut self, id: RequestId, outcome: Result<&RawValue, &ErrorObject>) {
-        let mut bytes = Vec::with_capacity(64);
+        let mut bytes = self.line_buffer(64);
         encode::response(&mut bytes, &id, outcome);
         self.queue_send(bytes, SendKind::Response { id });
     }
