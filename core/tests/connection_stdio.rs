@@ -412,6 +412,45 @@ fn tool_call_result_and_remote_error() {
     assert_eq!(e.to_string(), "MCP error -32602: Unknown tool: nope");
 }
 
+/// A `tools/call` answer in the usual shape is proven JSON by the tool
+/// result's own check (not the general scan): a valid one completes as
+/// before, raw text the check keeps whole; one with a raw control
+/// character or a bad escape in its text is refused as malformed, as the
+/// general path refuses it, and the call is not completed with it.
+#[test]
+fn a_tool_results_shape_check_accepts_only_json() {
+    let mut sim = Sim::ready(ConnectionConfig::default());
+    let call = CallTool::new("echo", json!({}));
+    for text in [r#"plain"#, r#"q\" \\ \u00e9 \n"#, "caf\u{e9}"] {
+        let id = sim.conn.send(sim.now, &call, opts()).unwrap();
+        sim.drain();
+        let result =
+            format!(r#"{{"content":[{{"type":"text","text":"{text}"}}],"isError":false}}"#);
+        sim.reply(id, &result);
+        let raw = sim.completion(id).unwrap();
+        assert_eq!(raw.get(), result);
+        let want: Value = serde_json::from_str(&format!(r#""{text}""#)).unwrap();
+        let r: CallToolResult = parse_result(&raw).unwrap();
+        assert_eq!(r.text(), want.as_str().unwrap());
+    }
+    for text in ["tab\there", r#"\x"#, r#"\u12"#] {
+        let id = sim.conn.send(sim.now, &call, opts()).unwrap();
+        sim.drain();
+        let before = sim.conn.stats().malformed;
+        sim.reply(
+            id,
+            &format!(r#"{{"content":[{{"type":"text","text":"{text}"}}],"isError":false}}"#),
+        );
+        assert_eq!(sim.conn.stats().malformed, before + 1, "{text:?}");
+        assert!(
+            !sim.take_events()
+                .iter()
+                .any(|e| matches!(e, Output::Complete { id: i, .. } if *i == id)),
+            "{text:?} completed the call"
+        );
+    }
+}
+
 /// Raw JSON with line breaks (pretty-printed params, a notification's
 /// params) goes out as one line each: the engine strips what a raw value
 /// brings (stdio then only ends the line, see `drain`'s check).

@@ -23,6 +23,13 @@ use serde_json::value::RawValue;
 
 use super::strings::plain_len;
 
+/// A check of one shape of value, faster than [`value_end`] because it
+/// knows the shape: where the value at the start of the text ends, when
+/// it has that shape and is valid JSON (`None`: not that shape, or not
+/// JSON; [`value_end`] decides). What it accepts, `value_end` accepts,
+/// with the same end.
+pub(crate) type ShapeCheck = fn(&str) -> Option<usize>;
+
 /// The deepest nesting read here (deeper values go serde's way).
 pub(crate) const MAX_DEPTH: u32 = 64;
 
@@ -103,7 +110,7 @@ fn key(b: &[u8], i: usize) -> Option<usize> {
 
 /// A string's body from `i` (after its opening quote): where it ends,
 /// past the closing quote.
-fn string(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn string(b: &[u8], mut i: usize) -> Option<usize> {
     loop {
         i += plain_len(b.get(i..)?);
         match *b.get(i)? {

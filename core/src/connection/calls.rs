@@ -86,7 +86,10 @@ impl Connection {
         let id = match self.era.modern_mut() {
             Some(m) => m.request(now, outbox!(self), method, id_of, params, options)?,
             None => {
-                let id = self.engine.request_json(now, method, params, options)?;
+                let check = id_of.and_then(MethodId::result_check);
+                let id = self
+                    .engine
+                    .request_json(now, method, params, options, check)?;
                 self.note_request(id, method, params);
                 id
             }

@@ -439,7 +439,7 @@ fn is_structured(raw: &RawValue) -> bool {
 pub fn parse_message(text: &str) -> Result<Message<'_>, ParseError> {
     // The common response first, without serde's envelope (the same
     // message; anything else goes the general way).
-    match super::response::read_response(text) {
+    match super::response::read_response(text, |_| None) {
         Some(message) => Ok(message),
         None => parse_message_slow(text),
     }

@@ -10,14 +10,26 @@
 //!       └─────────────────► None ──► the general path (serde, classify)
 //! ```
 //!
+//! The request an id names may come with a [`ShapeCheck`](crate::codec::scan::ShapeCheck) of its own:
+//! a reader of the shape its result usually has, which proves that shape
+//! JSON faster than the general scan (keys and literals matched whole);
+//! whatever it does not recognise the general scan decides.
+//!
 //! [`parse_message`]: super::parse_message
 
 use serde_json::value::RawValue;
 
+use crate::codec::scan::ShapeCheck;
+
 use super::message::{Message, RequestId};
 
 /// The response `text` is, when it has the common shape (see the module).
-pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
+/// `check_of` gives the check of the request an id names, when it has
+/// one (used when the id comes before the result).
+pub(super) fn read_response(
+    text: &str,
+    check_of: impl Fn(i64) -> Option<ShapeCheck>,
+) -> Option<Message<'_>> {
     let mut rest = text.strip_prefix('{')?;
     let (mut version, mut id, mut result) = (false, None, None);
     loop {
@@ -35,7 +47,7 @@ pub(super) fn read_response(text: &str) -> Option<Message<'_>> {
             after
         } else if let Some(after) = rest.strip_prefix(r#""result":"#) {
             result.is_none().then_some(())?;
-            let (raw, after) = value(after)?;
+            let (raw, after) = value(after, id.and_then(&check_of))?;
             result = Some(raw);
             after
         } else {
@@ -88,10 +100,14 @@ fn number(text: &str) -> Option<(i64, &str)> {
     Some((if negative { -n } else { n }, &text[end..]))
 }
 
-/// One JSON value (checked as serde_json checks it, without serde), and
-/// what follows it.
-fn value(text: &str) -> Option<(&RawValue, &str)> {
-    let end = crate::codec::scan::value_end(text)?;
+/// One JSON value (checked as serde_json checks it, without serde: by
+/// `check` when it knows the value's shape, else by the general scan),
+/// and what follows it.
+fn value(text: &str, check: Option<ShapeCheck>) -> Option<(&RawValue, &str)> {
+    let end = match check.and_then(|check| check(text)) {
+        Some(end) => end,
+        None => crate::codec::scan::value_end(text)?,
+    };
     let raw = crate::codec::scan::raw(text[..end].trim_start_matches([' ', '\t', '\n', '\r']))?;
     Some((raw, &text[end..]))
 }
@@ -103,7 +119,7 @@ mod tests {
 
     /// Read by the fast path, with what the general path gives.
     fn fast(text: &str) {
-        let got = read_response(text).unwrap_or_else(|| panic!("not read: {text}"));
+        let got = read_response(text, |_| None).unwrap_or_else(|| panic!("not read: {text}"));
         assert_eq!(
             format!("{got:?}"),
             format!("{:?}", parse_message_slow(text).unwrap()),
@@ -113,7 +129,7 @@ mod tests {
 
     /// Left to the general path.
     fn slow(text: &str) {
-        assert!(read_response(text).is_none(), "read: {text}");
+        assert!(read_response(text, |_| None).is_none(), "read: {text}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::codec::json::Params;
+use crate::codec::scan::ShapeCheck;
 use serde_json::{Map, Value};
 
 use super::types::{
@@ -207,7 +208,7 @@ pub struct EmptyResult {
 /// [`Method`] (and [`Paged`] where it lists).
 macro_rules! methods {
     ($(
-        $id:ident = $name:literal $(as $ty:ident -> $result:ty $([$read:path])?)?, {
+        $id:ident = $name:literal $(as $ty:ident -> $result:ty $([$read:path, $check:path])?)?, {
             cap: $cap:expr, paged: $paged:literal, eras: $eras:ident,
             cache: $cache:literal, rounds: $rounds:literal,
             header: $header:expr, task: $task:literal $(,)?
@@ -263,6 +264,16 @@ macro_rules! methods {
                     _ => None,
                 }
             }
+
+            /// The check of its result's usual shape, for a method whose
+            /// result has a reader of its own: the engine proves an answer
+            /// of that shape JSON with it instead of the general scan.
+            pub(crate) fn result_check(self) -> Option<ShapeCheck> {
+                match self {
+                    $($($(MethodId::$id => Some($check),)?)?)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -280,7 +291,8 @@ methods! {
     SubscriptionsListen = "subscriptions/listen", {
         cap: None, paged: false, eras: Modern,
         cache: false, rounds: false, header: None, task: false };
-    CallTool = "tools/call" as CallTool -> CallToolResult [CallToolResult::from_raw], {
+    CallTool = "tools/call" as CallTool -> CallToolResult
+        [CallToolResult::from_raw, crate::mcp::types::read::common_end], {
         cap: Some(Capability::Tools), paged: false, eras: Both,
         cache: false, rounds: true, header: Some("name"), task: true };
     ListTools = "tools/list" as ListTools -> ListToolsResult, {

@@ -606,7 +606,7 @@ pub struct Root {
 }
 
 mod fast;
-mod read;
+pub(crate) mod read;
 
 #[cfg(test)]
 mod tests {

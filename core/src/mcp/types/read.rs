@@ -12,6 +12,8 @@
 //! ```text
 //!  RawValue ──common──► Some(CallToolResult)              one pass; a lone text takes the RawValue's own buffer
 //!           └─────────► None ──► serde_json::from_str ──► the same result, or the error
+//!  answer text ──common_end──► Some(end)   the same reading, each string checked: the engine's proof that a tools/call result is JSON
+//!              └─────────────► None        the general scan (codec::scan) decides
 //! ```
 //!
 //! A result whose only content is a text without escapes (the common tool
@@ -80,28 +82,76 @@ enum Texts {
 /// The texts and `isError` of the result `text` holds, when it has the
 /// common shape.
 fn common(text: &str) -> Option<(Texts, Option<bool>)> {
-    let mut r = Reader { text, at: 0 };
-    let (mut content, mut is_error) = (None, None);
-    r.object(|r| {
-        if content.is_none() && r.take(b"\"content\":") {
-            content = Some(r.contents()?);
-        } else if is_error.is_none() && r.take(b"\"isError\":") {
-            is_error = Some(r.boolean()?);
-        } else {
-            return None;
-        }
-        Some(())
+    let mut r = Reader {
+        text,
+        at: 0,
+        mode: Mode::Read,
+    };
+    let mut texts = None;
+    let is_error = r.result(|t| {
+        texts = Some(match texts.take() {
+            None => Texts::One(t),
+            Some(Texts::One(first)) => Texts::Many(vec![first, t]),
+            Some(Texts::Many(mut all)) => {
+                all.push(t);
+                Texts::Many(all)
+            }
+        });
     })?;
     (r.at == text.len()).then_some(())?;
-    Some((content.unwrap_or(Texts::Many(Vec::new())), is_error))
+    Some((texts.unwrap_or(Texts::Many(Vec::new())), is_error))
+}
+
+/// Where the common tool result at the start of `text` ends, checked as
+/// JSON as it is read (each string by [`scan`](crate::codec::scan)'s
+/// rules): the engine's check of a `tools/call` answer, cheaper than the
+/// general scan because keys and literals are matched whole. `None` when
+/// it is not the common shape; the general scan then decides.
+pub(crate) fn common_end(text: &str) -> Option<usize> {
+    let mut r = Reader {
+        text,
+        at: 0,
+        mode: Mode::Check,
+    };
+    r.result(|_| {})?;
+    Some(r.at)
+}
+
+/// How a [`Reader`] takes strings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// From JSON checked before (a `RawValue`): to its first unescaped
+    /// quote, escaped texts decoded.
+    Read,
+    /// From unchecked text: each string checked (and not decoded).
+    Check,
 }
 
 struct Reader<'a> {
     text: &'a str,
     at: usize,
+    mode: Mode,
 }
 
 impl Reader<'_> {
+    /// The result object: each text content's text to `text`, and
+    /// `isError`.
+    fn result(&mut self, mut text: impl FnMut(Text)) -> Option<Option<bool>> {
+        let (mut content, mut is_error) = (false, None);
+        self.object(|r| {
+            if !content && r.take(b"\"content\":") {
+                content = true;
+                r.contents(&mut text)
+            } else if is_error.is_none() && r.take(b"\"isError\":") {
+                is_error = Some(r.boolean()?);
+                Some(())
+            } else {
+                None
+            }
+        })?;
+        Some(is_error)
+    }
+
     /// Takes `byte` if it is next.
     fn eat(&mut self, byte: u8) -> bool {
         let next = self.text.as_bytes().get(self.at) == Some(&byte);
@@ -139,6 +189,10 @@ impl Reader<'_> {
         let open = self.at;
         self.eat(b'"').then_some(())?;
         let bytes = self.text.as_bytes();
+        if self.mode == Mode::Check {
+            self.at = crate::codec::scan::string(bytes, self.at)?;
+            return Some(Text::Plain(open + 1, self.at - 1));
+        }
         let mut escaped = false;
         loop {
             let end = self.at + memchr::memchr2(b'"', b'\\', bytes.get(self.at..)?)?;
@@ -168,23 +222,18 @@ impl Reader<'_> {
         }
     }
 
-    /// An array of text contents: their texts.
-    fn contents(&mut self) -> Option<Texts> {
+    /// An array of text contents: each one's text to `text`.
+    fn contents(&mut self, text: &mut impl FnMut(Text)) -> Option<()> {
         self.eat(b'[').then_some(())?;
         if self.eat(b']') {
-            return Some(Texts::Many(Vec::new()));
+            return Some(());
         }
-        let first = self.text_content()?;
-        if self.eat(b']') {
-            return Some(Texts::One(first));
-        }
-        let mut all = vec![first];
         loop {
-            self.eat(b',').then_some(())?;
-            all.push(self.text_content()?);
+            text(self.text_content()?);
             if self.eat(b']') {
-                return Some(Texts::Many(all));
+                return Some(());
             }
+            self.eat(b',').then_some(())?;
         }
     }
 
@@ -299,7 +348,56 @@ mod tests {
         }
     }
 
+    /// The engine's check of a tool result: what it accepts is one JSON
+    /// value ending where the general scan says; a string the scan
+    /// refuses (a control character, an unknown escape, a surrogate half,
+    /// no closing quote) it refuses too.
+    #[test]
+    fn the_check_accepts_only_what_the_general_scan_accepts() {
+        use crate::codec::scan::value_end;
+        for body in ["plain", "", r#"esc \" \\ \/ \n \u00e9"#, "caf\u{e9}"] {
+            let text = format!(
+                r#"{{"content":[{{"type":"text","text":"{body}"}}],"isError":false}},"id":1}}"#
+            );
+            let end = common_end(&text).unwrap_or_else(|| panic!("not checked: {text}"));
+            assert_eq!(Some(end), value_end(&text), "{text}");
+            assert!(text[end..].starts_with(r#","id""#), "{text}");
+        }
+        for body in ["tab\there", "\\x", "\\ud800", "\\u12", "unterminated"] {
+            let text = format!(r#"{{"content":[{{"type":"text","text":"{body}"#);
+            let text = if body == "unterminated" {
+                text
+            } else {
+                format!(r#"{text}"}}]}}"#)
+            };
+            assert_eq!(common_end(&text), None, "{text:?}");
+        }
+        // Not the shape: the general scan decides.
+        assert_eq!(common_end(r#"{"content":[],"structuredContent":{}}"#), None);
+        assert_eq!(common_end(r#" {"content":[]}"#), None);
+    }
+
     proptest::proptest! {
+        /// Any text in the common shape: the check gives the general
+        /// scan's end or nothing, never an end the scan would not.
+        #[test]
+        fn the_check_never_accepts_what_the_scan_refuses(
+            body in "(\\PC|[\\x00-\\x1f\"\\\\]|\\\\u[0-9a-fA-FdD]{0,4}){0,40}",
+            is_error in proptest::option::of(proptest::bool::ANY),
+        ) {
+            let tail = is_error.map_or(String::new(), |e| format!(r#","isError":{e}"#));
+            let text = format!(r#"{{"content":[{{"type":"text","text":"{body}"}}]{tail}}}}}"#);
+            let value = crate::codec::scan::value_end(&text);
+            if let Some(end) = common_end(&text) {
+                proptest::prop_assert_eq!(Some(end), value, "{:?}", text);
+            }
+            if value.is_some() {
+                // The scan's check and this one differ only on surrogate
+                // halves (both refuse them) or not at all.
+                proptest::prop_assert_eq!(common_end(&text), value, "{:?}", text);
+            }
+        }
+
         /// Results near the common shape (members and content members in
         /// any order, some twice, some foreign, values of every kind):
         /// whatever the direct reading gives is what serde gives.

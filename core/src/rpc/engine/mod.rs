@@ -34,6 +34,7 @@ use super::message::{ErrorObject, RequestId, INVALID_REQUEST};
 use super::output::{Diagnostic, Output, SendKind, Stats};
 use crate::codec::glimpse::Glimpse;
 use crate::codec::json::{Json, Params};
+use crate::codec::scan::ShapeCheck;
 use crate::mcp::methods::MethodId;
 
 /// Never `notifications/cancelled` for it: `initialize`, or a request
@@ -68,6 +69,8 @@ struct Pending {
     max_total_ns: u64,
     last_progress: f64,
     flags: u8,
+    /// The check of its result's usual shape (see `rpc::response`).
+    check: Option<ShapeCheck>,
 }
 
 impl Pending {
@@ -246,7 +249,7 @@ impl Engine {
         params: Option<&RawValue>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(now, method, params.map(Json::from), opts)
+        self.request_json(now, method, params.map(Json::from), opts, None)
     }
 
     /// [`request`](Self::request) with params as [`Params`].
@@ -257,15 +260,19 @@ impl Engine {
         params: Option<&Params>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(now, method, params.map(Json::from), opts)
+        self.request_json(now, method, params.map(Json::from), opts, None)
     }
 
+    /// The request of [`request`](Self::request) and its kin; `check`,
+    /// when its method's result has a usual shape, proves an answer of
+    /// that shape JSON (see `rpc::response`).
     pub(crate) fn request_json(
         &mut self,
         now: Instant,
         method: &str,
         params: Option<Json<'_>>,
         opts: RequestOptions,
+        check: Option<ShapeCheck>,
     ) -> Result<u64, LocalError> {
         if self.closed {
             return Err(LocalError::Closed);
@@ -310,6 +317,7 @@ impl Engine {
             max_total_ns: max_total.map_or(NO_MAX, nanos),
             last_progress: f64::NEG_INFINITY,
             flags,
+            check,
         };
         pending.deadline = pending.deadline_from(now);
         let deadline = pending.deadline;

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use super::{our_key, Engine, F_PROGRESS, F_RESET};
 use crate::codec::jsonl::Line;
 use crate::codec::scan;
+use crate::codec::scan::ShapeCheck;
 use crate::mcp::methods::{notifications, MethodId};
 use crate::rpc::error::RequestError;
 use crate::rpc::message::{
@@ -55,7 +56,7 @@ impl Engine {
         };
         // The common response first (its reader leaves a text with a
         // surrogate escape to the general way, which mends lone halves).
-        match read_response(text) {
+        match read_response(text, |id| self.result_check(id)) {
             Some(message) => self.dispatch(now, text, Ok(message)),
             None => self.handle_general(now, text),
         }
@@ -73,7 +74,7 @@ impl Engine {
         let Some(text) = self.text_of(&json) else {
             return;
         };
-        let (id, start, end) = match read_response(text) {
+        let (id, start, end) = match read_response(text, |id| self.result_check(id)) {
             Some(Message::Response {
                 id,
                 outcome: Ok(raw),
@@ -100,6 +101,12 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The result check of pending request `id`, if it has one.
+    fn result_check(&self, id: i64) -> Option<ShapeCheck> {
+        let id = u64::try_from(id).ok()?;
+        self.pending.get(&id).and_then(|p| p.check)
     }
 
     /// A received text as UTF-8, unless the engine is closed (nothing is
