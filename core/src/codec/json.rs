@@ -2,6 +2,8 @@
 //! this crate's own serializer, byte for byte what `serde_json::to_string`
 //! writes (strings escaped eight bytes at a time), and never checked again
 //! (a `serde_json::value::RawValue` made from text is parsed once more).
+//! It is written into a `String` from whole `str`s and ASCII, so it is
+//! not checked as UTF-8 either.
 //!
 //! ```text
 //!  value ──Writer (serde::Serializer)──► Params ──► the engine writes it into the request line
@@ -35,14 +37,12 @@ impl Params {
     /// `value` as JSON, as `serde_json::to_string` writes it.
     pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
         // Most params fit: one allocation, no copy on the way.
-        let mut out = Vec::with_capacity(256);
-        if write(value, &mut out).is_ok() {
-            if let Ok(text) = String::from_utf8(out) {
-                return Ok(Params {
-                    text,
-                    compact: true,
-                });
-            }
+        let mut text = String::with_capacity(256);
+        if write(value, &mut text).is_ok() {
+            return Ok(Params {
+                text,
+                compact: true,
+            });
         }
         serde_json::to_string(value).map(|text| Params {
             text,
@@ -122,7 +122,7 @@ impl<'a> From<&'a Params> for Json<'a> {
 
 /// Appends `value`'s JSON to `out`, or [`Bail`]s (`out` then holds part
 /// of it).
-fn write<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Bail> {
+fn write<T: Serialize + ?Sized>(value: &T, out: &mut String) -> Result<(), Bail> {
     value.serialize(Writer { out })
 }
 
@@ -149,13 +149,13 @@ impl ser::Error for Bail {
 const PRIVATE: &str = "$serde_json::private::";
 
 struct Writer<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
 }
 
 /// A sequence, map or struct being written: whether the next element is
 /// the first, and whether a variant's `}` closes it.
 struct Compound<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
     first: bool,
     variant: bool,
 }
@@ -163,14 +163,14 @@ struct Compound<'a> {
 impl Compound<'_> {
     fn comma(&mut self) {
         if !std::mem::take(&mut self.first) {
-            self.out.push(b',');
+            self.out.push(',');
         }
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Bail> {
         self.comma();
         write_str(self.out, key);
-        self.out.push(b':');
+        self.out.push(':');
         value.serialize(Writer { out: self.out })
     }
 
@@ -179,28 +179,35 @@ impl Compound<'_> {
         value.serialize(Writer { out: self.out })
     }
 
-    fn close(self, end: u8) {
+    fn close(self, end: char) {
         self.out.push(end);
         if self.variant {
-            self.out.push(b'}');
+            self.out.push('}');
         }
     }
 }
 
-fn int(out: &mut Vec<u8>, v: impl itoa_like::Int) {
+fn int(out: &mut String, v: impl itoa_like::Int) {
     v.write(out);
+}
+
+/// A float as serde_json writes it (the shortest digits; `null` when not
+/// finite).
+fn float<F: Serialize>(out: &mut String, v: F) -> Result<(), Bail> {
+    out.push_str(&serde_json::to_string(&v).map_err(|_| Bail)?);
+    Ok(())
 }
 
 /// Integers without a formatting crate: through `u64`/`u128` digits.
 mod itoa_like {
     pub trait Int {
-        fn write(self, out: &mut Vec<u8>);
+        fn write(self, out: &mut String);
     }
 
     macro_rules! unsigned {
         ($($t:ty)*) => {$(
             impl Int for $t {
-                fn write(self, out: &mut Vec<u8>) {
+                fn write(self, out: &mut String) {
                     if (self as u128) < 1 << 64 {
                         super::write_u64(out, self as u64);
                     } else {
@@ -213,9 +220,9 @@ mod itoa_like {
     macro_rules! signed {
         ($($t:ty)*) => {$(
             impl Int for $t {
-                fn write(self, out: &mut Vec<u8>) {
+                fn write(self, out: &mut String) {
                     if self < 0 {
-                        out.push(b'-');
+                        out.push('-');
                     }
                     (self.unsigned_abs()).write(out);
                 }
@@ -253,8 +260,7 @@ impl<'a> ser::Serializer for Writer<'a> {
     type SerializeStructVariant = Compound<'a>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Bail> {
-        self.out
-            .extend_from_slice(if v { b"true" } else { b"false" });
+        self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
     integers!(|this, v| {
@@ -264,10 +270,10 @@ impl<'a> ser::Serializer for Writer<'a> {
     // Floats as serde_json writes them (the shortest digits; null when
     // not finite).
     fn serialize_f32(self, v: f32) -> Result<(), Bail> {
-        serde_json::to_writer(&mut *self.out, &v).map_err(|_| Bail)
+        float(self.out, v)
     }
     fn serialize_f64(self, v: f64) -> Result<(), Bail> {
-        serde_json::to_writer(&mut *self.out, &v).map_err(|_| Bail)
+        float(self.out, v)
     }
     fn serialize_char(self, v: char) -> Result<(), Bail> {
         write_str(self.out, v.encode_utf8(&mut [0; 4]));
@@ -278,14 +284,14 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Bail> {
-        self.out.push(b'[');
+        self.out.push('[');
         for (i, b) in v.iter().enumerate() {
             if i > 0 {
-                self.out.push(b',');
+                self.out.push(',');
             }
             int(self.out, *b);
         }
-        self.out.push(b']');
+        self.out.push(']');
         Ok(())
     }
     fn serialize_none(self) -> Result<(), Bail> {
@@ -295,7 +301,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Bail> {
-        self.out.extend_from_slice(b"null");
+        self.out.push_str("null");
         Ok(())
     }
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), Bail> {
@@ -321,15 +327,15 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Bail> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.push(b':');
+        self.out.push(':');
         value.serialize(Writer { out: self.out })?;
-        self.out.push(b'}');
+        self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Bail> {
-        self.out.push(b'[');
+        self.out.push('[');
         Ok(Compound {
             out: self.out,
             first: true,
@@ -349,9 +355,9 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         _: usize,
     ) -> Result<Compound<'a>, Bail> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":[");
+        self.out.push_str(":[");
         Ok(Compound {
             out: self.out,
             first: true,
@@ -359,7 +365,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         })
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Bail> {
-        self.out.push(b'{');
+        self.out.push('{');
         Ok(Compound {
             out: self.out,
             first: true,
@@ -379,9 +385,9 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         _: usize,
     ) -> Result<Compound<'a>, Bail> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":{");
+        self.out.push_str(":{");
         Ok(Compound {
             out: self.out,
             first: true,
@@ -400,7 +406,7 @@ macro_rules! sequence {
                 self.element(value)
             }
             fn end(self) -> Result<(), Bail> {
-                self.close(b']');
+                self.close(']');
                 Ok(())
             }
         }
@@ -420,14 +426,14 @@ impl ser::SerializeMap for Compound<'_> {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Bail> {
         self.comma();
         key.serialize(Key { out: self.out })?;
-        self.out.push(b':');
+        self.out.push(':');
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
         value.serialize(Writer { out: self.out })
     }
     fn end(self) -> Result<(), Bail> {
-        self.close(b'}');
+        self.close('}');
         Ok(())
     }
 }
@@ -446,7 +452,7 @@ macro_rules! structure {
                 self.field(key, value)
             }
             fn end(self) -> Result<(), Bail> {
-                self.close(b'}');
+                self.close('}');
                 Ok(())
             }
         }
@@ -458,14 +464,14 @@ structure!(SerializeStruct, SerializeStructVariant);
 /// A map key: a string, or an integer, a bool or a char written as one
 /// (as serde_json does); anything else is left to serde_json.
 struct Key<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
 }
 
 impl Key<'_> {
-    fn quoted(self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), Bail> {
-        self.out.push(b'"');
+    fn quoted(self, write: impl FnOnce(&mut String)) -> Result<(), Bail> {
+        self.out.push('"');
         write(self.out);
-        self.out.push(b'"');
+        self.out.push('"');
         Ok(())
     }
 }
@@ -556,7 +562,7 @@ impl ser::Serializer for Key<'_> {
         Ok(())
     }
     fn serialize_bool(self, v: bool) -> Result<(), Bail> {
-        self.quoted(|o| o.extend_from_slice(if v { b"true" } else { b"false" }))
+        self.quoted(|o| o.push_str(if v { "true" } else { "false" }))
     }
     // Quoted, as serde_json writes integer keys.
     integers!(|this, v| this.quoted(|o| int(o, v)));
@@ -615,15 +621,15 @@ mod tests {
     /// Written by the writer itself, as serde_json writes it.
     fn same<T: Serialize + ?Sized>(v: &T) {
         let want = serde_json::to_string(v).unwrap();
-        let mut out = Vec::new();
+        let mut out = String::new();
         write(v, &mut out).expect("written, not left to serde_json");
-        assert_eq!(String::from_utf8(out).unwrap(), want);
+        assert_eq!(out, want);
         assert_eq!(Params::of(v).unwrap().get(), want);
     }
 
     /// Left to serde_json, with the same result.
     fn left<T: Serialize + ?Sized>(v: &T) {
-        assert!(write(v, &mut Vec::new()).is_err());
+        assert!(write(v, &mut String::new()).is_err());
         assert_eq!(
             Params::of(v).unwrap().get(),
             serde_json::to_string(v).unwrap()
@@ -740,9 +746,9 @@ mod tests {
         #[test]
         fn any_value_is_written_as_serde_json_writes_it(v in value()) {
             let want = serde_json::to_string(&v).unwrap();
-            let mut out = Vec::new();
+            let mut out = String::new();
             prop_assert!(write(&v, &mut out).is_ok());
-            prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+            prop_assert_eq!(out, want);
         }
     }
 }

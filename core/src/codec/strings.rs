@@ -8,7 +8,7 @@
 /// (`u64` for ids and most integers; `u128` for the rest).
 macro_rules! write_digits {
     ($($name:ident: $t:ty, $len:literal;)*) => {$(
-        pub(crate) fn $name(out: &mut Vec<u8>, mut n: $t) {
+        pub(crate) fn $name(out: &mut impl Sink, mut n: $t) {
             let mut buf = [0u8; $len];
             let mut i = buf.len();
             loop {
@@ -19,7 +19,7 @@ macro_rules! write_digits {
                     break;
                 }
             }
-            out.extend_from_slice(&buf[i..]);
+            out.put_ascii(&buf[i..]);
         }
     )*};
 }
@@ -33,37 +33,91 @@ write_digits! {
 /// `serde_json` escapes it: runs without anything to escape are found
 /// eight bytes at a time, the last few bytes one at a time, and copied
 /// whole.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut impl Sink, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    out.put_ascii(b"\"");
     let (mut start, mut i) = (0, 0);
     loop {
         i += plain_len(&bytes[i..]);
         let Some(&b) = bytes.get(i) else {
             break;
         };
-        out.extend_from_slice(&bytes[start..i]);
+        out.put_run(s, start, i);
         i += 1;
         start = i;
         match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
+            b'"' => out.put_ascii(b"\\\""),
+            b'\\' => out.put_ascii(b"\\\\"),
+            b'\n' => out.put_ascii(b"\\n"),
+            b'\r' => out.put_ascii(b"\\r"),
+            b'\t' => out.put_ascii(b"\\t"),
+            0x08 => out.put_ascii(b"\\b"),
+            0x0c => out.put_ascii(b"\\f"),
             _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xf)]);
+                out.put_ascii(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 0xf)],
+                ]);
             }
         }
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out.put_run(s, start, bytes.len());
+    out.put_ascii(b"\"");
+}
+
+/// Where the writers put JSON text: a line's bytes (`Vec<u8>`), or a
+/// `String` (params, which are kept as text without checking them as
+/// UTF-8 again: only whole `str`s and ASCII go in).
+pub(crate) trait Sink {
+    /// Appends ASCII bytes (only ASCII: a `String` takes each as a char).
+    fn put_ascii(&mut self, ascii: &[u8]);
+    /// Appends `s[start..end]`, which starts and ends at an ASCII byte
+    /// or an end of `s` (so it is whole UTF-8).
+    fn put_run(&mut self, s: &str, start: usize, end: usize);
+    /// Room for `n` more bytes.
+    fn reserve(&mut self, n: usize);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put_ascii(&mut self, ascii: &[u8]) {
+        self.extend_from_slice(ascii);
+    }
+    #[inline]
+    fn put_run(&mut self, s: &str, start: usize, end: usize) {
+        self.extend_from_slice(&s.as_bytes()[start..end]);
+    }
+    #[inline]
+    fn reserve(&mut self, n: usize) {
+        Vec::reserve(self, n);
+    }
+}
+
+impl Sink for String {
+    #[inline]
+    fn put_ascii(&mut self, ascii: &[u8]) {
+        debug_assert!(ascii.is_ascii());
+        if let [b] = ascii {
+            self.push(char::from(*b));
+        } else {
+            // ASCII is UTF-8: this check cannot fail.
+            self.push_str(std::str::from_utf8(ascii).unwrap_or_default());
+        }
+    }
+    #[inline]
+    fn put_run(&mut self, s: &str, start: usize, end: usize) {
+        self.push_str(s.get(start..end).unwrap_or_default());
+    }
+    #[inline]
+    fn reserve(&mut self, n: usize) {
+        String::reserve(self, n);
+    }
 }
 
 /// The bytes a JSON string escapes: control characters, `"` and `\`.
