@@ -137,6 +137,10 @@ impl Reader<'_> {
     /// The result object: each text content's text to `text`, and
     /// `isError`.
     fn result(&mut self, mut text: impl FnMut(Text)) -> Option<Option<bool>> {
+        if let Some(is_error) = self.lone_text(&mut text) {
+            return Some(is_error);
+        }
+        self.at = 0;
         let (mut content, mut is_error) = (false, None);
         self.object(|r| {
             if !content && r.take(b"\"content\":") {
@@ -149,6 +153,27 @@ impl Reader<'_> {
                 None
             }
         })?;
+        Some(is_error)
+    }
+
+    /// The commonest result of all, one text and perhaps `isError` after
+    /// it, in the order the SDKs write them, read with three
+    /// comparisons: `{"content":[{"type":"text","text":"…"}]}` or
+    /// `…}],"isError":b}`. Anything else is read member by member.
+    fn lone_text(&mut self, text: &mut impl FnMut(Text)) -> Option<Option<bool>> {
+        self.take(br#"{"content":[{"type":"text","text":"#)
+            .then_some(())?;
+        let t = self.string()?;
+        self.take(b"}]").then_some(())?;
+        let is_error = if self.eat(b'}') {
+            None
+        } else {
+            self.take(br#","isError":"#).then_some(())?;
+            let b = self.boolean()?;
+            self.eat(b'}').then_some(())?;
+            Some(b)
+        };
+        text(t);
         Some(is_error)
     }
 
@@ -285,6 +310,9 @@ mod tests {
             r#"{"isError":true,"content":[{"text":"tag last","type":"text"}]}"#,
             r#"{"content":[]}"#,
             r#"{}"#,
+            r#"{"content":[{"type":"text","text":"lone"}]}"#,
+            r#"{"content":[{"type":"text","text":"lone, then"}],"isError":true}"#,
+            r#"{"content":[{"type":"text","text":"lone"},{"type":"text","text":"not"}]}"#,
             r#"{"content":[{"type":"text","text":""},{"type":"text","text":"two"}]}"#,
             r#"{"content":[{"type":"text","text":"line\nnext \"q\" \\ \u00e9 \ud83d\ude00 \/"}]}"#,
             r#"{"content":[{"type":"text","text":"ends in a backslash\\"}]}"#,
@@ -321,6 +349,8 @@ mod tests {
         for text in [
             r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"x":1}}"#,
             r#"{"content":[{"type":"text","text":"a"}],"_meta":{}}"#,
+            r#"{"content":[{"type":"text","text":"a"}],"isError":false,"_meta":{}}"#,
+            r#"{"content":[{"type":"text","text":"a"}],"isError":true,"isError":true}"#,
             r#"{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}"#,
             r#"{"content":[{"type":"text","text":"a","annotations":{}}]}"#,
             r#"{"content":[{"type":"text"}]}"#,
