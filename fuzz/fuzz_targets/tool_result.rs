@@ -6,7 +6,10 @@
 //! also taken raw.
 //!
 //! Invariants: no panic; for every text serde_json accepts as a
-//! `RawValue`, `from_raw` equals `serde_json::from_str::<CallToolResult>`.
+//! `RawValue`, `from_raw` equals `serde_json::from_str::<CallToolResult>`;
+//! whatever the engine's check of a `tools/call` answer
+//! (`tool_result_end`) accepts, up to the end it gives, serde_json accepts
+//! as one JSON value (it proves the answer JSON in serde's place).
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -93,6 +96,13 @@ fuzz_target!(|input: Input| {
         }
         Input::Raw(text) => text,
     };
+    if let Some(end) = mcpwire::mcp::types::tool_result_end(&text) {
+        let checked = text.get(..end).map(serde_json::from_str::<&RawValue>);
+        assert!(
+            matches!(checked, Some(Ok(_))),
+            "{text}: checked up to {end}"
+        );
+    }
     let Ok(raw) = serde_json::from_str::<Box<RawValue>>(&text) else {
         return;
     };

@@ -608,6 +608,14 @@ pub struct Root {
 mod fast;
 pub(crate) mod read;
 
+/// The engine's check of a `tools/call` answer (where the common tool
+/// result at the start of `text` ends, checked as JSON; `None`: not that
+/// shape): public for the fuzz target that holds it to serde_json.
+#[doc(hidden)]
+pub fn tool_result_end(text: &str) -> Option<usize> {
+    read::common_end(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
