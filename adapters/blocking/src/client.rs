@@ -132,6 +132,8 @@ impl Client {
         let (id, exchanges) = shared
             .start_call(method, params.as_ref(), rpc, progress, inline)
             .map_err(Error::Call)?;
+        // Written into the request: the buffer is the next call's.
+        mcpwire_adapter::surface::give_back_params(params);
         let hook = cancel.map(|token| {
             let weak = Arc::downgrade(shared);
             let key = token.on_cancel(move || {

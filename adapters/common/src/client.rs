@@ -139,6 +139,8 @@ impl<R: Runtime> Client<R> {
         let id = shared
             .with(|s| s.request(Instant::now(), method, params.as_ref(), rpc, progress))
             .map_err(Error::Call)?;
+        // Written into the request: the buffer is the next call's.
+        crate::surface::give_back_params(params);
         // From here on, dropping this future cancels the call.
         let call = shared.call(id);
         let hook = cancel.map(|token| {

@@ -8,6 +8,8 @@
 //! ([`mcpwire::mcp::methods`]) through the one generic path
 //! (`send` / `list_all`), so no adapter writes a method name.
 
+use std::cell::Cell;
+
 use mcpwire::mcp::methods::{ClientNotification, Method};
 use mcpwire::rpc::Params;
 use serde::de::DeserializeOwned;
@@ -37,13 +39,37 @@ pub fn fmt_client(info: &Info, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Res
 /// Most pages a list call follows before giving up.
 pub const MAX_PAGES: usize = 10_000;
 
-/// `method`'s params, written by core's serializer.
+/// `method`'s params, written by core's serializer into the buffer of
+/// this thread's last call's params ([`give_back_params`]).
 #[doc(hidden)]
 pub fn params_of<M: Method>(method: &M) -> Result<Option<Params>, Error> {
-    method.params_json().map_err(|source| Error::Decode {
+    let buf = PARAMS_BUFFER.with(Cell::take);
+    method.params_json_in(buf).map_err(|source| Error::Decode {
         method: M::NAME.to_owned(),
         source,
     })
+}
+
+/// Largest params buffer kept for the next call's params.
+const MAX_PARAMS_BUFFER: usize = 16 * 1024;
+
+thread_local! {
+    /// The buffer of this thread's last call's params, once the call's
+    /// line has been written from them: the params of a call are not
+    /// something its caller keeps, so a call allocates nothing for them.
+    static PARAMS_BUFFER: Cell<String> = const { Cell::new(String::new()) };
+}
+
+/// Keeps `params`' buffer for this thread's next call (none over
+/// [`MAX_PARAMS_BUFFER`]): the connection has written the request.
+#[doc(hidden)]
+pub fn give_back_params(params: Option<Params>) {
+    let Some(buf) = params.map(Params::into_buffer) else {
+        return;
+    };
+    if buf.capacity() <= MAX_PARAMS_BUFFER {
+        PARAMS_BUFFER.with(|b| b.set(buf));
+    }
 }
 
 /// `notification`'s params as raw JSON.
@@ -629,4 +655,37 @@ macro_rules! client_surface {
             $crate::surface::SessionAccess::inspect(&**self.shared(), |s| s.subscribe())
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpwire::mcp::methods::{CallToolRef, ListTools};
+
+    /// A call's params are written into the buffer of this thread's last
+    /// call's params once it is given back; a large one is not kept.
+    #[test]
+    fn params_reuse_the_last_calls_buffer() {
+        let args = serde_json::json!({"text": "hello"});
+        // A capacity no fresh buffer has, to know it again.
+        let given = Params::of_in(&args, String::with_capacity(1000)).unwrap();
+        give_back_params(Some(given));
+        let params = params_of(&CallToolRef::new("echo", &args))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            params.get(),
+            r#"{"name":"echo","arguments":{"text":"hello"}}"#
+        );
+        assert_eq!(params.into_buffer().capacity(), 1000);
+        // A large one is not kept.
+        let big = serde_json::json!({"text": "x".repeat(MAX_PARAMS_BUFFER)});
+        give_back_params(params_of(&CallToolRef::new("big", &big)).unwrap());
+        let next = params_of(&CallToolRef::new("echo", &args))
+            .unwrap()
+            .unwrap();
+        assert!(next.into_buffer().capacity() < MAX_PARAMS_BUFFER);
+        // The first page of a list has no params.
+        assert!(params_of(&ListTools::default()).unwrap().is_none());
+    }
 }

@@ -36,8 +36,20 @@ pub struct Params {
 impl Params {
     /// `value` as JSON, as `serde_json::to_string` writes it.
     pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
-        // Most params fit: one allocation, no copy on the way.
-        let mut text = String::with_capacity(256);
+        Params::of_in(value, String::new())
+    }
+
+    /// [`of`](Self::of), written into `buf` (cleared first): the buffer of
+    /// an earlier call's params ([`into_buffer`](Self::into_buffer)), so
+    /// that a call allocates nothing for its params.
+    pub fn of_in<T: Serialize + ?Sized>(
+        value: &T,
+        mut buf: String,
+    ) -> Result<Params, serde_json::Error> {
+        buf.clear();
+        // Most params fit: one allocation (none with a given buffer).
+        buf.reserve(256);
+        let mut text = buf;
         if write(value, &mut text).is_ok() {
             return Ok(Params {
                 text,
@@ -53,6 +65,11 @@ impl Params {
     /// The JSON text.
     pub fn get(&self) -> &str {
         &self.text
+    }
+
+    /// Its buffer, for the next params ([`of_in`](Self::of_in)).
+    pub fn into_buffer(self) -> String {
+        self.text
     }
 
     /// As raw JSON (parsed once, to make the `RawValue`). An error only
@@ -617,6 +634,21 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
     use std::collections::BTreeMap;
+
+    /// Params written into a given buffer are that buffer (cleared
+    /// first): a call's params need no allocation of their own.
+    #[test]
+    fn params_are_written_into_the_buffer_given() {
+        // A capacity no fresh buffer has, to know it again.
+        let first = Params::of_in(&json!({"a": 1}), String::with_capacity(1000)).unwrap();
+        let buf = first.into_buffer();
+        let (ptr, cap) = (buf.as_ptr(), buf.capacity());
+        assert_eq!(cap, 1000);
+        let second = Params::of_in(&json!({"b": [true, null]}), buf).unwrap();
+        assert_eq!(second.get(), r#"{"b":[true,null]}"#);
+        let buf = second.into_buffer();
+        assert_eq!((buf.as_ptr(), buf.capacity()), (ptr, cap));
+    }
 
     /// Written by the writer itself, as serde_json writes it.
     fn same<T: Serialize + ?Sized>(v: &T) {

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Capability, Method};
-use crate::codec::json::{no_compounds, Bail};
+use crate::codec::json::{no_compounds, Bail, Params};
 use crate::mcp::types::CallToolResult;
 
 /// `tools/call`.
@@ -67,6 +67,10 @@ impl<A: Serialize + ?Sized> Method for CallToolRef<'_, A> {
     const CAPABILITY: Option<Capability> = CallTool::CAPABILITY;
     const PAGED: bool = CallTool::PAGED;
     type Result = CallToolResult;
+
+    fn params_json_in(&self, buf: String) -> Result<Option<Params>, serde_json::Error> {
+        super::params_in(self, buf)
+    }
 
     fn read_result(raw: Box<RawValue>) -> Result<CallToolResult, serde_json::Error> {
         CallTool::read_result(raw)

@@ -121,8 +121,17 @@ pub trait Method: Serialize {
     /// typed calls send: a method with params of its own shape overrides
     /// this one ([`params`](Self::params) follows it).
     fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
-        let params = Params::of(self)?;
-        Ok((!(Self::PAGED && params.get() == "{}")).then_some(params))
+        params_in(self, String::new())
+    }
+
+    /// [`params_json`](Self::params_json) written into `buf`, the buffer
+    /// of an earlier call's params ([`Params::into_buffer`]), so that a
+    /// call allocates nothing for its params. By default `buf` is not
+    /// used and this is `params_json` (a method with params of its own
+    /// shape stays as it is); this crate's methods write into it.
+    fn params_json_in(&self, buf: String) -> Result<Option<Params>, serde_json::Error> {
+        let _ = buf;
+        self.params_json()
     }
 
     /// Reads a successful answer (owned: a reader may keep its buffer):
@@ -142,6 +151,17 @@ pub trait Method: Serialize {
     fn params(&self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
         self.params_json()?.map(|p| p.to_raw()).transpose()
     }
+}
+
+/// `method`'s params written into `buf` (`None` for the first page of a
+/// list): what [`Method::params_json`] and this crate's
+/// [`Method::params_json_in`] write.
+pub(crate) fn params_in<M: Method + ?Sized>(
+    method: &M,
+    buf: String,
+) -> Result<Option<Params>, serde_json::Error> {
+    let params = Params::of_in(method, buf)?;
+    Ok((!(M::PAGED && params.get() == "{}")).then_some(params))
 }
 
 /// A method whose result is one page of a list: `nextCursor` leads to the
@@ -220,6 +240,9 @@ macro_rules! methods {
                 const CAPABILITY: Option<Capability> = $cap;
                 const PAGED: bool = $paged;
                 type Result = $result;
+                fn params_json_in(&self, buf: String) -> Result<Option<Params>, serde_json::Error> {
+                    params_in(self, buf)
+                }
                 $(
                     fn read_result(raw: Box<RawValue>) -> Result<$result, serde_json::Error> {
                         $read(raw)
