@@ -86,10 +86,9 @@ impl Connection {
         let id = match self.era.modern_mut() {
             Some(m) => m.request(now, outbox!(self), method, id_of, params, options)?,
             None => {
-                let check = id_of.and_then(MethodId::result_check);
                 let id = self
                     .engine
-                    .request_json(now, method, params, options, check)?;
+                    .request_json(now, method, params, options, id_of)?;
                 self.note_request(id, method, params);
                 id
             }

@@ -34,7 +34,6 @@ use super::message::{ErrorObject, RequestId, INVALID_REQUEST};
 use super::output::{Diagnostic, Output, SendKind, Stats};
 use crate::codec::glimpse::Glimpse;
 use crate::codec::json::{Json, Params};
-use crate::codec::scan::ShapeCheck;
 use crate::mcp::methods::MethodId;
 
 /// Never `notifications/cancelled` for it: `initialize`, or a request
@@ -69,8 +68,9 @@ struct Pending {
     max_total_ns: u64,
     last_progress: f64,
     flags: u8,
-    /// The check of its result's usual shape (see `rpc::response`).
-    check: Option<ShapeCheck>,
+    /// Its method, when the connection resolved it: the method table
+    /// gives the check of its result's usual shape (see `rpc::response`).
+    method: Option<MethodId>,
 }
 
 impl Pending {
@@ -263,16 +263,17 @@ impl Engine {
         self.request_json(now, method, params.map(Json::from), opts, None)
     }
 
-    /// The request of [`request`](Self::request) and its kin; `check`,
-    /// when its method's result has a usual shape, proves an answer of
-    /// that shape JSON (see `rpc::response`).
+    /// The request of [`request`](Self::request) and its kin; `method_id`
+    /// is `method` resolved, when the caller did (its result's usual
+    /// shape is then proven JSON by that shape's check: see
+    /// `rpc::response`).
     pub(crate) fn request_json(
         &mut self,
         now: Instant,
         method: &str,
         params: Option<Json<'_>>,
         opts: RequestOptions,
-        check: Option<ShapeCheck>,
+        method_id: Option<MethodId>,
     ) -> Result<u64, LocalError> {
         if self.closed {
             return Err(LocalError::Closed);
@@ -317,7 +318,7 @@ impl Engine {
             max_total_ns: max_total.map_or(NO_MAX, nanos),
             last_progress: f64::NEG_INFINITY,
             flags,
-            check,
+            method: method_id,
         };
         pending.deadline = pending.deadline_from(now);
         let deadline = pending.deadline;

@@ -106,7 +106,10 @@ impl Engine {
     /// The result check of pending request `id`, if it has one.
     fn result_check(&self, id: i64) -> Option<ShapeCheck> {
         let id = u64::try_from(id).ok()?;
-        self.pending.get(&id).and_then(|p| p.check)
+        self.pending
+            .get(&id)
+            .and_then(|p| p.method)
+            .and_then(MethodId::result_check)
     }
 
     /// A received text as UTF-8, unless the engine is closed (nothing is
