@@ -31,15 +31,20 @@ write_digits! {
 
 /// Appends `s` as a JSON string literal (quotes included), escaped as
 /// `serde_json` escapes it: runs without anything to escape are found
-/// eight bytes at a time, the last few bytes one at a time, and copied
-/// whole.
+/// sixteen and eight bytes at a time, the last few bytes one at a time,
+/// and copied whole (a string without any, in one piece).
 pub(crate) fn write_str(out: &mut impl Sink, s: &str) {
     let bytes = s.as_bytes();
+    let mut i = plain_len(bytes);
+    if i == bytes.len() {
+        // Nothing to escape (keys, names, most texts): in one piece.
+        out.put_quoted(s);
+        return;
+    }
     out.reserve(bytes.len() + 2);
     out.put_ascii(b"\"");
-    let (mut start, mut i) = (0, 0);
+    let mut start = 0;
     loop {
-        i += plain_len(&bytes[i..]);
         let Some(&b) = bytes.get(i) else {
             break;
         };
@@ -66,6 +71,7 @@ pub(crate) fn write_str(out: &mut impl Sink, s: &str) {
                 ]);
             }
         }
+        i += plain_len(&bytes[i..]);
     }
     out.put_run(s, start, bytes.len());
     out.put_ascii(b"\"");
@@ -82,6 +88,8 @@ pub(crate) trait Sink {
     fn put_run(&mut self, s: &str, start: usize, end: usize);
     /// Room for `n` more bytes.
     fn reserve(&mut self, n: usize);
+    /// Appends `s` between quotes (it needs no escape).
+    fn put_quoted(&mut self, s: &str);
 }
 
 impl Sink for Vec<u8> {
@@ -96,6 +104,13 @@ impl Sink for Vec<u8> {
     #[inline]
     fn reserve(&mut self, n: usize) {
         Vec::reserve(self, n);
+    }
+    #[inline]
+    fn put_quoted(&mut self, s: &str) {
+        self.reserve(s.len() + 2);
+        self.push(b'"');
+        self.extend_from_slice(s.as_bytes());
+        self.push(b'"');
     }
 }
 
@@ -117,6 +132,13 @@ impl Sink for String {
     #[inline]
     fn reserve(&mut self, n: usize) {
         String::reserve(self, n);
+    }
+    #[inline]
+    fn put_quoted(&mut self, s: &str) {
+        self.reserve(s.len() + 2);
+        self.push('"');
+        self.push_str(s);
+        self.push('"');
     }
 }
 
