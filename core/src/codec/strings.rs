@@ -44,10 +44,7 @@ pub(crate) fn write_str(out: &mut impl Sink, s: &str) {
     out.reserve(bytes.len() + 2);
     out.put_ascii(b"\"");
     let mut start = 0;
-    loop {
-        let Some(&b) = bytes.get(i) else {
-            break;
-        };
+    while let Some(&b) = bytes.get(i) {
         out.put_run(s, start, i);
         i += 1;
         start = i;
