@@ -86,7 +86,13 @@ pub(crate) trait Sink {
     /// Room for `n` more bytes.
     fn reserve(&mut self, n: usize);
     /// Appends `s` between quotes (it needs no escape).
-    fn put_quoted(&mut self, s: &str);
+    #[inline]
+    fn put_quoted(&mut self, s: &str) {
+        self.reserve(s.len() + 2);
+        self.put_ascii(b"\"");
+        self.put_run(s, 0, s.len());
+        self.put_ascii(b"\"");
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -101,13 +107,6 @@ impl Sink for Vec<u8> {
     #[inline]
     fn reserve(&mut self, n: usize) {
         Vec::reserve(self, n);
-    }
-    #[inline]
-    fn put_quoted(&mut self, s: &str) {
-        self.reserve(s.len() + 2);
-        self.push(b'"');
-        self.extend_from_slice(s.as_bytes());
-        self.push(b'"');
     }
 }
 
@@ -129,13 +128,6 @@ impl Sink for String {
     #[inline]
     fn reserve(&mut self, n: usize) {
         String::reserve(self, n);
-    }
-    #[inline]
-    fn put_quoted(&mut self, s: &str) {
-        self.reserve(s.len() + 2);
-        self.push('"');
-        self.push_str(s);
-        self.push('"');
     }
 }
 
