@@ -1,4 +1,5 @@
 use super::*;
+use crate::mcp::types::ClientCapabilities;
 use serde_json::json;
 
 /// The params, the same through `params` and `params_json`.
