@@ -159,46 +159,118 @@ fn escape_mask(word: u64) -> u64 {
 }
 
 /// How many bytes at the start of `bytes` a JSON string holds as they
-/// are (no control character, `"` or `\\`): sixteen at a time, then
-/// eight, then one at a time for the last few.
+/// are (no control character, `"` or `\\`): sixteen at a time, then the
+/// last few in one or two overlapping words (no byte loop: keys and names
+/// are short, and a text's tail is what is left of it).
 #[inline]
 pub(crate) fn plain_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
     let mut i = 0;
     // Sixteen bytes a step while they last (one test for both words).
-    while let Some((a, b)) = bytes
-        .get(i..)
-        .and_then(|r| r.first_chunk::<16>())
-        .and_then(|p| p.first_chunk::<8>().zip(p.last_chunk::<8>()))
-    {
-        let (a, b) = (
-            escape_mask(u64::from_le_bytes(*a)),
-            escape_mask(u64::from_le_bytes(*b)),
-        );
-        if a | b != 0 {
-            let (at, mask) = if a != 0 { (i, a) } else { (i + 8, b) };
-            return at + (mask.trailing_zeros() / 8) as usize;
+    while let Some(p) = bytes.get(i..).and_then(|r| r.first_chunk::<16>()) {
+        if let Some(at) = first_marked(p) {
+            return i + at;
         }
         i += 16;
     }
-    while let Some(chunk) = bytes.get(i..).and_then(|r| r.first_chunk::<8>()) {
-        let mask = escape_mask(u64::from_le_bytes(*chunk));
-        if mask != 0 {
-            // The first marked byte (those after it may be marked by a
-            // borrow).
-            return i + (mask.trailing_zeros() / 8) as usize;
+    if i == n {
+        return n;
+    }
+    if let Some(last) = bytes.last_chunk::<16>() {
+        // The last sixteen, over bytes already known plain: the first byte
+        // marked is in the tail.
+        return first_marked(last).map_or(n, |at| n - 16 + at);
+    }
+    short_plain_len(bytes)
+}
+
+/// Where the first byte to escape is in `p`, if any.
+#[inline]
+fn first_marked(p: &[u8; 16]) -> Option<usize> {
+    let (a, b) = p.split_at(8);
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or([b' '; 8]));
+    let (a, b) = (escape_mask(word(a)), escape_mask(word(b)));
+    if a | b == 0 {
+        return None;
+    }
+    // The first marked byte (those after it may be marked by a borrow).
+    let (at, mask) = if a != 0 { (0, a) } else { (8, b) };
+    Some(at + (mask.trailing_zeros() / 8) as usize)
+}
+
+/// [`plain_len`] of fewer than sixteen bytes: the first and last eight
+/// (or four) overlapping, or the bytes of one to three in spaces.
+fn short_plain_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    let (first, last) = if let (Some(a), Some(b)) = (bytes.first_chunk(), bytes.last_chunk()) {
+        (
+            escape_mask(u64::from_le_bytes(*a)),
+            escape_mask(u64::from_le_bytes(*b)),
+        )
+    } else if n >= 4 {
+        let both = u64::from(u32_at(0)) | u64::from(u32_at(n - 4)) << 32;
+        let mask = escape_mask(both);
+        // The first four's marks are exact; the last four's count only
+        // when the first four are plain (then no borrow reaches them).
+        (mask & 0xffff_ffff, mask >> 32 << 32)
+    } else if n > 0 {
+        // Bytes 0, n/2 and n-1 (all of them for n <= 3), the rest spaces.
+        let word = 0x2020_2020_2020_2020 & !0xff_ffff
+            | u64::from(bytes[0])
+            | u64::from(bytes[n / 2]) << 8
+            | u64::from(bytes[n - 1]) << 16;
+        if escape_mask(word) == 0 {
+            return n;
         }
-        i += 8;
+        return bytes.iter().position(|&b| ESCAPED[usize::from(b)]).unwrap_or(n);
+    } else {
+        return 0;
+    };
+    match (first, last) {
+        (0, 0) => n,
+        (0, mask) if n >= 8 => n - 8 + (mask.trailing_zeros() / 8) as usize,
+        (0, mask) => n - 4 + (mask.trailing_zeros() / 8 - 4) as usize,
+        (mask, _) => (mask.trailing_zeros() / 8) as usize,
     }
-    while i < bytes.len() && !ESCAPED[usize::from(bytes[i])] {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every length to 40, with each kind of byte to escape (and the
+    /// plain neighbours of the masks' edges: space, `!`, `#`, `[`, `]`,
+    /// 0x7f, 0x80, 0xff) at every position, twice over: the first one
+    /// counts.
+    #[test]
+    fn plain_len_finds_the_first_byte_to_escape_at_every_length() {
+        let want = |b: &[u8]| b.iter().position(|&c| ESCAPED[usize::from(c)]).unwrap_or(b.len());
+        for n in 0..40 {
+            for fill in [b'a', b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff] {
+                let mut b = vec![fill; n];
+                assert_eq!(plain_len(&b), want(&b), "n {n} fill {fill}");
+                for at in 0..n {
+                    for esc in [0u8, 0x01, 0x1f, b'"', b'\\'] {
+                        b[at] = esc;
+                        assert_eq!(plain_len(&b), at, "n {n} at {at} esc {esc}");
+                        for later in at + 1..n {
+                            b[later] = b'"';
+                            assert_eq!(plain_len(&b), at, "n {n} at {at} later {later}");
+                            b[later] = fill;
+                        }
+                        b[at] = fill;
+                    }
+                }
+            }
+        }
+    }
 
     proptest! {
         /// Long plain runs with an escape anywhere (the eight-byte steps,
