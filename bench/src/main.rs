@@ -70,7 +70,11 @@ fn main() {
 fn orchestrate(args: &[String]) -> Result<(), String> {
     let mut smoke = std::env::var_os("MCPWIRE_BENCH_SMOKE").is_some_and(|v| v != "0");
     let mut scenarios: Vec<u8> = Vec::new();
-    let mut clients: Vec<&'static str> = clients::CLIENTS.iter().map(|c| c.name).collect();
+    let mut clients: Vec<&'static str> = clients::CLIENTS
+        .iter()
+        .filter(|c| c.by_default())
+        .map(|c| c.name)
+        .collect();
     let mut modes = vec![Mode::Pinned, Mode::Unpinned];
     let mut profiling = false;
     let mut profile_calls = 2_000;
@@ -264,23 +268,22 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Under `cargo run`, which builds only this binary, brings the server
-/// binary up to date too (a no-op when it is).
-/// Whether `client` runs `variant`: an HTTP-only client no stdio row; the
-/// bridges' rows (scenario 6) have one client, mcpwire-tokio, as the host.
+/// Whether `client` runs `variant`: the rows its definition allows (an
+/// HTTP-only client no stdio row); the bridges' rows (scenario 6) have one
+/// client, mcpwire-tokio, as the host.
 fn runs(variant: &scenario::Variant, client: &str) -> bool {
-    let http_only = clients::CLIENTS
+    let allowed = clients::CLIENTS
         .iter()
-        .any(|c| c.name == client && c.http_only);
-    if http_only && variant.transport == Transport::Stdio {
-        return false;
-    }
-    variant.scenario != 6 || client == "mcpwire-tokio"
+        .find(|c| c.name == client)
+        .is_none_or(|c| c.runs(variant));
+    allowed && (variant.scenario != 6 || client == "mcpwire-tokio")
 }
 
 /// Builds binary `bin` of `package` beside this bench, in its profile (the
-/// echo server; the `mcpwire` command, which the bridge rows run). Outside
-/// cargo (no `$CARGO`) the binaries must be there already.
+/// echo server; the `mcpwire` command, which the bridge rows run): under
+/// `cargo run`, which builds only this binary, the others are brought up to
+/// date too (a no-op when they are). Outside cargo (no `$CARGO`) the
+/// binaries must be there already.
 fn build(package: &str, bin: &str) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());

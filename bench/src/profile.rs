@@ -40,10 +40,11 @@ pub fn run(
             continue;
         };
         for &client in clients {
-            let http_only = crate::clients::CLIENTS
+            let runs = crate::clients::CLIENTS
                 .iter()
-                .any(|c| c.name == client && c.http_only);
-            if http_only && variant.transport == scenario::Transport::Stdio {
+                .find(|c| c.name == client)
+                .is_none_or(|c| c.runs(&variant));
+            if !runs {
                 continue;
             }
             eprint!("{} · {client} … ", variant.label);

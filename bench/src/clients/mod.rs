@@ -9,13 +9,14 @@
 //! [`BlockingClient`]: crate::drive::BlockingClient
 
 use crate::drive::{Error, Target};
-use crate::scenario::{Job, Measured};
+use crate::scenario::{Job, Measured, Transport, Variant, Workload};
 
 mod mcpwire_blocking;
 mod mcpwire_smol;
 mod mcpwire_tokio;
 pub mod peers;
 mod raw;
+mod raw_async;
 mod rmcp;
 
 /// One measured client.
@@ -24,55 +25,97 @@ pub struct ClientDef {
     pub name: &'static str,
     /// Runs one job in this (client) process.
     pub run: fn(&Job, &Target) -> Result<Measured, Error>,
-    /// Measured over HTTP only (a variant of another client's transport).
-    pub http_only: bool,
+    /// The rows it runs.
+    pub only: Only,
+}
+
+/// The rows a client runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Only {
+    /// Every row.
+    Any,
+    /// HTTP only (a variant of another client's transport).
+    Http,
+    /// stdio, one call at a time (a runtime's floor).
+    StdioSequential,
+}
+
+impl ClientDef {
+    /// Whether it runs without being named (`--clients`): the runtimes'
+    /// floors (`raw-tokio`, `raw-smol`) run when named.
+    pub fn by_default(&self) -> bool {
+        self.only != Only::StdioSequential
+    }
+
+    /// Whether it runs `variant`'s row.
+    pub fn runs(&self, variant: &Variant) -> bool {
+        match self.only {
+            Only::Any => true,
+            Only::Http => variant.transport != Transport::Stdio,
+            Only::StdioSequential => {
+                variant.transport == Transport::Stdio
+                    && matches!(variant.workload, Workload::Calls { inflight: 1, .. })
+            }
+        }
+    }
 }
 
 /// Every client, in table order. `ts-sdk` and `py-sdk` are the official
 /// TypeScript and Python SDKs' clients (see [`peers`]). `raw` and `rmcp` are the references the
-/// ratio columns divide by. `rmcp-pooled` is rmcp over HTTP with a reqwest
+/// ratio columns divide by; `raw-tokio` and `raw-smol` are `raw`'s loop on
+/// each async runtime (what the runtime alone costs a call). `rmcp-pooled` is rmcp over HTTP with a reqwest
 /// client that keeps connections (its default client opens a new TCP
 /// connection per POST, on purpose: see `default_http_client` in rmcp).
 pub const CLIENTS: &[ClientDef] = &[
     ClientDef {
         name: "mcpwire-tokio",
         run: mcpwire_tokio::run,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "mcpwire-smol",
         run: mcpwire_smol::run,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "mcpwire-blocking",
         run: mcpwire_blocking::run,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "rmcp",
         run: rmcp::run,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "rmcp-pooled",
         run: rmcp::run_pooled,
-        http_only: true,
+        only: Only::Http,
     },
     ClientDef {
         name: "ts-sdk",
         run: peers::run_ts,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "py-sdk",
         run: peers::run_py,
-        http_only: false,
+        only: Only::Any,
     },
     ClientDef {
         name: "raw",
         run: raw::run,
-        http_only: false,
+        only: Only::Any,
+    },
+    ClientDef {
+        name: "raw-tokio",
+        run: raw_async::run_tokio,
+        only: Only::StdioSequential,
+    },
+    ClientDef {
+        name: "raw-smol",
+        run: raw_async::run_smol,
+        only: Only::StdioSequential,
     },
 ];
 
