@@ -228,7 +228,10 @@ fn short_plain_len(bytes: &[u8]) -> usize {
         if escape_mask(word) == 0 {
             return n;
         }
-        return bytes.iter().position(|&b| ESCAPED[usize::from(b)]).unwrap_or(n);
+        return bytes
+            .iter()
+            .position(|&b| ESCAPED[usize::from(b)])
+            .unwrap_or(n);
     } else {
         return 0;
     };
@@ -251,7 +254,11 @@ mod tests {
     /// counts.
     #[test]
     fn plain_len_finds_the_first_byte_to_escape_at_every_length() {
-        let want = |b: &[u8]| b.iter().position(|&c| ESCAPED[usize::from(c)]).unwrap_or(b.len());
+        let want = |b: &[u8]| {
+            b.iter()
+                .position(|&c| ESCAPED[usize::from(c)])
+                .unwrap_or(b.len())
+        };
         for n in 0..40 {
             for fill in [b'a', b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff] {
                 let mut b = vec![fill; n];
