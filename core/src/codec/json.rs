@@ -62,6 +62,24 @@ impl Params {
         })
     }
 
+    /// Params written piece by piece by a method that knows their members
+    /// (a hot one: no struct machinery, its keys written as literals), into
+    /// `buf` (cleared first). `None` when a value in them is one the writer
+    /// leaves to serde_json: the method then writes them all through
+    /// [`of_in`](Self::of_in).
+    pub(crate) fn pieces_in(
+        mut buf: String,
+        write: impl FnOnce(&mut Pieces<'_>) -> Result<(), Bail>,
+    ) -> Option<Params> {
+        buf.clear();
+        buf.reserve(256);
+        write(&mut Pieces { out: &mut buf }).ok()?;
+        Some(Params {
+            text: buf,
+            compact: true,
+        })
+    }
+
     /// The JSON text.
     pub fn get(&self) -> &str {
         &self.text
@@ -141,6 +159,29 @@ impl<'a> From<&'a Params> for Json<'a> {
 /// of it).
 fn write<T: Serialize + ?Sized>(value: &T, out: &mut String) -> Result<(), Bail> {
     value.serialize(Writer { out })
+}
+
+/// What [`Params::pieces_in`]'s writer puts in, in order.
+pub(crate) struct Pieces<'a> {
+    out: &'a mut String,
+}
+
+impl Pieces<'_> {
+    /// JSON text of the method's own, as it is: punctuation and keys it
+    /// knows need no escape (`{"name":`).
+    pub(crate) fn literal(&mut self, json: &'static str) {
+        self.out.push_str(json);
+    }
+
+    /// A string, quoted and escaped.
+    pub(crate) fn string(&mut self, s: &str) {
+        write_str(self.out, s);
+    }
+
+    /// Any value, as [`Params::of`] writes it.
+    pub(crate) fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Bail> {
+        write(value, self.out)
+    }
 }
 
 /// What the writer leaves to `serde_json` (the whole value then).

