@@ -4,21 +4,38 @@
 //! bytes at a time ([`plain_len`], also what the scanner and the
 //! tool-result reader use to find a string's end), and integers' digits.
 
-/// Appends the decimal digits of `n`, for each width the writers need
-/// (`u64` for ids and most integers; `u128` for the rest).
+/// The two digits of 00 to 99, in order.
+const PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut n = 0;
+    while n < 100 {
+        pairs[2 * n] = b'0' + (n / 10) as u8;
+        pairs[2 * n + 1] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    pairs
+};
+
+/// Appends the decimal digits of `n`, two at a time, for each width the
+/// writers need (`u64` for ids and most integers; `u128` for the rest).
 macro_rules! write_digits {
     ($($name:ident: $t:ty, $len:literal;)*) => {$(
         pub(crate) fn $name(out: &mut impl Sink, mut n: $t) {
             let mut buf = [0u8; $len];
             let mut i = buf.len();
-            loop {
-                i -= 1;
-                buf[i] = b'0' + (n % 10) as u8;
-                n /= 10;
+            while n >= 10 {
+                let pair = (n % 100) as usize * 2;
+                n /= 100;
+                i -= 2;
+                buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
                 if n == 0 {
-                    break;
+                    // The pair was the leading digits (10 to 99).
+                    out.put_ascii(&buf[i..]);
+                    return;
                 }
             }
+            i -= 1;
+            buf[i] = b'0' + n as u8;
             out.put_ascii(&buf[i..]);
         }
     )*};
@@ -247,6 +264,24 @@ fn short_plain_len(bytes: &[u8]) -> usize {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every number to 100,000 and each power of ten and its neighbours
+    /// (where the pairs and the odd leading digit meet).
+    #[test]
+    fn small_numbers_and_powers_of_ten_are_written_whole() {
+        let powers = (0..20).map(|e| 10u64.pow(e)).flat_map(|p| [p - 1, p, p + 1]);
+        for n in (0..=100_000).chain(powers).chain([u64::MAX]) {
+            let mut out = Vec::new();
+            write_u64(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+            let mut out = Vec::new();
+            write_u128(&mut out, u128::from(n) * 1_000_000_007);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                (u128::from(n) * 1_000_000_007).to_string()
+            );
+        }
+    }
 
     /// Every length to 40, with each kind of byte to escape (and the
     /// plain neighbours of the masks' edges: space, `!`, `#`, `[`, `]`,
