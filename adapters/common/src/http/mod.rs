@@ -518,9 +518,10 @@ impl<R: Runtime> Exchange<R> {
             let reused = pooled.is_some();
             let conn = match pooled {
                 Some(conn) => conn,
-                None => self
-                    .client
-                    .connect(&self.url, self.route())
+                // Boxed: a connect's future (the TCP connect, a proxy's
+                // CONNECT, a TLS handshake) is most of an exchange's size,
+                // and a pooled connection needs none of it.
+                None => Box::pin(self.client.connect(&self.url, self.route()))
                     .await
                     .map_err(Stop::Failed)?,
             };
