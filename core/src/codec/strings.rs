@@ -269,7 +269,9 @@ mod tests {
     /// (where the pairs and the odd leading digit meet).
     #[test]
     fn small_numbers_and_powers_of_ten_are_written_whole() {
-        let powers = (0..20).map(|e| 10u64.pow(e)).flat_map(|p| [p - 1, p, p + 1]);
+        let powers = (0..20)
+            .map(|e| 10u64.pow(e))
+            .flat_map(|p| [p - 1, p, p + 1]);
         for n in (0..=100_000).chain(powers).chain([u64::MAX]) {
             let mut out = Vec::new();
             write_u64(&mut out, n);
