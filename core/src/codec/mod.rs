@@ -17,6 +17,23 @@
 //! - [`glimpse`]: what the first and last bytes of a frame too large to read
 //!   say about it (a response's or request's id).
 
+/// A table of the bytes for which `$pred` (over the byte `$c`) holds,
+/// built at compile time: one lookup per byte where a byte is tested on
+/// a hot path (a JSON string's escapes, an HTTP header's characters).
+macro_rules! byte_table {
+    (|$c:ident| $pred:expr) => {{
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let $c = b as u8;
+            table[b] = $pred;
+            b += 1;
+        }
+        table
+    }};
+}
+pub(crate) use byte_table;
+
 pub mod glimpse;
 pub mod http1;
 pub mod json;

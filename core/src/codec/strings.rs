@@ -149,17 +149,7 @@ impl Sink for String {
 }
 
 /// The bytes a JSON string escapes: control characters, `"` and `\`.
-const ESCAPED: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
+const ESCAPED: [bool; 256] = super::byte_table!(|c| c < 0x20 || c == b'"' || c == b'\\');
 
 /// The bytes of `word` (eight of a string, little-endian) that are a
 /// control character, `"` or `\` (bytes of 0x80 and above never are):

@@ -202,33 +202,24 @@ fn is_tchar(b: u8) -> bool {
 
 /// [`is_tchar`] for each byte (a table: every header name of every
 /// request is checked byte by byte).
-const TCHAR: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        b += 1;
-    }
-    table
-};
+const TCHAR: [bool; 256] = super::byte_table!(|c| c.is_ascii_alphanumeric()
+    || matches!(
+        c,
+        b'!' | b'#'
+            | b'$'
+            | b'%'
+            | b'&'
+            | b'\''
+            | b'*'
+            | b'+'
+            | b'-'
+            | b'.'
+            | b'^'
+            | b'_'
+            | b'`'
+            | b'|'
+            | b'~'
+    ));
 
 /// RFC 9110 `token`: one or more `tchar`.
 fn is_token(s: &[u8]) -> bool {

@@ -174,16 +174,8 @@ fn valid_value_byte(b: u8) -> bool {
 
 /// [`valid_value_byte`] for each byte (a table: every header value of
 /// every request is checked byte by byte).
-const FIELD_VALUE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c == b'\t' || c == b' ' || c.is_ascii_graphic() || c >= 0x80;
-        b += 1;
-    }
-    table
-};
+const FIELD_VALUE: [bool; 256] =
+    crate::codec::byte_table!(|c| c == b'\t' || c == b' ' || c.is_ascii_graphic() || c >= 0x80);
 
 #[cfg(test)]
 mod tests {
