@@ -272,11 +272,7 @@ fn orchestrate(args: &[String]) -> Result<(), String> {
 /// HTTP-only client no stdio row); the bridges' rows (scenario 6) have one
 /// client, mcpwire-tokio, as the host.
 fn runs(variant: &scenario::Variant, client: &str) -> bool {
-    let allowed = clients::CLIENTS
-        .iter()
-        .find(|c| c.name == client)
-        .is_none_or(|c| c.runs(variant));
-    allowed && (variant.scenario != 6 || client == "mcpwire-tokio")
+    clients::runs(client, variant) && (variant.scenario != 6 || client == "mcpwire-tokio")
 }
 
 /// Builds binary `bin` of `package` beside this bench, in its profile (the

@@ -40,11 +40,7 @@ pub fn run(
             continue;
         };
         for &client in clients {
-            let runs = crate::clients::CLIENTS
-                .iter()
-                .find(|c| c.name == client)
-                .is_none_or(|c| c.runs(&variant));
-            if !runs {
+            if !crate::clients::runs(client, &variant) {
                 continue;
             }
             eprint!("{} · {client} … ", variant.label);

@@ -60,6 +60,15 @@ impl ClientDef {
     }
 }
 
+/// Whether the client named `client` runs `variant`'s row (a name not in
+/// [`CLIENTS`] runs every row).
+pub fn runs(client: &str, variant: &Variant) -> bool {
+    CLIENTS
+        .iter()
+        .find(|c| c.name == client)
+        .is_none_or(|c| c.runs(variant))
+}
+
 /// Every client, in table order. `ts-sdk` and `py-sdk` are the official
 /// TypeScript and Python SDKs' clients (see [`peers`]). `raw` and `rmcp` are the references the
 /// ratio columns divide by; `raw-tokio` and `raw-smol` are `raw`'s loop on

@@ -6,7 +6,7 @@
 //! the floor under mcpwire-tokio and mcpwire-smol. stdio, one call at a
 //! time.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, OnceCell};
 use std::process::Stdio;
 
 use mcpwire_bench::proto::{self, Call};
@@ -27,7 +27,7 @@ pub fn run_smol(job: &Job, target: &Target) -> Result<Measured, Error> {
 macro_rules! raw_client {
     ($name:ident, $rt:ident, |$child:ident| $wait:expr) => {
         pub struct $name {
-            child: RefCell<$rt::Child>,
+            child: $rt::Child,
             pipes: Cell<Option<Pipes<$rt::ChildStdin, $rt::BufReader<$rt::ChildStdout>>>>,
             request: OnceCell<Vec<u8>>,
         }
@@ -69,7 +69,7 @@ macro_rules! raw_client {
                 Self::read_line(&mut pipes).await?;
                 pipes.stdin.write_all(proto::INITIALIZED_LINE).await?;
                 Ok($name {
-                    child: RefCell::new(child),
+                    child,
                     pipes: Cell::new(Some(pipes)),
                     request: OnceCell::new(),
                 })
@@ -91,7 +91,7 @@ macro_rules! raw_client {
             async fn close(self) -> Result<(), Error> {
                 // Closing stdin ends the server.
                 drop(self.pipes.take());
-                let mut $child = self.child.into_inner();
+                let mut $child = self.child;
                 $wait.await?;
                 Ok(())
             }

@@ -44,17 +44,10 @@ impl Params {
     /// that a call allocates nothing for its params.
     pub fn of_in<T: Serialize + ?Sized>(
         value: &T,
-        mut buf: String,
+        buf: String,
     ) -> Result<Params, serde_json::Error> {
-        buf.clear();
-        // Most params fit: one allocation (none with a given buffer).
-        buf.reserve(256);
-        let mut text = buf;
-        if write(value, &mut text).is_ok() {
-            return Ok(Params {
-                text,
-                compact: true,
-            });
+        if let Some(params) = Params::pieces_in(buf, |p| p.value(value)) {
+            return Ok(params);
         }
         serde_json::to_string(value).map(|text| Params {
             text,
@@ -72,6 +65,7 @@ impl Params {
         write: impl FnOnce(&mut Pieces<'_>) -> Result<(), Bail>,
     ) -> Option<Params> {
         buf.clear();
+        // Most params fit: one allocation (none with a given buffer).
         buf.reserve(256);
         write(&mut Pieces { out: &mut buf }).ok()?;
         Some(Params {
