@@ -488,11 +488,23 @@ impl Shared {
             };
             let answered = me == Leader::Background && state.session.completed() != seen;
             let expired = deadline.is_some_and(|d| Instant::now() >= d);
-            let Some(pipes) = state.pipes.as_mut().filter(|p| p.open()) else {
+            let State {
+                session,
+                pipes,
+                buf,
+                ..
+            } = &mut *state;
+            let Some(pipes) = pipes.as_mut().filter(|p| p.open()) else {
                 break;
             };
             if done || answered || expired {
                 break;
+            }
+            // A read before the poll(2): the answer to what was just
+            // written is often there already.
+            if pipes.read_after_write(buf, |input| session.input(Instant::now(), input)) {
+                self.perform(&mut state, None);
+                continue;
             }
             let set = pipes.poll_set();
             let wake_at = [state.session.poll_timeout(), deadline]

@@ -231,6 +231,9 @@ struct ChildIo {
     stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
     stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
     exit: Option<BoxFuture<io::Result<std::process::ExitStatus>>>,
+    /// Whether stdout is read right after a write
+    /// ([`Runtime::READ_AFTER_WRITE`]).
+    after_write: crate::process::AfterWrite,
 }
 
 struct Exchange {
@@ -252,6 +255,7 @@ impl ChildIo {
             stdout: Some(c.stdout),
             stderr: Some(c.stderr),
             exit: Some(c.wait),
+            after_write: Default::default(),
         }
     }
 }
@@ -490,11 +494,11 @@ impl<R: Runtime> State<R> {
                 return;
             }
             let now = Instant::now();
-            if bits & STDIN != 0 {
-                self.flush_stdin(now);
-            }
+            let wrote = bits & STDIN != 0 && self.flush_stdin(now);
             if bits & STDOUT != 0 {
                 self.read_pipe(now, true, router);
+            } else if wrote && R::READ_AFTER_WRITE {
+                self.read_after_write(now, router);
             }
             if bits & STDERR != 0 {
                 self.read_pipe(now, false, router);
@@ -693,10 +697,14 @@ impl<R: Runtime> State<R> {
         }
     }
 
-    fn flush_stdin(&mut self, now: Instant) {
-        let Some(c) = &mut self.child else { return };
+    /// Writes what waits for the child's stdin; true when some of it went.
+    fn flush_stdin(&mut self, now: Instant) -> bool {
+        let Some(c) = &mut self.child else {
+            return false;
+        };
         let mut cx = Context::from_waker(&self.wakers[0]);
         let mut failed = None;
+        let mut wrote = false;
         if let Some(stdin) = &mut c.stdin {
             while c.written < c.backlog.len() {
                 match Pin::new(&mut **stdin).poll_write(&mut cx, &c.backlog[c.written..]) {
@@ -704,7 +712,10 @@ impl<R: Runtime> State<R> {
                         failed = Some("stdin closed".to_owned());
                         break;
                     }
-                    Poll::Ready(Ok(n)) => c.written += n,
+                    Poll::Ready(Ok(n)) => {
+                        c.written += n;
+                        wrote = true;
+                    }
                     Poll::Ready(Err(e)) => {
                         failed = Some(e.to_string());
                         break;
@@ -743,18 +754,37 @@ impl<R: Runtime> State<R> {
         if let Some(e) = failed {
             self.session.input(now, Input::WriteFailed(&e));
         }
+        wrote
     }
 
-    fn read_pipe(&mut self, now: Instant, stdout: bool, router: &Router) {
-        let Some(c) = &mut self.child else { return };
+    /// One look at stdout right after a write, when that has paid
+    /// lately: the server, woken by the write, has often answered.
+    fn read_after_write(&mut self, now: Instant, router: &Router) {
+        if !self.child.as_mut().is_some_and(|c| c.after_write.try_now()) {
+            return;
+        }
+        let found = self.read_pipe(now, true, router);
+        if let Some(c) = &mut self.child {
+            c.after_write.found(found);
+        }
+    }
+
+    /// Reads the pipe until it would block; true when it gave bytes or
+    /// ended.
+    fn read_pipe(&mut self, now: Instant, stdout: bool, router: &Router) -> bool {
+        let Some(c) = &mut self.child else {
+            return false;
+        };
         let (pipe, waker) = if stdout {
             (&mut c.stdout, &self.wakers[1])
         } else {
             (&mut c.stderr, &self.wakers[2])
         };
         let mut cx = Context::from_waker(waker);
-        for _ in 0..MAX_READS {
-            let Some(p) = pipe.as_mut() else { return };
+        for round in 0..MAX_READS {
+            let Some(p) = pipe.as_mut() else {
+                return round > 0;
+            };
             match Pin::new(&mut **p).poll_read(&mut cx, &mut self.buf) {
                 Poll::Ready(Ok(n)) if n > 0 => {
                     let data = &self.buf[..n];
@@ -774,14 +804,15 @@ impl<R: Runtime> State<R> {
                         Input::StderrEof
                     };
                     self.session.input(now, eof);
-                    return;
+                    return true;
                 }
-                Poll::Pending => return,
+                Poll::Pending => return round > 0,
             }
         }
         router
             .bits
             .fetch_or(if stdout { STDOUT } else { STDERR }, Ordering::AcqRel);
+        true
     }
 
     fn poll_exit(&mut self, now: Instant) {

@@ -451,6 +451,121 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Whether a stdio server's stdin was written since its stdout last
+/// looked ([`Runtime::READ_AFTER_WRITE`](crate::Runtime::READ_AFTER_WRITE)):
+/// set by a [`Marking`] stdin, taken by a stdout that then reads before it
+/// waits.
+#[derive(Debug, Clone, Default)]
+pub struct Wrote(Arc<AtomicBool>);
+
+impl Wrote {
+    /// True once after each write (and clears it).
+    pub fn take(&self) -> bool {
+        self.0.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// Whether reading a stdio server's stdout right after a write pays, as
+/// it has lately: on a shared CPU the server answers before the writer
+/// runs again and the read finds the answer; on another CPU it finds the
+/// pipe empty, a wasted system call. A read that finds nothing counts
+/// against, one that finds the answer for; once the count is negative,
+/// only every [`AfterWrite::PROBE`]th write is followed by a read, to
+/// notice when it pays again.
+#[derive(Debug, Clone, Default)]
+pub struct AfterWrite {
+    /// Recent finds minus misses, in `-1..=2`.
+    score: i8,
+    /// Writes without a read since the score went negative.
+    skipped: u8,
+}
+
+impl AfterWrite {
+    /// While reads after writes do not pay, one write in this many is
+    /// followed by one all the same.
+    pub const PROBE: u8 = 32;
+
+    /// Whether to read now, after a write. If so, say what the read found
+    /// ([`found`](Self::found)).
+    pub fn try_now(&mut self) -> bool {
+        if self.score >= 0 {
+            return true;
+        }
+        self.skipped += 1;
+        if self.skipped >= Self::PROBE {
+            self.skipped = 0;
+            return true;
+        }
+        false
+    }
+
+    /// What a read after a write found: bytes (or the end) or nothing.
+    pub fn found(&mut self, answer: bool) {
+        self.score = if answer {
+            (self.score + 1).clamp(0, 2)
+        } else {
+            (self.score - 1).max(-1)
+        };
+    }
+}
+
+/// A stdin that marks [`Wrote`] each time a write takes bytes.
+#[derive(Debug)]
+pub struct Marking<W> {
+    inner: W,
+    wrote: Wrote,
+}
+
+impl<W> Marking<W> {
+    /// `inner`, marking `wrote`.
+    pub fn new(inner: W, wrote: Wrote) -> Self {
+        Marking { inner, wrote }
+    }
+}
+
+impl<W: futures_io::AsyncWrite + Unpin> futures_io::AsyncWrite for Marking<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let n = std::task::ready!(std::pin::Pin::new(&mut self.inner).poll_write(cx, buf))?;
+        if n > 0 {
+            self.wrote.0.store(true, Ordering::Relaxed);
+        }
+        std::task::Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_close(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_close(cx)
+    }
+}
+
+/// One read of a nonblocking pipe, whatever its runtime last saw of it
+/// (`WouldBlock` when it is empty). For a read after a write: the
+/// runtime's readiness tracking only learns of the answer from its next
+/// wait, and an edge-triggered reactor reports the data read here as a
+/// spurious wake-up later, which costs one empty read.
+#[cfg(unix)]
+pub fn read_now(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Err(rustix::io::Errno::INTR) => {}
+            r => return r.map_err(std::io::Error::from),
+        }
+    }
+}
+
 /// The core's view of an exit status.
 pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
     #[cfg(unix)]

@@ -84,6 +84,15 @@ pub trait Runtime: Send + Sync + 'static {
     /// Resolves at `deadline` (at once if it has passed).
     fn sleep_until(deadline: Instant) -> BoxFuture<()>;
 
+    /// Whether a stdio server's stdout is read once right after a write to
+    /// its stdin, before waiting for it to become readable. A write wakes
+    /// the server, which often answers before the writer runs again (at
+    /// once on a shared CPU), and a read is cheaper than the wait where
+    /// the runtime's wait costs several system calls (async-io's costs
+    /// five). The runtime's stdout must then try that read: a pipe that
+    /// only reads when its reactor saw it ready gains nothing.
+    const READ_AFTER_WRITE: bool = false;
+
     /// Whether the calling thread may create the runtime's resources
     /// (timers, sockets, tasks). Where it may not (tokio outside its
     /// runtime), the session's work is left to the driver task.

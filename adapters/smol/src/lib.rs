@@ -98,6 +98,11 @@ impl Runtime for Smol {
         })
     }
 
+    // The child's stdout tries that read (pipes::Stdin tells it a write
+    // went); async-io's wait costs five system calls.
+    #[cfg(unix)]
+    const READ_AFTER_WRITE: bool = true;
+
     #[cfg(unix)]
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         pipes::spawn_child(server)

@@ -5,13 +5,24 @@
 //! that a short read emptied the pipe and goes straight to waiting for
 //! readability next time (the reactor then arms the interest, and reports
 //! at once if bytes came meanwhile).
+//!
+//! Except after a write to the server's stdin (its `Marking` says so): the
+//! server, woken by it, has often answered by then (on a shared CPU it
+//! runs before the writer does again), and one read finds the answer
+//! where async-io's wait would cost five system calls to report it.
+//!
+//! ```text
+//!  write ──► Marking sets Wrote ──► drive reads stdout once (Runtime::READ_AFTER_WRITE)
+//!                                     ├► the answer: read, no wait
+//!                                     └► EAGAIN: wait for readability as before
+//! ```
 
 use std::io::{self, Read};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::task::{ready, Context, Poll};
 
-use mcpwire_adapter::process::KillOnDrop;
+use mcpwire_adapter::process::{KillOnDrop, Marking, Wrote};
 use mcpwire_adapter::runtime::Child;
 use mcpwire_adapter::ServerConfig;
 use smol::io::AsyncRead;
@@ -22,13 +33,17 @@ pub(crate) struct Pipe<T> {
     io: Async<T>,
     /// The last read emptied the pipe.
     drained: bool,
+    /// Set when the server's stdin wrote: worth a read before waiting
+    /// (stdout only).
+    wrote: Option<Wrote>,
 }
 
 impl<T: std::os::fd::AsFd> Pipe<T> {
-    fn new(io: T) -> io::Result<Self> {
+    fn new(io: T, wrote: Option<Wrote>) -> io::Result<Self> {
         Ok(Pipe {
             io: Async::new(io)?,
             drained: false,
+            wrote,
         })
     }
 }
@@ -44,10 +59,11 @@ where
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        if this.drained {
+        let wrote = this.wrote.as_ref().is_some_and(Wrote::take);
+        if this.drained && !wrote {
             ready!(this.io.poll_readable(cx))?;
-            this.drained = false;
         }
+        this.drained = false;
         loop {
             match this.io.get_ref().read(buf) {
                 Ok(n) => {
@@ -74,17 +90,19 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
     };
     let pid = child.id();
     let (guard, exited) = KillOnDrop::new(pid);
+    let wrote = Wrote::default();
     let stdin = Async::new(stdin)?;
+    let stdin_probe = mcpwire_adapter::process::StdinProbe::of(stdin.get_ref());
+    let stdin = Marking::new(stdin, wrote.clone());
     let file = |fd: std::os::fd::OwnedFd| std::fs::File::from(fd);
-    let stdout = Pipe::new(file(stdout.into()))?;
-    let stderr = Pipe::new(file(stderr.into()))?;
+    let stdout = Pipe::new(file(stdout.into()), Some(wrote))?;
+    let stderr = Pipe::new(file(stderr.into()), None)?;
     // Reaped on a thread of smol's blocking pool.
     let wait = smol::unblock(move || {
         let status = child.wait();
         exited.store(true, Ordering::SeqCst);
         status
     });
-    let stdin_probe = mcpwire_adapter::process::StdinProbe::of(stdin.get_ref());
     Ok(Child {
         pid: Some(pid),
         group: mcpwire_adapter::process::group_of(Some(pid)),

@@ -103,6 +103,11 @@ impl Runtime for Tokio {
         tokio::runtime::Handle::try_current().is_ok()
     }
 
+    // The child's stdout reads the pipe itself after a write
+    // (net::Stdout): tokio learns of the answer only from its next wait.
+    #[cfg(unix)]
+    const READ_AFTER_WRITE: bool = true;
+
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         let mut cmd = tokio::process::Command::from(mcpwire_adapter::process::command(server)?);
         let mut child = cmd.kill_on_drop(true).spawn()?;
@@ -115,12 +120,20 @@ impl Runtime for Tokio {
         let stdin_probe = mcpwire_adapter::process::StdinProbe::of(&stdin);
         #[cfg(not(unix))]
         let stdin_probe = None;
+        #[cfg(unix)]
+        let (stdin, stdout): (Box<dyn futures_io::AsyncWrite + Send + Unpin>, Box<_>) = {
+            let wrote = mcpwire_adapter::process::Wrote::default();
+            let stdin = mcpwire_adapter::process::Marking::new(Io(stdin), wrote.clone());
+            (Box::new(stdin), Box::new(net::Stdout { io: stdout, wrote }))
+        };
+        #[cfg(not(unix))]
+        let (stdin, stdout) = (Box::new(Io(stdin)), Box::new(Io(stdout)));
         Ok(Child {
             pid: child.id(),
             group: mcpwire_adapter::process::group_of(child.id()),
             stdin_probe,
-            stdin: Box::new(Io(stdin)),
-            stdout: Box::new(Io(stdout)),
+            stdin,
+            stdout,
             stderr: Box::new(Io(stderr)),
             wait: Box::pin(async move { child.wait().await }),
         })

@@ -45,6 +45,35 @@ impl<T: AsyncWrite + Unpin> futures_io::AsyncWrite for Io<T> {
     }
 }
 
+/// A stdio server's stdout: after a write to its stdin it reads the pipe
+/// once itself, since tokio learns of the answer only from its next wait
+/// (the runtime's `READ_AFTER_WRITE`); otherwise tokio's pipe.
+#[cfg(unix)]
+pub(crate) struct Stdout {
+    pub(crate) io: tokio::process::ChildStdout,
+    pub(crate) wrote: mcpwire_adapter::process::Wrote,
+}
+
+#[cfg(unix)]
+impl futures_io::AsyncRead for Stdout {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        use std::os::fd::AsFd;
+        if self.wrote.take() {
+            match mcpwire_adapter::process::read_now(self.io.as_fd(), buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return Poll::Ready(done),
+            }
+        }
+        let mut buf = ReadBuf::new(buf);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+        Poll::Ready(Ok(buf.filled().len()))
+    }
+}
+
 /// A connected byte stream to an HTTP server: plain TCP or TLS over TCP.
 pub enum Stream {
     /// `http`.

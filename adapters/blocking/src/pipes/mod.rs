@@ -185,6 +185,14 @@ impl Pipes {
         io!(&self.io, io => io.backlog())
     }
 
+    /// After bytes went to stdin, one read of stdout, giving what it
+    /// finds to `on`; whether it read. The server, woken by the write,
+    /// has often answered before the writer runs again (at once on a
+    /// shared CPU): the read then spares a poll(2).
+    pub(crate) fn read_after_write(&mut self, buf: &mut [u8], on: impl FnMut(Input<'_>)) -> bool {
+        io!(&mut self.io, io => io.read_after_write(buf, on))
+    }
+
     /// Whether a pipe is left to read.
     pub(crate) fn open(&self) -> bool {
         io!(&self.io, io => io.open())

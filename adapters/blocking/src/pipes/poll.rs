@@ -30,6 +30,9 @@ pub(super) struct PollIo {
     stderr: Option<Arc<File>>,
     wake_rx: Arc<UnixStream>,
     wake_tx: Arc<UnixStream>,
+    /// Bytes went to stdin since stdout was last read after a write.
+    wrote: bool,
+    after_write: mcpwire_adapter::process::AfterWrite,
 }
 
 /// What a leader polls, taken out of the lock.
@@ -63,6 +66,8 @@ impl PollIo {
             stderr,
             wake_rx: Arc::new(rx),
             wake_tx: Arc::new(tx),
+            wrote: false,
+            after_write: Default::default(),
         })
     }
 
@@ -72,7 +77,9 @@ impl PollIo {
         }
         if self.backlog.is_empty() {
             // The common case: straight from the message, no copy.
-            match self.write_now(bytes) {
+            let written = self.write_now(bytes);
+            self.wrote |= matches!(written, Ok(n) if n > 0);
+            match written {
                 Ok(n) if n == bytes.len() => return None,
                 Ok(n) => self.backlog.extend_from_slice(&bytes[n..]),
                 Err(e) => return Some(self.broken(e)),
@@ -96,7 +103,10 @@ impl PollIo {
         while self.written < self.backlog.len() {
             match self.write_now(&self.backlog[self.written..]) {
                 Ok(0) => break,
-                Ok(n) => self.written += n,
+                Ok(n) => {
+                    self.written += n;
+                    self.wrote = true;
+                }
                 Err(e) => return Some(self.broken(e)),
             }
         }
@@ -136,6 +146,29 @@ impl PollIo {
 
     pub(super) fn backlog(&self) -> usize {
         self.backlog.len() - self.written
+    }
+
+    /// After bytes went to stdin, reads stdout once when that has paid
+    /// lately ([`AfterWrite`](mcpwire_adapter::process::AfterWrite));
+    /// whether it read.
+    pub(super) fn read_after_write(
+        &mut self,
+        buf: &mut [u8],
+        mut on: impl FnMut(Input<'_>),
+    ) -> bool {
+        if !std::mem::take(&mut self.wrote) || !self.after_write.try_now() {
+            return false;
+        }
+        let mut found = false;
+        let ended = read_pipe(&mut self.stdout, buf, |d| {
+            found = true;
+            on(Input::Stdout(d));
+        });
+        if ended {
+            on(Input::StdoutEof);
+        }
+        self.after_write.found(found || ended);
+        true
     }
 
     pub(super) fn open(&self) -> bool {

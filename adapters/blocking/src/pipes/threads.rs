@@ -172,6 +172,11 @@ impl ThreadIo {
         state.outbox.len() + state.writing
     }
 
+    /// Never: the pipes' own threads read as soon as bytes come.
+    pub(super) fn read_after_write(&mut self, _: &mut [u8], _: impl FnMut(Input<'_>)) -> bool {
+        false
+    }
+
     pub(super) fn open(&self) -> bool {
         self.stdout_open || self.stderr_open
     }
