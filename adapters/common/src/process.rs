@@ -577,3 +577,39 @@ pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
         signal,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::AfterWrite;
+
+    /// Reads after writes go on while they find the answer, stop after a
+    /// miss except for one probe in `PROBE` writes, and resume once a
+    /// probe finds it.
+    #[test]
+    fn after_write_reads_while_it_pays() {
+        let mut a = AfterWrite::default();
+        for _ in 0..10 {
+            assert!(a.try_now());
+            a.found(true);
+        }
+        // Two finds banked: it stops at the third miss in a row.
+        a.found(false);
+        assert!(a.try_now());
+        a.found(false);
+        assert!(a.try_now());
+        a.found(false);
+        let tried: Vec<bool> = (0..3 * AfterWrite::PROBE).map(|_| a.try_now()).collect();
+        let probes: Vec<usize> = (0..tried.len()).filter(|&i| tried[i]).collect();
+        let p = usize::from(AfterWrite::PROBE);
+        assert_eq!(probes, [p - 1, 2 * p - 1, 3 * p - 1]);
+        // A probe that misses keeps it off; one that finds turns it on.
+        a.found(false);
+        assert!(!a.try_now());
+        for _ in 0..p - 2 {
+            assert!(!a.try_now());
+        }
+        assert!(a.try_now());
+        a.found(true);
+        assert!(a.try_now());
+    }
+}
