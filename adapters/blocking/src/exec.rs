@@ -500,9 +500,10 @@ impl Shared {
             if done || answered || expired {
                 break;
             }
-            // A read before the poll(2): the answer to what was just
+            // A read before the poll(2): the answer to a lone call just
             // written is often there already.
-            if pipes.read_after_write(buf, |input| session.input(Instant::now(), input)) {
+            let alone = session.calls_in_flight() <= 1;
+            if pipes.read_after_write(buf, alone, |input| session.input(Instant::now(), input)) {
                 self.perform(&mut state, None);
                 continue;
             }

@@ -231,8 +231,9 @@ struct ChildIo {
     stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
     stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
     exit: Option<BoxFuture<io::Result<std::process::ExitStatus>>>,
-    /// Whether stdout is read right after a write
-    /// ([`Runtime::READ_AFTER_WRITE`]).
+    /// Tells stdout to read the pipe itself ([`Child::read_now`]).
+    read_now: Option<crate::process::ReadNow>,
+    /// Whether reading stdout right after a write pays.
     after_write: crate::process::AfterWrite,
 }
 
@@ -255,6 +256,7 @@ impl ChildIo {
             stdout: Some(c.stdout),
             stderr: Some(c.stderr),
             exit: Some(c.wait),
+            read_now: c.read_now,
             after_write: Default::default(),
         }
     }
@@ -497,7 +499,7 @@ impl<R: Runtime> State<R> {
             let wrote = bits & STDIN != 0 && self.flush_stdin(now);
             if bits & STDOUT != 0 {
                 self.read_pipe(now, true, router);
-            } else if wrote && R::READ_AFTER_WRITE {
+            } else if wrote {
                 self.read_after_write(now, router);
             }
             if bits & STDERR != 0 {
@@ -757,12 +759,21 @@ impl<R: Runtime> State<R> {
         wrote
     }
 
-    /// One look at stdout right after a write, when that has paid
-    /// lately: the server, woken by the write, has often answered.
+    /// One look at stdout right after a write, when that has paid lately
+    /// ([`Child::read_now`]). Only for a lone call: with others in flight
+    /// stdout holds their answers, and reading them one write at a time
+    /// would split the batches the runtime's wait gathers.
     fn read_after_write(&mut self, now: Instant, router: &Router) {
-        if !self.child.as_mut().is_some_and(|c| c.after_write.try_now()) {
+        let Some(c) = &mut self.child else { return };
+        let Some(read_now) = &c.read_now else { return };
+        if self.session.calls_in_flight() > 1 {
+            c.after_write.crowded();
             return;
         }
+        if !c.after_write.try_now() {
+            return;
+        }
+        read_now.set();
         let found = self.read_pipe(now, true, router);
         if let Some(c) = &mut self.child {
             c.after_write.found(found);

@@ -451,52 +451,54 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Whether a stdio server's stdin was written since its stdout last
-/// looked ([`Runtime::READ_AFTER_WRITE`](crate::Runtime::READ_AFTER_WRITE)):
-/// set by a [`Marking`] stdin, taken by a stdout that then reads before it
-/// waits.
-#[derive(Debug, Clone, Default)]
-pub struct Wrote(Arc<AtomicBool>);
-
-impl Wrote {
-    /// True once after each write (and clears it).
-    pub fn take(&self) -> bool {
-        self.0.swap(false, Ordering::Relaxed)
-    }
-}
-
-/// Whether reading a stdio server's stdout right after a write pays, as
-/// it has lately: on a shared CPU the server answers before the writer
-/// runs again and the read finds the answer; on another CPU it finds the
-/// pipe empty, a wasted system call. A read that finds nothing counts
-/// against, one that finds the answer for; once the count is negative,
-/// only every [`AfterWrite::PROBE`]th write is followed by a read, to
-/// notice when it pays again.
+/// Whether to read a stdio server's stdout right after writing a lone
+/// call. On a shared CPU the server answers before the writer runs again
+/// and the read finds the answer, sparing the runtime's wait; on another
+/// CPU it finds the pipe empty, a wasted system call. A read that finds
+/// nothing counts against, one that finds the answer for; while the
+/// count is negative only one write in [`AfterWrite::PROBE`] is followed
+/// by a read, to notice when it pays again.
+///
+/// While it pays, one write in `PROBE` is not followed by a read all the
+/// same: a caller that starts calls together (`join_all`, a
+/// `FuturesUnordered`) would otherwise see each answered before it starts
+/// the next, one read per call; left to wait once, its other calls start
+/// meanwhile. A write made while other calls are in flight
+/// ([`crowded`](Self::crowded)) then stops reads after writes for the
+/// next [`AfterWrite::QUIET`] writes: the caller starts calls together,
+/// and the runtime's wait gathers their answers in one read.
 #[derive(Debug, Clone, Default)]
 pub struct AfterWrite {
     /// Recent finds minus misses, in `-1..=2`.
     score: i8,
-    /// Writes without a read since the score went negative.
-    skipped: u8,
+    /// Writes seen, modulo `PROBE`.
+    count: u8,
+    /// Writes still to come without a read after them.
+    quiet: u16,
 }
 
 impl AfterWrite {
-    /// While reads after writes do not pay, one write in this many is
-    /// followed by one all the same.
+    /// One write in this many goes against the rule: it is not followed
+    /// by a read while reads pay, and is while they do not.
     pub const PROBE: u8 = 32;
 
     /// Whether to read now, after a write. If so, say what the read found
     /// ([`found`](Self::found)).
     pub fn try_now(&mut self) -> bool {
-        if self.score >= 0 {
-            return true;
+        if self.quiet > 0 {
+            self.quiet -= 1;
+            return false;
         }
-        self.skipped += 1;
-        if self.skipped >= Self::PROBE {
-            self.skipped = 0;
-            return true;
-        }
-        false
+        self.count = (self.count + 1) % Self::PROBE;
+        (self.score >= 0) != (self.count == 0)
+    }
+
+    /// How many writes follow a crowded one without a read after them.
+    pub const QUIET: u16 = 1024;
+
+    /// A write was made while other calls were in flight.
+    pub fn crowded(&mut self) {
+        self.quiet = Self::QUIET;
     }
 
     /// What a read after a write found: bytes (or the end) or nothing.
@@ -509,45 +511,24 @@ impl AfterWrite {
     }
 }
 
-/// A stdin that marks [`Wrote`] each time a write takes bytes.
-#[derive(Debug)]
-pub struct Marking<W> {
-    inner: W,
-    wrote: Wrote,
-}
+/// The driver's word to a stdio server's stdout that its next read is to
+/// try the pipe itself, whatever the runtime last saw of it
+/// ([`Child::read_now`](crate::runtime::Child::read_now)): given right
+/// after a lone call was written, when the answer is often there already
+/// but a runtime that learns of readiness only from its own wait does not
+/// know it yet.
+#[derive(Debug, Clone, Default)]
+pub struct ReadNow(Arc<AtomicBool>);
 
-impl<W> Marking<W> {
-    /// `inner`, marking `wrote`.
-    pub fn new(inner: W, wrote: Wrote) -> Self {
-        Marking { inner, wrote }
-    }
-}
-
-impl<W: futures_io::AsyncWrite + Unpin> futures_io::AsyncWrite for Marking<W> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let n = std::task::ready!(std::pin::Pin::new(&mut self.inner).poll_write(cx, buf))?;
-        if n > 0 {
-            self.wrote.0.store(true, Ordering::Relaxed);
-        }
-        std::task::Poll::Ready(Ok(n))
+impl ReadNow {
+    /// Asks for one read of the pipe itself.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_close(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_close(cx)
+    /// Whether a read was asked for (once: it clears the request).
+    pub fn take(&self) -> bool {
+        self.0.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -582,34 +563,47 @@ pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
 mod tests {
     use super::AfterWrite;
 
-    /// Reads after writes go on while they find the answer, stop after a
-    /// miss except for one probe in `PROBE` writes, and resume once a
-    /// probe finds it.
+    /// Reads after writes go on while they find the answer (but for one
+    /// write in `PROBE`), stop after misses except for one probe in
+    /// `PROBE` writes, and resume once a probe finds it.
     #[test]
     fn after_write_reads_while_it_pays() {
-        let mut a = AfterWrite::default();
-        for _ in 0..10 {
-            assert!(a.try_now());
-            a.found(true);
-        }
-        // Two finds banked: it stops at the third miss in a row.
-        a.found(false);
-        assert!(a.try_now());
-        a.found(false);
-        assert!(a.try_now());
-        a.found(false);
-        let tried: Vec<bool> = (0..3 * AfterWrite::PROBE).map(|_| a.try_now()).collect();
-        let probes: Vec<usize> = (0..tried.len()).filter(|&i| tried[i]).collect();
         let p = usize::from(AfterWrite::PROBE);
-        assert_eq!(probes, [p - 1, 2 * p - 1, 3 * p - 1]);
+        let mut a = AfterWrite::default();
+        let tried: Vec<bool> = (0..3 * p)
+            .map(|_| {
+                let t = a.try_now();
+                if t {
+                    a.found(true);
+                }
+                t
+            })
+            .collect();
+        let skipped: Vec<usize> = (0..tried.len()).filter(|&i| !tried[i]).collect();
+        assert_eq!(skipped, [p - 1, 2 * p - 1, 3 * p - 1]);
+        // Two finds banked: it stops at the third miss in a row.
+        for _ in 0..2 {
+            assert!(a.try_now());
+            a.found(false);
+        }
+        assert!(a.try_now());
+        a.found(false);
+        let tried: Vec<bool> = (0..3 * p).map(|_| a.try_now()).collect();
+        let probes: Vec<usize> = (0..tried.len()).filter(|&i| tried[i]).collect();
+        assert_eq!(probes, [p - 4, 2 * p - 4, 3 * p - 4]);
         // A probe that misses keeps it off; one that finds turns it on.
         a.found(false);
-        assert!(!a.try_now());
-        for _ in 0..p - 2 {
+        for _ in 0..p - 4 {
             assert!(!a.try_now());
         }
         assert!(a.try_now());
         a.found(true);
+        assert!(a.try_now());
+        // Calls in flight together: no reads for the next QUIET writes.
+        a.crowded();
+        for _ in 0..AfterWrite::QUIET {
+            assert!(!a.try_now());
+        }
         assert!(a.try_now());
     }
 }

@@ -84,15 +84,6 @@ pub trait Runtime: Send + Sync + 'static {
     /// Resolves at `deadline` (at once if it has passed).
     fn sleep_until(deadline: Instant) -> BoxFuture<()>;
 
-    /// Whether a stdio server's stdout is read once right after a write to
-    /// its stdin, before waiting for it to become readable. A write wakes
-    /// the server, which often answers before the writer runs again (at
-    /// once on a shared CPU), and a read is cheaper than the wait where
-    /// the runtime's wait costs several system calls (async-io's costs
-    /// five). The runtime's stdout must then try that read: a pipe that
-    /// only reads when its reactor saw it ready gains nothing.
-    const READ_AFTER_WRITE: bool = false;
-
     /// Whether the calling thread may create the runtime's resources
     /// (timers, sockets, tasks). Where it may not (tokio outside its
     /// runtime), the session's work is left to the driver task.
@@ -151,6 +142,14 @@ pub struct Child {
     pub stdin_probe: Option<crate::process::StdinProbe>,
     /// Its stdout.
     pub stdout: Box<dyn AsyncRead + Send + Unpin>,
+    /// Set when `stdout`'s next read can be told to try the pipe itself
+    /// (its runtime learns of readiness only from its own wait, which
+    /// costs more than a read: five system calls in async-io, a park in
+    /// tokio). The driver then reads once right after writing a lone
+    /// call: the server, woken by the write, has often answered already
+    /// (at once on a shared CPU). `None`: stdout is read when the runtime
+    /// says it is ready.
+    pub read_now: Option<crate::process::ReadNow>,
     /// Its stderr.
     pub stderr: Box<dyn AsyncRead + Send + Unpin>,
     /// Resolves with the exit status. It owns the process handle: dropping

@@ -476,6 +476,13 @@ impl Session {
         self.conn.recycle(written);
     }
 
+    /// Calls started and not yet collected (those whose outcome came
+    /// but was not taken yet included): cheaper than
+    /// [`waiting`](Self::waiting).
+    pub fn calls_in_flight(&self) -> usize {
+        self.calls.len()
+    }
+
     /// Calls waiting for their outcome.
     pub fn waiting(&self) -> usize {
         self.calls.values().filter(|s| s.outcome.is_none()).count()

@@ -67,6 +67,7 @@ impl Runtime for Threads {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
             stderr: Box::new(stderr),
+            read_now: None,
             wait: Box::pin(async move {
                 let _guard = guard;
                 rx.recv()

@@ -98,11 +98,6 @@ impl Runtime for Smol {
         })
     }
 
-    // The child's stdout tries that read (pipes::Stdin tells it a write
-    // went); async-io's wait costs five system calls.
-    #[cfg(unix)]
-    const READ_AFTER_WRITE: bool = true;
-
     #[cfg(unix)]
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         pipes::spawn_child(server)
@@ -124,6 +119,7 @@ impl Runtime for Smol {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
             stderr: Box::new(stderr),
+            read_now: None,
             wait: Box::pin(async move { child.status().await }),
         })
     }

@@ -6,15 +6,16 @@
 //! readability next time (the reactor then arms the interest, and reports
 //! at once if bytes came meanwhile).
 //!
-//! Except after a write to the server's stdin (its `Marking` says so): the
-//! server, woken by it, has often answered by then (on a shared CPU it
-//! runs before the writer does again), and one read finds the answer
-//! where async-io's wait would cost five system calls to report it.
+//! Except when the driver says so ([`ReadNow`], right after it wrote a
+//! lone call): the server, woken by the write, has often answered by then
+//! (on a shared CPU it runs before the writer does again), and one read
+//! finds the answer where async-io's wait would cost five system calls to
+//! report it.
 //!
 //! ```text
-//!  write ──► Marking sets Wrote ──► drive reads stdout once (Runtime::READ_AFTER_WRITE)
-//!                                     ├► the answer: read, no wait
-//!                                     └► EAGAIN: wait for readability as before
+//!  lone call written ──► ReadNow ──► stdout reads once
+//!                                      ├► the answer: read, no wait
+//!                                      └► EAGAIN: wait for readability as before
 //! ```
 
 use std::io::{self, Read};
@@ -22,7 +23,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::task::{ready, Context, Poll};
 
-use mcpwire_adapter::process::{KillOnDrop, Marking, Wrote};
+use mcpwire_adapter::process::{KillOnDrop, ReadNow};
 use mcpwire_adapter::runtime::Child;
 use mcpwire_adapter::ServerConfig;
 use smol::io::AsyncRead;
@@ -33,17 +34,16 @@ pub(crate) struct Pipe<T> {
     io: Async<T>,
     /// The last read emptied the pipe.
     drained: bool,
-    /// Set when the server's stdin wrote: worth a read before waiting
-    /// (stdout only).
-    wrote: Option<Wrote>,
+    /// The driver's word to read before waiting (stdout only).
+    read_now: Option<ReadNow>,
 }
 
 impl<T: std::os::fd::AsFd> Pipe<T> {
-    fn new(io: T, wrote: Option<Wrote>) -> io::Result<Self> {
+    fn new(io: T, read_now: Option<ReadNow>) -> io::Result<Self> {
         Ok(Pipe {
             io: Async::new(io)?,
             drained: false,
-            wrote,
+            read_now,
         })
     }
 }
@@ -59,8 +59,8 @@ where
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        let wrote = this.wrote.as_ref().is_some_and(Wrote::take);
-        if this.drained && !wrote {
+        let now = this.read_now.as_ref().is_some_and(ReadNow::take);
+        if this.drained && !now {
             ready!(this.io.poll_readable(cx))?;
         }
         this.drained = false;
@@ -90,12 +90,11 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
     };
     let pid = child.id();
     let (guard, exited) = KillOnDrop::new(pid);
-    let wrote = Wrote::default();
+    let read_now = ReadNow::default();
     let stdin = Async::new(stdin)?;
     let stdin_probe = mcpwire_adapter::process::StdinProbe::of(stdin.get_ref());
-    let stdin = Marking::new(stdin, wrote.clone());
     let file = |fd: std::os::fd::OwnedFd| std::fs::File::from(fd);
-    let stdout = Pipe::new(file(stdout.into()), Some(wrote))?;
+    let stdout = Pipe::new(file(stdout.into()), Some(read_now.clone()))?;
     let stderr = Pipe::new(file(stderr.into()), None)?;
     // Reaped on a thread of smol's blocking pool.
     let wait = smol::unblock(move || {
@@ -110,6 +109,7 @@ pub(crate) fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         stdin: Box::new(stdin),
         stdout: Box::new(stdout),
         stderr: Box::new(stderr),
+        read_now: Some(read_now),
         wait: Box::pin(async move {
             let _guard = guard;
             wait.await

@@ -103,11 +103,6 @@ impl Runtime for Tokio {
         tokio::runtime::Handle::try_current().is_ok()
     }
 
-    // The child's stdout reads the pipe itself after a write
-    // (net::Stdout): tokio learns of the answer only from its next wait.
-    #[cfg(unix)]
-    const READ_AFTER_WRITE: bool = true;
-
     fn spawn_child(server: &ServerConfig) -> io::Result<Child> {
         let mut cmd = tokio::process::Command::from(mcpwire_adapter::process::command(server)?);
         let mut child = cmd.kill_on_drop(true).spawn()?;
@@ -121,19 +116,23 @@ impl Runtime for Tokio {
         #[cfg(not(unix))]
         let stdin_probe = None;
         #[cfg(unix)]
-        let (stdin, stdout): (Box<dyn futures_io::AsyncWrite + Send + Unpin>, Box<_>) = {
-            let wrote = mcpwire_adapter::process::Wrote::default();
-            let stdin = mcpwire_adapter::process::Marking::new(Io(stdin), wrote.clone());
-            (Box::new(stdin), Box::new(net::Stdout { io: stdout, wrote }))
+        let (stdout, read_now): (Box<dyn futures_io::AsyncRead + Send + Unpin>, _) = {
+            let read_now = mcpwire_adapter::process::ReadNow::default();
+            let stdout = net::Stdout {
+                io: stdout,
+                read_now: read_now.clone(),
+            };
+            (Box::new(stdout), Some(read_now))
         };
         #[cfg(not(unix))]
-        let (stdin, stdout) = (Box::new(Io(stdin)), Box::new(Io(stdout)));
+        let (stdout, read_now) = (Box::new(Io(stdout)), None);
         Ok(Child {
             pid: child.id(),
             group: mcpwire_adapter::process::group_of(child.id()),
             stdin_probe,
-            stdin,
+            stdin: Box::new(Io(stdin)),
             stdout,
+            read_now,
             stderr: Box::new(Io(stderr)),
             wait: Box::pin(async move { child.wait().await }),
         })

@@ -45,13 +45,15 @@ impl<T: AsyncWrite + Unpin> futures_io::AsyncWrite for Io<T> {
     }
 }
 
-/// A stdio server's stdout: after a write to its stdin it reads the pipe
-/// once itself, since tokio learns of the answer only from its next wait
-/// (the runtime's `READ_AFTER_WRITE`); otherwise tokio's pipe.
+/// A stdio server's stdout: told so by the driver ([`ReadNow`]), it
+/// reads the pipe once itself, since tokio learns of an answer only from
+/// its next wait; otherwise tokio's pipe.
+///
+/// [`ReadNow`]: mcpwire_adapter::process::ReadNow
 #[cfg(unix)]
 pub(crate) struct Stdout {
     pub(crate) io: tokio::process::ChildStdout,
-    pub(crate) wrote: mcpwire_adapter::process::Wrote,
+    pub(crate) read_now: mcpwire_adapter::process::ReadNow,
 }
 
 #[cfg(unix)]
@@ -62,7 +64,7 @@ impl futures_io::AsyncRead for Stdout {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         use std::os::fd::AsFd;
-        if self.wrote.take() {
+        if self.read_now.take() {
             match mcpwire_adapter::process::read_now(self.io.as_fd(), buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 done => return Poll::Ready(done),

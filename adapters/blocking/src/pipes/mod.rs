@@ -189,8 +189,17 @@ impl Pipes {
     /// finds to `on`; whether it read. The server, woken by the write,
     /// has often answered before the writer runs again (at once on a
     /// shared CPU): the read then spares a poll(2).
-    pub(crate) fn read_after_write(&mut self, buf: &mut [u8], on: impl FnMut(Input<'_>)) -> bool {
-        io!(&mut self.io, io => io.read_after_write(buf, on))
+    ///
+    /// Only when `alone` (the write was of the only call in flight): with
+    /// others in flight, stdout holds their answers, and reading them one
+    /// write at a time would split the batches a poll(2) gathers.
+    pub(crate) fn read_after_write(
+        &mut self,
+        buf: &mut [u8],
+        alone: bool,
+        on: impl FnMut(Input<'_>),
+    ) -> bool {
+        io!(&mut self.io, io => io.read_after_write(buf, alone, on))
     }
 
     /// Whether a pipe is left to read.

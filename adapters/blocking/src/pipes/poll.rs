@@ -154,9 +154,17 @@ impl PollIo {
     pub(super) fn read_after_write(
         &mut self,
         buf: &mut [u8],
+        alone: bool,
         mut on: impl FnMut(Input<'_>),
     ) -> bool {
-        if !std::mem::take(&mut self.wrote) || !self.after_write.try_now() {
+        if !std::mem::take(&mut self.wrote) {
+            return false;
+        }
+        if !alone {
+            self.after_write.crowded();
+            return false;
+        }
+        if !self.after_write.try_now() {
             return false;
         }
         let mut found = false;

@@ -173,7 +173,12 @@ impl ThreadIo {
     }
 
     /// Never: the pipes' own threads read as soon as bytes come.
-    pub(super) fn read_after_write(&mut self, _: &mut [u8], _: impl FnMut(Input<'_>)) -> bool {
+    pub(super) fn read_after_write(
+        &mut self,
+        _: &mut [u8],
+        _: bool,
+        _: impl FnMut(Input<'_>),
+    ) -> bool {
         false
     }
 
