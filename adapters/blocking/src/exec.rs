@@ -502,8 +502,9 @@ impl Shared {
             }
             // A read before the poll(2): the answer to a lone call just
             // written is often there already.
-            let alone = session.calls_in_flight() <= 1;
-            if pipes.read_after_write(buf, alone, |input| session.input(Instant::now(), input)) {
+            let in_flight = session.calls_in_flight();
+            if pipes.read_after_write(buf, in_flight, |input| session.input(Instant::now(), input))
+            {
                 self.perform(&mut state, None);
                 continue;
             }

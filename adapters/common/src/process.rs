@@ -494,7 +494,7 @@ impl AfterWrite {
     }
 
     /// How many writes follow a crowded one without a read after them.
-    pub const QUIET: u16 = 1024;
+    pub const QUIET: u16 = 128;
 
     /// A write was made while other calls were in flight.
     pub fn crowded(&mut self) {
@@ -535,8 +535,9 @@ impl ReadNow {
 /// One read of a nonblocking pipe, whatever its runtime last saw of it
 /// (`WouldBlock` when it is empty). For a read after a write: the
 /// runtime's readiness tracking only learns of the answer from its next
-/// wait, and an edge-triggered reactor reports the data read here as a
-/// spurious wake-up later, which costs one empty read.
+/// wait, and if its reactor had already collected the data's edge it
+/// reports it later as a spurious wake-up, which costs at most one empty
+/// read.
 #[cfg(unix)]
 pub fn read_now(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
     loop {

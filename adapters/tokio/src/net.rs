@@ -1,7 +1,8 @@
 //! The network primitives on tokio (resolution, TCP with `TCP_NODELAY`,
 //! the TLS handshake); [`Stream`], the plain-or-TLS byte stream an
-//! exchange reads and writes; and [`Io`], which lends tokio's streams and
-//! pipes the `futures-io` traits.
+//! exchange reads and writes; [`Io`], which lends tokio's streams and
+//! pipes the `futures-io` traits; and (Unix) `Stdout`, a stdio server's
+//! stdout that reads the pipe itself when the driver says so.
 
 use std::io;
 use std::net::SocketAddr;

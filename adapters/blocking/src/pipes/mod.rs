@@ -190,16 +190,17 @@ impl Pipes {
     /// has often answered before the writer runs again (at once on a
     /// shared CPU): the read then spares a poll(2).
     ///
-    /// Only when `alone` (the write was of the only call in flight): with
-    /// others in flight, stdout holds their answers, and reading them one
-    /// write at a time would split the batches a poll(2) gathers.
+    /// Only for the lone call of `in_flight` written whole: with others
+    /// in flight, stdout holds their answers, and reading them one write
+    /// at a time would split the batches a poll(2) gathers; with none (a
+    /// notification, an answer to the server) nothing is coming.
     pub(crate) fn read_after_write(
         &mut self,
         buf: &mut [u8],
-        alone: bool,
+        in_flight: usize,
         on: impl FnMut(Input<'_>),
     ) -> bool {
-        io!(&mut self.io, io => io.read_after_write(buf, alone, on))
+        io!(&mut self.io, io => io.read_after_write(buf, in_flight, on))
     }
 
     /// Whether a pipe is left to read.

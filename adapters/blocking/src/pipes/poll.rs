@@ -30,7 +30,7 @@ pub(super) struct PollIo {
     stderr: Option<Arc<File>>,
     wake_rx: Arc<UnixStream>,
     wake_tx: Arc<UnixStream>,
-    /// Bytes went to stdin since stdout was last read after a write.
+    /// Bytes went to stdin since the leader last looked after a write.
     wrote: bool,
     after_write: mcpwire_adapter::process::AfterWrite,
 }
@@ -154,17 +154,21 @@ impl PollIo {
     pub(super) fn read_after_write(
         &mut self,
         buf: &mut [u8],
-        alone: bool,
+        in_flight: usize,
         mut on: impl FnMut(Input<'_>),
     ) -> bool {
         if !std::mem::take(&mut self.wrote) {
             return false;
         }
-        if !alone {
-            self.after_write.crowded();
-            return false;
+        match in_flight {
+            1 => {}
+            0 => return false,
+            _ => {
+                self.after_write.crowded();
+                return false;
+            }
         }
-        if !self.after_write.try_now() {
+        if self.backlog() > 0 || self.stdout.is_none() || !self.after_write.try_now() {
             return false;
         }
         let mut found = false;

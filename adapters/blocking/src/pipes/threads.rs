@@ -176,7 +176,7 @@ impl ThreadIo {
     pub(super) fn read_after_write(
         &mut self,
         _: &mut [u8],
-        _: bool,
+        _: usize,
         _: impl FnMut(Input<'_>),
     ) -> bool {
         false
