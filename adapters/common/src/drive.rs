@@ -760,20 +760,15 @@ impl<R: Runtime> State<R> {
     }
 
     /// One look at stdout right after a write, when that has paid lately
-    /// ([`Child::read_now`]). Only for a lone call written whole: with
-    /// others in flight stdout holds their answers, and reading them one
-    /// write at a time would split the batches the runtime's wait
-    /// gathers; with none (a notification, an answer to the server)
-    /// nothing is coming.
+    /// ([`Child::read_now`], [`AfterWrite::should_read`]).
+    ///
+    /// [`AfterWrite::should_read`]: crate::process::AfterWrite::should_read
     fn read_after_write(&mut self, now: Instant, router: &Router) {
+        let in_flight = self.session.calls_in_flight();
         let Some(c) = &mut self.child else { return };
         let Some(read_now) = &c.read_now else { return };
-        match self.session.calls_in_flight() {
-            1 => {}
-            0 => return,
-            _ => return c.after_write.crowded(),
-        }
-        if !c.backlog.is_empty() || c.stdout.is_none() || !c.after_write.try_now() {
+        let ready = c.backlog.is_empty() && c.stdout.is_some();
+        if !c.after_write.should_read(in_flight, ready) {
             return;
         }
         read_now.set();

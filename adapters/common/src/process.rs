@@ -482,9 +482,27 @@ impl AfterWrite {
     /// by a read while reads pay, and is while they do not.
     pub const PROBE: u8 = 32;
 
-    /// Whether to read now, after a write. If so, say what the read found
-    /// ([`found`](Self::found)).
-    pub fn try_now(&mut self) -> bool {
+    /// Whether to read stdout now, after a write made with `in_flight`
+    /// calls in flight; `ready` when the write went whole and stdout is
+    /// open. Only for a lone call: with others in flight stdout holds
+    /// their answers, and reading them one write at a time would split
+    /// the batches the runtime's wait gathers (the write is
+    /// [`crowded`](Self::crowded)); with none (a notification, an answer
+    /// to the server) nothing is coming. If it says to read, say what the
+    /// read found ([`found`](Self::found)).
+    pub fn should_read(&mut self, in_flight: usize, ready: bool) -> bool {
+        match in_flight {
+            0 => false,
+            1 => ready && self.try_now(),
+            _ => {
+                self.crowded();
+                false
+            }
+        }
+    }
+
+    /// Whether a lone call's write is followed by a read.
+    fn try_now(&mut self) -> bool {
         if self.quiet > 0 {
             self.quiet -= 1;
             return false;
@@ -497,7 +515,7 @@ impl AfterWrite {
     pub const QUIET: u16 = 128;
 
     /// A write was made while other calls were in flight.
-    pub fn crowded(&mut self) {
+    fn crowded(&mut self) {
         self.quiet = Self::QUIET;
     }
 
@@ -606,5 +624,13 @@ mod tests {
             assert!(!a.try_now());
         }
         assert!(a.try_now());
+        a.found(true);
+        // Through should_read: no read with no call in flight, nor for a
+        // write not gone whole; one with several in flight is crowded.
+        assert!(!a.should_read(0, true));
+        assert!(!a.should_read(1, false));
+        assert!(a.should_read(1, true));
+        assert!(!a.should_read(2, true));
+        assert!(!a.should_read(1, true));
     }
 }

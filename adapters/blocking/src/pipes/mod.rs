@@ -190,10 +190,8 @@ impl Pipes {
     /// has often answered before the writer runs again (at once on a
     /// shared CPU): the read then spares a poll(2).
     ///
-    /// Only for the lone call of `in_flight` written whole: with others
-    /// in flight, stdout holds their answers, and reading them one write
-    /// at a time would split the batches a poll(2) gathers; with none (a
-    /// notification, an answer to the server) nothing is coming.
+    /// Only for the lone call of `in_flight` written whole
+    /// ([`AfterWrite::should_read`](mcpwire_adapter::process::AfterWrite::should_read)).
     pub(crate) fn read_after_write(
         &mut self,
         buf: &mut [u8],

@@ -160,15 +160,8 @@ impl PollIo {
         if !std::mem::take(&mut self.wrote) {
             return false;
         }
-        match in_flight {
-            1 => {}
-            0 => return false,
-            _ => {
-                self.after_write.crowded();
-                return false;
-            }
-        }
-        if self.backlog() > 0 || self.stdout.is_none() || !self.after_write.try_now() {
+        let ready = self.backlog() == 0 && self.stdout.is_some();
+        if !self.after_write.should_read(in_flight, ready) {
             return false;
         }
         let mut found = false;
