@@ -463,10 +463,10 @@ impl Drop for KillOnDrop {
 /// same: a caller that starts calls together (`join_all`, a
 /// `FuturesUnordered`) would otherwise see each answered before it starts
 /// the next, one read per call; left to wait once, its other calls start
-/// meanwhile. A write made while other calls are in flight
-/// ([`crowded`](Self::crowded)) then stops reads after writes for the
-/// next [`AfterWrite::QUIET`] writes: the caller starts calls together,
-/// and the runtime's wait gathers their answers in one read.
+/// meanwhile. A write made while other calls are in flight (a crowded
+/// one) then stops reads after writes for the next [`AfterWrite::QUIET`]
+/// writes: the caller starts calls together, and the runtime's wait
+/// gathers their answers in one read.
 #[derive(Debug, Clone, Default)]
 pub struct AfterWrite {
     /// Recent finds minus misses, in `-1..=2`.
@@ -486,10 +486,10 @@ impl AfterWrite {
     /// calls in flight; `ready` when the write went whole and stdout is
     /// open. Only for a lone call: with others in flight stdout holds
     /// their answers, and reading them one write at a time would split
-    /// the batches the runtime's wait gathers (the write is
-    /// [`crowded`](Self::crowded)); with none (a notification, an answer
-    /// to the server) nothing is coming. If it says to read, say what the
-    /// read found ([`found`](Self::found)).
+    /// the batches the runtime's wait gathers (the write is crowded);
+    /// with none (a notification, an answer to the server) nothing is
+    /// coming. If it says to read, say what the read found
+    /// ([`found`](Self::found)).
     pub fn should_read(&mut self, in_flight: usize, ready: bool) -> bool {
         match in_flight {
             0 => false,
