@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use mcpwire::exchange::proxy::{ProxyError, ProxyUrl, Route};
-use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, ResponseHead};
+use mcpwire::exchange::{ExchangeId, HttpMethod, HttpRequest, HttpUrl, ResponseHead};
 use mcpwire::Input;
 use mcpwire_adapter::net::Network;
 use mcpwire_adapter::tls::ClientTls;
@@ -72,7 +72,11 @@ fn agent(proxy: Option<&ProxyUrl>, tls: &ClientTls) -> Result<ureq::Agent, Strin
     let builder = builder.tls_config(tls_config(tls));
     #[cfg(not(feature = "tls"))]
     let _ = tls;
-    Ok(builder.build().into())
+    Ok(ureq::Agent::with_parts(
+        builder.build(),
+        crate::tcp::connector(),
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    ))
 }
 
 /// ureq's proxy for ours (an HTTP proxy, which ureq tunnels through with
@@ -242,13 +246,16 @@ impl Exchange {
                 return None;
             }
         };
+        // What a failure is explained with, borrowed: made into words only
+        // if the exchange fails.
+        let mut req = req;
+        let body = std::mem::take(&mut req.body);
         let failure = Failure {
-            host: req.url.host_unbracketed().to_owned(),
-            target: format!("{}:{}", req.url.host(), req.url.port()),
-            proxy,
-            tls,
+            url: &req.url,
+            proxy: proxy.as_ref(),
+            tls: &tls,
         };
-        let response = match send(&agent, req, timeout) {
+        let response = match send(&agent, &req, body, timeout) {
             Ok(r) => r,
             Err(e) => {
                 let error = failure.describe(e);
@@ -365,7 +372,8 @@ impl Drain {
 
 fn send(
     agent: &ureq::Agent,
-    req: HttpRequest,
+    req: &HttpRequest,
+    body: Vec<u8>,
     timeout: Option<Duration>,
 ) -> Result<http::Response<ureq::Body>, ureq::Error> {
     let mut builder = http::Request::builder()
@@ -391,7 +399,7 @@ fn send(
     }
     match req.method {
         HttpMethod::Post => builder
-            .body(req.body)
+            .body(body)
             .map_err(ureq::Error::from)
             .and_then(|r| run(agent, r, timeout)),
         HttpMethod::Get | HttpMethod::Delete => builder
@@ -402,16 +410,20 @@ fn send(
 }
 
 /// What an exchange's failure is explained with.
-struct Failure {
-    /// The URL's host, unbracketed (the TLS name).
-    host: String,
-    /// `host:port`, as a tunnel asks for it.
-    target: String,
-    proxy: Option<ProxyUrl>,
-    tls: ClientTls,
+struct Failure<'a> {
+    url: &'a HttpUrl,
+    proxy: Option<&'a ProxyUrl>,
+    tls: &'a ClientTls,
 }
 
-impl Failure {
+impl Failure<'_> {
+    /// `host:port`, as a tunnel asks for it.
+    fn target(&self) -> String {
+        format!("{}:{}", self.url.host(), self.url.port())
+    }
+}
+
+impl Failure<'_> {
     /// A message for a ureq failure, worded as the async adapters word
     /// theirs: TLS's reason (which certificate, what is wrong), the
     /// proxy's refusal (named, without its password), or ureq's own text
@@ -422,15 +434,15 @@ impl Failure {
         }
         let text = match e {
             ureq::Error::ConnectProxyFailed(reason) => {
-                if let Some(proxy) = &self.proxy {
-                    return proxy_failure(proxy, &self.target, &reason).to_string();
+                if let Some(proxy) = self.proxy {
+                    return proxy_failure(proxy, &self.target(), &reason).to_string();
                 }
                 reason
             }
             ureq::Error::Io(io) => io.to_string(),
             other => other.to_string(),
         };
-        match &self.proxy {
+        match self.proxy {
             // Connecting to the proxy itself failed.
             Some(proxy) => format!("proxy {proxy}: {text}"),
             None => text,
@@ -438,7 +450,7 @@ impl Failure {
     }
 }
 
-impl Failure {
+impl Failure<'_> {
     /// TLS's reason, wherever ureq wrapped it: a `ureq::Error` (which
     /// reports no `source`), an `io::Error` around one, or the rustls
     /// error itself.
@@ -447,7 +459,7 @@ impl Failure {
             return match ureq {
                 ureq::Error::Io(io) => self.tls_reason(io),
                 #[cfg(feature = "tls")]
-                ureq::Error::Rustls(tls) => self.tls.explain(&self.host, tls),
+                ureq::Error::Rustls(tls) => self.tls.explain(self.url.host_unbracketed(), tls),
                 _ => None,
             };
         }
@@ -458,7 +470,7 @@ impl Failure {
                 }
             }
         }
-        self.tls.explain(&self.host, e)
+        self.tls.explain(self.url.host_unbracketed(), e)
     }
 }
 

@@ -61,6 +61,7 @@ mod client;
 mod exec;
 mod http;
 mod pipes;
+mod tcp;
 
 pub use call::{call, call_timeout, DEFAULT_CALL_TIMEOUT};
 pub use client::Client;

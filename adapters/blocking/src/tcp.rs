@@ -1,0 +1,269 @@
+//! The TCP connection under ureq: ureq's own `TcpConnector` and
+//! `TcpTransport` do the same job, with three system calls a call more
+//! than this one (measured with `perf stat`, one pooled JSON call):
+//!
+//! - **the liveness probe**: ureq asks whether a pooled connection is
+//!   still open when it pools it and again when it takes it. Its probe
+//!   switches the socket to non-blocking, reads a byte and switches it
+//!   back (three system calls); here it is one `recv` that peeks without
+//!   waiting (`MSG_PEEK | MSG_DONTWAIT`). The answer is the same: open
+//!   while nothing is there to read; closed at the end of the stream, on
+//!   an error, or when the server sent bytes nobody asked for.
+//! - **the request's head and body**: ureq hands a request over in two
+//!   writes (its head, then its body), and the server gets two segments.
+//!   A small write is held here until the next one or until the answer is
+//!   awaited, so that a request goes out in one `sendto`.
+//! - **the read timeout**: each call asks for its own (its deadline, a few
+//!   microseconds shorter than the last call's), and ureq sets
+//!   `SO_RCVTIMEO` whenever it changes. Here it is set again only when
+//!   the one in place is shorter than asked or more than an eighth
+//!   longer: the core keeps each call's deadline itself, so a read may end
+//!   a little later, never sooner.
+//!
+//! Proxies (`CONNECT`) and TLS are still ureq's, chained around this
+//! transport as in its default connector.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use ureq::unversioned::transport::time::Duration;
+use ureq::unversioned::transport::{
+    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
+    ShutdownHandle, Transport,
+};
+use ureq::{Error, Timeout};
+
+/// The connector chain of the blocking client's agents: a `CONNECT`
+/// tunnel when the route has a proxy, else a connection of ours, then TLS
+/// for `https` (ureq's default chain, with this connector for TCP).
+pub(crate) fn connector() -> impl Connector<()> {
+    let chain = ().chain(ConnectProxyConnector::default()).chain(TcpConnector);
+    #[cfg(feature = "tls")]
+    let chain = chain.chain(ureq::unversioned::transport::RustlsConnector::default());
+    chain
+}
+
+/// Held writes beyond this go out at once (a request's head is a few
+/// hundred bytes).
+const HOLD: usize = 4096;
+
+/// Opens the TCP connection, unless one was opened before it in the chain
+/// (a tunnel through a proxy).
+#[derive(Debug)]
+pub(crate) struct TcpConnector;
+
+impl<In: Transport> Connector<In> for TcpConnector {
+    type Out = Either<In, Tcp>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, Error> {
+        if chained.is_some() {
+            return Ok(chained.map(Either::A));
+        }
+        let stream = connect(details)?;
+        let config = details.config;
+        if config.no_delay() {
+            stream.set_nodelay(true)?;
+        }
+        let stream = Arc::new(stream);
+        (details.register_shutdown)(Arc::downgrade(&stream) as Weak<dyn ShutdownHandle>)?;
+        Ok(Some(Either::B(Tcp {
+            stream,
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+            held: Vec::new(),
+            read_timeout: None,
+            write_timeout: None,
+        })))
+    }
+}
+
+/// The first of the resolved addresses that accepts, each tried with what
+/// is left of the connect timeout; the last failure if none does.
+fn connect(details: &ConnectionDetails) -> Result<TcpStream, Error> {
+    let started = Instant::now();
+    let budget = details.timeout.not_zero();
+    let mut last = None;
+    for addr in &details.addrs {
+        let attempt = match budget {
+            Some(total) => match total.checked_sub(started.elapsed()) {
+                Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
+                _ => return Err(Error::Timeout(Timeout::Connect)),
+            },
+            None => TcpStream::connect(addr),
+        };
+        match attempt {
+            Ok(stream) => return Ok(stream),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                last = Some(Error::Timeout(Timeout::Connect))
+            }
+            Err(e) => last = Some(Error::Io(e)),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        Error::Io(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!("no address to connect to ({})", addrs(&details.addrs)),
+        ))
+    }))
+}
+
+fn addrs(addrs: &[SocketAddr]) -> String {
+    let all: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+    all.join(", ")
+}
+
+/// One TCP connection (see the module).
+#[derive(Debug)]
+pub(crate) struct Tcp {
+    /// Shared (weakly) with ureq's shutdown handle.
+    stream: Arc<TcpStream>,
+    buffers: LazyBuffers,
+    /// A small write not sent yet.
+    held: Vec<u8>,
+    /// The timeouts set on the socket (`None`: none).
+    read_timeout: Option<std::time::Duration>,
+    write_timeout: Option<std::time::Duration>,
+}
+
+impl Tcp {
+    /// Sends what is held, then `more`, in one write where they fit.
+    fn send(&mut self, more: Option<usize>, timeout: NextTimeout) -> Result<(), Error> {
+        let timeout = timeout.for_write();
+        let after = checked(timeout)?;
+        set_timeout(&self.stream, &mut self.write_timeout, after, false)?;
+        let held = std::mem::take(&mut self.held);
+        let more = match more {
+            Some(n) => &self.buffers.output()[..n],
+            None => &[][..],
+        };
+        let result = write_both(&self.stream, &held, more);
+        self.held = held;
+        self.held.clear();
+        result.map_err(|e| io_error(e, timeout.reason))
+    }
+}
+
+/// Writes `a` then `b`, gathered into one system call while both remain.
+fn write_both(mut stream: &TcpStream, a: &[u8], b: &[u8]) -> io::Result<()> {
+    let (mut a, mut b) = (a, b);
+    while !a.is_empty() {
+        let n = stream.write_vectored(&[io::IoSlice::new(a), io::IoSlice::new(b)])?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        let from_a = n.min(a.len());
+        a = &a[from_a..];
+        b = &b[n - from_a..];
+    }
+    stream.write_all(b)
+}
+
+/// The time left, or ureq's timeout error when there is none.
+fn checked(timeout: NextTimeout) -> Result<Option<std::time::Duration>, Error> {
+    if timeout.after.is_zero() {
+        return Err(Error::Timeout(timeout.reason));
+    }
+    Ok(match timeout.after {
+        Duration::Exact(d) => Some(d),
+        Duration::NotHappening => None,
+    })
+}
+
+/// Sets the socket's read (or write) timeout to `want`, unless the one in
+/// place (`set`) is no shorter and at most an eighth longer.
+fn set_timeout(
+    stream: &TcpStream,
+    set: &mut Option<std::time::Duration>,
+    want: Option<std::time::Duration>,
+    read: bool,
+) -> io::Result<()> {
+    let keep = match (*set, want) {
+        (None, None) => true,
+        (Some(have), Some(want)) => have >= want && have - want <= want / 8,
+        _ => false,
+    };
+    if keep {
+        return Ok(());
+    }
+    if read {
+        stream.set_read_timeout(want)?;
+    } else {
+        stream.set_write_timeout(want)?;
+    }
+    *set = want;
+    Ok(())
+}
+
+fn io_error(e: io::Error, reason: Timeout) -> Error {
+    match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Error::Timeout(reason),
+        _ => Error::Io(e),
+    }
+}
+
+impl Transport for Tcp {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), Error> {
+        if self.held.len() + amount <= HOLD {
+            // Held until the next write or the wait for the answer.
+            self.held
+                .extend_from_slice(&self.buffers.output()[..amount]);
+            return Ok(());
+        }
+        self.send(Some(amount), timeout)
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
+        if !self.held.is_empty() {
+            self.send(None, timeout)?;
+        }
+        let timeout = timeout.for_read();
+        let after = checked(timeout)?;
+        set_timeout(&self.stream, &mut self.read_timeout, after, true)?;
+        let input = self.buffers.input_append_buf();
+        let n = loop {
+            match (&*self.stream).read(input) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => break other.map_err(|e| io_error(e, timeout.reason))?,
+            }
+        };
+        self.buffers.input_appended(n);
+        Ok(n > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.held.is_empty() && probe(&self.stream)
+    }
+}
+
+/// Whether the connection is open with nothing unasked for in it: a read
+/// that peeks without waiting would wait.
+#[cfg(unix)]
+fn probe(stream: &TcpStream) -> bool {
+    use rustix::net::{recv, RecvFlags};
+    let mut byte = [0u8; 1];
+    matches!(
+        recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT),
+        Err(rustix::io::Errno::WOULDBLOCK)
+    )
+}
+
+/// [`probe`] where a read cannot be told not to wait: non-blocking around
+/// the peek, as ureq does.
+#[cfg(not(unix))]
+fn probe(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let open =
+        matches!(stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+    stream.set_nonblocking(false).is_ok() && open
+}
