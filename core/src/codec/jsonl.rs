@@ -136,6 +136,10 @@ pub struct JsonlDecoder {
     discarding: bool,
     /// The ends and length of the over-long line being skipped.
     peek: Peek,
+    /// The length of the last line given away ([`Line::Owned`]): the
+    /// room a line that outgrows the reused buffer gets at once (see
+    /// [`JsonlDecoder::hold`]).
+    last_large: usize,
 }
 
 impl JsonlDecoder {
@@ -213,6 +217,7 @@ impl JsonlDecoder {
                         self.discarding = true;
                         on(Err(self.skipped()));
                     } else {
+                        self.hold(piece.len());
                         let mut line = std::mem::take(&mut self.partial);
                         line.extend_from_slice(piece);
                         // Keep the allocation for the next partial line, but
@@ -229,6 +234,7 @@ impl JsonlDecoder {
                             });
                             if let Some(len) = taken {
                                 line.truncate(len);
+                                self.last_large = len;
                                 on(Ok(Line::Owned(line)));
                             }
                         }
@@ -242,6 +248,7 @@ impl JsonlDecoder {
                         self.partial = Vec::new();
                         self.discarding = true;
                     } else {
+                        self.hold(input.len());
                         self.partial.extend_from_slice(input);
                     }
                     return;
@@ -262,6 +269,24 @@ impl JsonlDecoder {
                 Err(e) => Frame::Error(e),
             })
         });
+    }
+
+    /// Makes room for `more` bytes of the partial line. A line that
+    /// outgrows the reused buffer is probably as large as the last large
+    /// one (a tool that answers with 1 MiB tends to do it again): it gets
+    /// that much room (and a sixteenth more) at once, instead of doubling
+    /// its buffer step by step, where each step copies what came so far
+    /// and holds both copies for a moment. Never more than the limit.
+    fn hold(&mut self, more: usize) {
+        let need = self.partial.len() + more;
+        if need <= self.partial.capacity() || need <= REUSED_CAPACITY {
+            return;
+        }
+        let room = self.last_large.saturating_add(self.last_large / 16);
+        let room = room.min(self.config.max_line_len.saturating_add(2));
+        if room > need {
+            self.partial.reserve_exact(room - self.partial.len());
+        }
     }
 
     /// The end of the over-long line being skipped: the report.
@@ -438,6 +463,56 @@ mod tests {
         let (a, b) = input.as_bytes().split_at(7);
         assert_eq!(lines(&mut dec, a), vec![]);
         assert_eq!(lines(&mut dec, b), vec![Ok(big.into_bytes())]);
+    }
+
+    /// A large line after a large one gets the last one's room (and a
+    /// sixteenth) at once, not a buffer doubled step by step; a longer one
+    /// still grows past it, and the room never exceeds the limit.
+    #[test]
+    fn a_large_line_gets_the_last_large_lines_room_at_once() {
+        let owned = |dec: &mut JsonlDecoder, line: &[u8], piece: usize| {
+            let mut got = Vec::new();
+            for chunk in line.chunks(piece) {
+                dec.feed_lines(chunk, |l| {
+                    if let Ok(Line::Owned(v)) = l {
+                        got.push(v)
+                    }
+                });
+            }
+            dec.feed_lines(b"\n", |l| {
+                if let Ok(Line::Owned(v)) = l {
+                    got.push(v)
+                }
+            });
+            assert_eq!(got.len(), 1);
+            got.pop().unwrap_or_default()
+        };
+        let line = |n: usize| format!("[\"{}\"]", "y".repeat(n)).into_bytes();
+        let mut dec = JsonlDecoder::new();
+        let first = line(300_000);
+        let len = first.len();
+        assert_eq!(owned(&mut dec, &first, 10_000), first);
+        // The same size again: one buffer of the room, never regrown.
+        let again = owned(&mut dec, &first, 10_000);
+        assert_eq!(again, first);
+        assert_eq!(again.capacity(), len + len / 16);
+        // Longer than the room: still whole.
+        let longer = line(400_000);
+        assert_eq!(owned(&mut dec, &longer, 10_000), longer);
+        // The room is the last large line's, not the largest's.
+        let next = owned(&mut dec, &first, 10_000);
+        assert!(next.capacity() >= longer.len() && next == first);
+        let after = owned(&mut dec, &first, 10_000);
+        assert_eq!(after.capacity(), len + len / 16);
+
+        // Never more room than the limit allows.
+        let mut dec = JsonlDecoder::with_config(JsonlConfig {
+            max_line_len: len + 10,
+        });
+        assert_eq!(owned(&mut dec, &first, 10_000), first);
+        let capped = owned(&mut dec, &first, 10_000);
+        assert_eq!(capped, first);
+        assert_eq!(capped.capacity(), len + 12);
     }
 
     #[test]
