@@ -267,3 +267,208 @@ fn probe(stream: &TcpStream) -> bool {
         matches!(stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
     stream.set_nonblocking(false).is_ok() && open
 }
+
+#[cfg(test)]
+mod tests {
+    //! The transport under a ureq agent, against servers on real loopback
+    //! sockets (std threads).
+
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+
+    /// How a test server treats each connection after its first answer.
+    #[derive(Clone, Copy)]
+    enum After {
+        KeepAlive,
+        Close,
+        /// Sends bytes nobody asked for.
+        Garbage,
+    }
+
+    /// A server answering `OK` to each request (a head and a body of its
+    /// `Content-Length`); the bytes of each first read go to `reads`.
+    fn server(after: After) -> (u16, Arc<AtomicUsize>, mpsc::Receiver<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let counter = accepts.clone();
+        let (tx, reads) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let tx = tx.clone();
+                std::thread::spawn(move || serve(stream, after, tx));
+            }
+        });
+        (port, accepts, reads)
+    }
+
+    fn serve(mut stream: TcpStream, after: After, reads: mpsc::Sender<Vec<u8>>) {
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut seen = Vec::new();
+        loop {
+            let n = match stream.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if seen.is_empty() {
+                let _ = reads.send(buf[..n].to_vec());
+            }
+            seen.extend_from_slice(&buf[..n]);
+            let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&seen[..end]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if seen.len() < end + 4 + length {
+                continue;
+            }
+            seen.drain(..end + 4 + length);
+            if stream.write_all(OK).is_err() {
+                return;
+            }
+            match after {
+                After::KeepAlive => {}
+                After::Close => return,
+                After::Garbage => {
+                    let _ = stream.write_all(b"surprise");
+                }
+            }
+        }
+    }
+
+    fn agent() -> ureq::Agent {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build();
+        ureq::Agent::with_parts(
+            config,
+            connector(),
+            ureq::unversioned::resolver::DefaultResolver::default(),
+        )
+    }
+
+    /// POSTs `body`; the status, or ureq's error.
+    fn post(
+        agent: &ureq::Agent,
+        port: u16,
+        body: Vec<u8>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<u16, ureq::Error> {
+        let request = ureq::http::Request::post(format!("http://127.0.0.1:{port}/mcp"))
+            .body(body)
+            .map_err(ureq::Error::from)?;
+        let request = agent
+            .configure_request(request)
+            .timeout_recv_response(timeout)
+            .build();
+        let mut response = agent.run(request)?;
+        let _ = response.body_mut().read_to_vec();
+        Ok(response.status().as_u16())
+    }
+
+    #[test]
+    fn a_request_goes_out_in_one_write_and_its_connection_is_reused() {
+        let (port, accepts, reads) = server(After::KeepAlive);
+        let agent = agent();
+        for _ in 0..3 {
+            assert_eq!(
+                post(&agent, port, b"{\"a\":1}".to_vec(), None).unwrap(),
+                200
+            );
+        }
+        assert_eq!(accepts.load(Ordering::SeqCst), 1);
+        // The server's first read held the head and the body.
+        let first = reads.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(first.ends_with(b"\r\n\r\n{\"a\":1}"), "{first:?}");
+        // A body larger than what is held goes out whole too.
+        let big = vec![b'x'; 3 * HOLD];
+        assert_eq!(post(&agent, port, big, None).unwrap(), 200);
+    }
+
+    #[test]
+    fn a_pooled_connection_the_server_closed_is_replaced() {
+        let (port, accepts, _reads) = server(After::Close);
+        let agent = agent();
+        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
+        // Let the close arrive: the probe sees the end of the stream.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
+        assert_eq!(accepts.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_connection_with_unasked_for_bytes_is_not_reused() {
+        let (port, accepts, _reads) = server(After::Garbage);
+        let agent = agent();
+        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
+        assert_eq!(accepts.load(Ordering::SeqCst), 2);
+    }
+
+    /// The read timeout kept in place is never longer than a later, shorter
+    /// one asked for.
+    #[test]
+    fn a_shorter_timeout_after_a_long_one_still_fires() {
+        let (port, _, _reads) = server(After::KeepAlive);
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let silent_port = silent.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let held: Vec<_> = silent.incoming().take(2).collect();
+            std::thread::sleep(Duration::from_secs(30));
+            drop(held);
+        });
+        let agent = agent();
+        let long = Some(Duration::from_secs(20));
+        assert_eq!(post(&agent, port, b"{}".to_vec(), long).unwrap(), 200);
+        let started = Instant::now();
+        let err = post(
+            &agent,
+            silent_port,
+            b"{}".to_vec(),
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ureq::Error::Timeout(_)), "{err:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn the_timeout_in_place_is_kept_only_when_no_shorter_and_at_most_an_eighth_longer() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let s = |ms| Some(Duration::from_millis(ms));
+        let mut set = None;
+        set_timeout(&stream, &mut set, s(8000), true).unwrap();
+        assert_eq!(set, s(8000));
+        // A little shorter than asked before: kept.
+        set_timeout(&stream, &mut set, s(7500), true).unwrap();
+        assert_eq!(set, s(8000));
+        assert_eq!(stream.read_timeout().unwrap(), s(8000));
+        // Much shorter, or longer: set.
+        set_timeout(&stream, &mut set, s(1000), true).unwrap();
+        assert_eq!(stream.read_timeout().unwrap(), s(1000));
+        set_timeout(&stream, &mut set, s(2000), true).unwrap();
+        assert_eq!(stream.read_timeout().unwrap(), s(2000));
+        set_timeout(&stream, &mut set, None, true).unwrap();
+        assert_eq!(stream.read_timeout().unwrap(), None);
+        assert_eq!(set, None);
+    }
+}
