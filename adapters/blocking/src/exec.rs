@@ -461,9 +461,7 @@ impl Shared {
             go_on
         });
         if let Some(rest) = rest {
-            if let Some(http) = &self.lock().http {
-                http.drain(rest);
-            }
+            rest.here();
         }
         more
     }

@@ -199,11 +199,6 @@ impl Http {
         let exchange = self.inline(req);
         self.pool.submit(Job::Exchange { shared, exchange });
     }
-
-    /// Reads the rest of a body on a worker.
-    pub(crate) fn drain(&self, rest: Drain) {
-        self.pool.submit(Job::Drain(rest));
-    }
 }
 
 /// One exchange, ready to run.
@@ -223,9 +218,9 @@ pub(crate) struct Exchange {
 impl Exchange {
     /// Performs it, giving each event to `report` (which says whether to
     /// go on: false once the exchange was aborted). When it stops early
-    /// with a body of unknown length left, that body is returned: reading
-    /// it to its end (which may take a while) lets the connection be
-    /// reused, so a worker does that.
+    /// with a body of unknown length left, that body is returned: read to
+    /// its end, the connection is reused ([`Drain::run`] on a worker,
+    /// [`Drain::here`] on a call's thread).
     pub(crate) fn run(self, mut report: impl FnMut(Input<'_>) -> bool) -> Option<Drain> {
         let Exchange {
             agent,
@@ -365,8 +360,24 @@ impl Drain {
         }
     }
 
+    /// Reads it to its end, waiting for it (a worker's exchange: nobody
+    /// waits on this thread).
     fn run(mut self) {
         let _ = std::io::copy(&mut (&mut self.0).take(MAX_DRAIN), &mut std::io::sink());
+    }
+
+    /// Reads what of it is here already, without waiting (a call's own
+    /// thread, which must return the answer now): the end of an SSE
+    /// answer's stream comes with the answer, or right after it, so the
+    /// connection goes back to the pool at once. When the end is not here
+    /// yet (a server that keeps the stream open), the connection is
+    /// closed instead. Handing the rest to a worker, as before, cost a
+    /// thread wake-up and a hand-back each call (4.6 futex calls a call):
+    /// pinned, SSE sequential calls/s rose from 23k to 35k without it.
+    pub(crate) fn here(mut self) {
+        let _ = crate::tcp::without_waiting(|| {
+            std::io::copy(&mut (&mut self.0).take(MAX_DRAIN), &mut std::io::sink())
+        });
     }
 }
 
@@ -514,8 +525,6 @@ enum Job {
         shared: Weak<dyn Report>,
         exchange: Exchange,
     },
-    /// The end of a body to read.
-    Drain(Drain),
 }
 
 impl Job {
@@ -530,7 +539,6 @@ impl Job {
                     rest.run();
                 }
             }
-            Job::Drain(rest) => rest.run(),
         }
     }
 }

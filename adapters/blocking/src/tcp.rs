@@ -23,6 +23,7 @@
 //! Proxies (`CONNECT`) and TLS are still ureq's, chained around this
 //! transport as in its default connector.
 
+use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
@@ -43,6 +44,21 @@ pub(crate) fn connector() -> impl Connector<()> {
     #[cfg(feature = "tls")]
     let chain = chain.chain(ureq::unversioned::transport::RustlsConnector::default());
     chain
+}
+
+thread_local! {
+    /// Set by [`without_waiting`]: a read that would wait fails instead.
+    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (reads through ureq on this thread) with reads that never
+/// wait: one that would fails with `WouldBlock` instead, and ureq then
+/// closes its connection rather than pool it.
+pub(crate) fn without_waiting<T>(f: impl FnOnce() -> T) -> T {
+    let before = NO_WAIT.with(|w| w.replace(true));
+    let out = f();
+    NO_WAIT.with(|w| w.set(before));
+    out
 }
 
 /// Held writes beyond this go out at once (a request's head is a few
@@ -225,6 +241,9 @@ impl Transport for Tcp {
         if !self.held.is_empty() {
             self.send(None, timeout)?;
         }
+        if NO_WAIT.with(Cell::get) && !readable(&self.stream) {
+            return Err(Error::Io(io::ErrorKind::WouldBlock.into()));
+        }
         let timeout = timeout.for_read();
         let after = checked(timeout)?;
         set_timeout(&self.stream, &mut self.read_timeout, after, true)?;
@@ -246,26 +265,47 @@ impl Transport for Tcp {
 
 /// Whether the connection is open with nothing unasked for in it: a read
 /// that peeks without waiting would wait.
-#[cfg(unix)]
 fn probe(stream: &TcpStream) -> bool {
-    use rustix::net::{recv, RecvFlags};
-    let mut byte = [0u8; 1];
-    matches!(
-        recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT),
-        Err(rustix::io::Errno::WOULDBLOCK)
-    )
+    peek(stream) == Peek::Nothing
 }
 
-/// [`probe`] where a read cannot be told not to wait: non-blocking around
-/// the peek, as ureq does.
-#[cfg(not(unix))]
-fn probe(stream: &TcpStream) -> bool {
-    if stream.set_nonblocking(true).is_err() {
-        return false;
+/// Whether a read would return at once (bytes, the end, or an error).
+fn readable(stream: &TcpStream) -> bool {
+    peek(stream) != Peek::Nothing
+}
+
+#[derive(PartialEq, Eq)]
+enum Peek {
+    /// A read would wait.
+    Nothing,
+    /// Bytes, the end of the stream or an error.
+    Something,
+}
+
+/// A look at the socket that neither takes a byte nor waits.
+#[cfg(unix)]
+fn peek(stream: &TcpStream) -> Peek {
+    use rustix::net::{recv, RecvFlags};
+    let mut byte = [0u8; 1];
+    match recv(stream, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Err(rustix::io::Errno::WOULDBLOCK) => Peek::Nothing,
+        _ => Peek::Something,
     }
-    let open =
+}
+
+/// [`peek`] where a read cannot be told not to wait: non-blocking around
+/// it, as ureq does.
+#[cfg(not(unix))]
+fn peek(stream: &TcpStream) -> Peek {
+    if stream.set_nonblocking(true).is_err() {
+        return Peek::Something;
+    }
+    let would_wait =
         matches!(stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
-    stream.set_nonblocking(false).is_ok() && open
+    if stream.set_nonblocking(false).is_err() || !would_wait {
+        return Peek::Something;
+    }
+    Peek::Nothing
 }
 
 #[cfg(test)]
@@ -448,6 +488,88 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// A server answering every request with a chunked body whose first
+    /// chunk is `hello`; with `end`, the end of the body follows at once,
+    /// else the stream stays open.
+    fn chunked_server(end: bool) -> (u16, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let counter = accepts.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counter.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = stream.read(&mut buf) {
+                        if n == 0 {
+                            return;
+                        }
+                        let mut answer =
+                            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+                                .to_vec();
+                        if end {
+                            answer.extend_from_slice(b"0\r\n\r\n");
+                        }
+                        if stream.write_all(&answer).is_err() {
+                            return;
+                        }
+                        if !end {
+                            std::thread::sleep(Duration::from_secs(10));
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (port, accepts)
+    }
+
+    /// Reads the first five bytes of a POST's body, then the rest without
+    /// waiting: whether that reached the end.
+    fn first_chunk_then_the_rest_here(agent: &ureq::Agent, port: u16) -> bool {
+        let request = ureq::http::Request::post(format!("http://127.0.0.1:{port}/mcp"))
+            .body(b"{}".to_vec())
+            .unwrap();
+        let response = agent.run(request).unwrap();
+        let mut body = response.into_body().into_reader();
+        let mut first = [0u8; 5];
+        body.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"hello");
+        without_waiting(|| std::io::copy(&mut body, &mut std::io::sink())).is_ok()
+    }
+
+    #[test]
+    fn the_rest_read_without_waiting_keeps_the_connection_when_it_is_here() {
+        let (port, accepts) = chunked_server(true);
+        let agent = agent();
+        for _ in 0..3 {
+            // Let the end arrive (it was written with the first chunk).
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(first_chunk_then_the_rest_here(&agent, port));
+        }
+        assert_eq!(accepts.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn the_rest_read_without_waiting_gives_up_on_an_open_stream_at_once() {
+        let (port, accepts) = chunked_server(false);
+        let agent = agent();
+        let started = Instant::now();
+        assert!(!first_chunk_then_the_rest_here(&agent, port));
+        assert!(!first_chunk_then_the_rest_here(&agent, port));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // Its connection was closed, not pooled: the second call opened one.
+        assert_eq!(accepts.load(Ordering::SeqCst), 2);
+        // And reads wait again afterwards.
+        assert!(!NO_WAIT.with(Cell::get));
     }
 
     #[test]
