@@ -346,8 +346,9 @@ const MAX_DRAIN: u64 = 64 * 1024;
 
 impl Drain {
     /// What is left of `body` after `read` bytes: read here when its
-    /// length says the rest is small (and so already sent), else returned
-    /// for a worker.
+    /// length says the rest is small (and so already sent), dropped (the
+    /// connection closed) when it is large, and returned when its length
+    /// is unknown ([`Drain::run`], [`Drain::here`]).
     fn rest(mut body: ureq::BodyReader<'static>, length: Option<u64>, read: u64) -> Option<Drain> {
         match length {
             Some(total) if total.saturating_sub(read) <= MAX_DRAIN => {

@@ -16,9 +16,10 @@
 //! - **the read timeout**: each call asks for its own (its deadline, a few
 //!   microseconds shorter than the last call's), and ureq sets
 //!   `SO_RCVTIMEO` whenever it changes. Here it is set again only when
-//!   the one in place is shorter than asked or more than an eighth
-//!   longer: the core keeps each call's deadline itself, so a read may end
-//!   a little later, never sooner.
+//!   the one in place is shorter than asked or longer by more than 50 ms
+//!   (or an eighth of what is asked, if less): a read may end that much
+//!   later, never sooner. A read interrupted by a signal goes on with
+//!   only the time left, as ureq's does.
 //!
 //! Proxies (`CONNECT`) and TLS are still ureq's, chained around this
 //! transport as in its default connector.
@@ -55,15 +56,28 @@ thread_local! {
 /// wait: one that would fails with `WouldBlock` instead, and ureq then
 /// closes its connection rather than pool it.
 pub(crate) fn without_waiting<T>(f: impl FnOnce() -> T) -> T {
-    let before = NO_WAIT.with(|w| w.replace(true));
-    let out = f();
-    NO_WAIT.with(|w| w.set(before));
-    out
+    /// Puts the mode back as it was, also if `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NO_WAIT.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(NO_WAIT.with(|w| w.replace(true)));
+    f()
 }
 
 /// Held writes beyond this go out at once (a request's head is a few
 /// hundred bytes).
 const HOLD: usize = 4096;
+
+/// The most a timeout kept in place may exceed the one asked for (and at
+/// most an eighth of it): a call's own thread cannot be interrupted in a
+/// read, so this is how late it may give up.
+const SLACK: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The least time a connect to one of several addresses gets.
+const MIN_PER_ADDRESS: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Opens the TCP connection, unless one was opened before it in the chain
 /// (a tunnel through a proxy).
@@ -92,32 +106,49 @@ impl<In: Transport> Connector<In> for TcpConnector {
             stream,
             buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
             held: Vec::new(),
+            held_timeout: NextTimeout::default(),
             read_timeout: None,
             write_timeout: None,
         })))
     }
 }
 
-/// The first of the resolved addresses that accepts, each tried with what
-/// is left of the connect timeout; the last failure if none does.
+/// The first of the resolved addresses that accepts. As ureq does, the
+/// connect timeout is shared among them, halving from one to the next
+/// (two addresses: two thirds, then a third), so that an address that
+/// drops packets (a broken IPv6 route) leaves time for the next; an
+/// address that refuses or cannot be routed to passes to the next at
+/// once; any other failure is the answer.
 fn connect(details: &ConnectionDetails) -> Result<TcpStream, Error> {
     let started = Instant::now();
-    let budget = details.timeout.not_zero();
+    let budget = details.timeout.not_zero().map(|t| *t);
+    let count = details.addrs.len();
+    let total_weight = 2.0 * (1.0 - 0.5_f64.powi(count as i32));
+    let mut weight = 1.0_f64;
     let mut last = None;
     for addr in &details.addrs {
         let attempt = match budget {
-            Some(total) => match total.checked_sub(started.elapsed()) {
-                Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
-                _ => return Err(Error::Timeout(Timeout::Connect)),
-            },
+            Some(total) => {
+                let left = total.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Err(Error::Timeout(Timeout::Connect));
+                }
+                let share = total.mul_f64(weight / total_weight).max(MIN_PER_ADDRESS);
+                TcpStream::connect_timeout(addr, share.min(left))
+            }
             None => TcpStream::connect(addr),
         };
+        weight /= 2.0;
         match attempt {
             Ok(stream) => return Ok(stream),
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                last = Some(Error::Timeout(Timeout::Connect))
+                if budget.is_some_and(|total| started.elapsed() >= total) {
+                    return Err(Error::Timeout(Timeout::Connect));
+                }
+                last = Some(Error::Timeout(Timeout::Connect));
             }
-            Err(e) => last = Some(Error::Io(e)),
+            Err(e) if address_only(&e) => last = Some(Error::Io(e)),
+            Err(e) => return Err(Error::Io(e)),
         }
     }
     Err(last.unwrap_or_else(|| {
@@ -128,22 +159,47 @@ fn connect(details: &ConnectionDetails) -> Result<TcpStream, Error> {
     }))
 }
 
+/// Whether a connect's failure concerns only the address tried (refused,
+/// or no route to it), so that the next one may still work.
+fn address_only(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::NetworkDown
+            | io::ErrorKind::AddrNotAvailable
+    )
+}
+
 fn addrs(addrs: &[SocketAddr]) -> String {
     let all: Vec<String> = addrs.iter().map(ToString::to_string).collect();
     all.join(", ")
 }
 
 /// One TCP connection (see the module).
-#[derive(Debug)]
 pub(crate) struct Tcp {
     /// Shared (weakly) with ureq's shutdown handle.
     stream: Arc<TcpStream>,
     buffers: LazyBuffers,
-    /// A small write not sent yet.
+    /// A small write not sent yet (kept after a failed write: the
+    /// connection is then never pooled).
     held: Vec<u8>,
+    /// The write timeout ureq gave with the held write.
+    held_timeout: NextTimeout,
     /// The timeouts set on the socket (`None`: none).
     read_timeout: Option<std::time::Duration>,
     write_timeout: Option<std::time::Duration>,
+}
+
+impl std::fmt::Debug for Tcp {
+    /// The peer only: never the held or buffered bytes (a request's
+    /// headers).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcp")
+            .field("peer", &self.stream.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Tcp {
@@ -152,15 +208,21 @@ impl Tcp {
         let timeout = timeout.for_write();
         let after = checked(timeout)?;
         set_timeout(&self.stream, &mut self.write_timeout, after, false)?;
-        let held = std::mem::take(&mut self.held);
         let more = match more {
             Some(n) => &self.buffers.output()[..n],
             None => &[][..],
         };
-        let result = write_both(&self.stream, &held, more);
-        self.held = held;
+        write_both(&self.stream, &self.held, more).map_err(|e| io_error(e, timeout.reason))?;
         self.held.clear();
-        result.map_err(|e| io_error(e, timeout.reason))
+        Ok(())
+    }
+
+    /// Sends what is held, with the timeout it was given.
+    fn flush(&mut self) -> Result<(), Error> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.send(None, self.held_timeout)
     }
 }
 
@@ -168,7 +230,10 @@ impl Tcp {
 fn write_both(mut stream: &TcpStream, a: &[u8], b: &[u8]) -> io::Result<()> {
     let (mut a, mut b) = (a, b);
     while !a.is_empty() {
-        let n = stream.write_vectored(&[io::IoSlice::new(a), io::IoSlice::new(b)])?;
+        let n = match stream.write_vectored(&[io::IoSlice::new(a), io::IoSlice::new(b)]) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => other?,
+        };
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
@@ -191,7 +256,8 @@ fn checked(timeout: NextTimeout) -> Result<Option<std::time::Duration>, Error> {
 }
 
 /// Sets the socket's read (or write) timeout to `want`, unless the one in
-/// place (`set`) is no shorter and at most an eighth longer.
+/// place (`set`) is no shorter and longer by at most an eighth and
+/// [`SLACK`].
 fn set_timeout(
     stream: &TcpStream,
     set: &mut Option<std::time::Duration>,
@@ -200,18 +266,25 @@ fn set_timeout(
 ) -> io::Result<()> {
     let keep = match (*set, want) {
         (None, None) => true,
-        (Some(have), Some(want)) => have >= want && have - want <= want / 8,
+        (Some(have), Some(want)) => have >= want && have - want <= (want / 8).min(SLACK),
         _ => false,
     };
     if keep {
         return Ok(());
     }
-    if read {
-        stream.set_read_timeout(want)?;
+    let done = if read {
+        stream.set_read_timeout(want)
     } else {
-        stream.set_write_timeout(want)?;
+        stream.set_write_timeout(want)
+    };
+    match done {
+        Ok(()) => *set = want,
+        // As ureq: macOS refuses a new timeout once the peer closed with
+        // request bytes unread, and the answer may still be readable; the
+        // read or write says what happened (the one in place stays known).
+        Err(e) if cfg!(target_os = "macos") && e.kind() == io::ErrorKind::InvalidInput => {}
+        Err(e) => return Err(e),
     }
-    *set = want;
     Ok(())
 }
 
@@ -232,25 +305,46 @@ impl Transport for Tcp {
             // Held until the next write or the wait for the answer.
             self.held
                 .extend_from_slice(&self.buffers.output()[..amount]);
+            self.held_timeout = timeout;
             return Ok(());
         }
         self.send(Some(amount), timeout)
     }
 
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
-        if !self.held.is_empty() {
-            self.send(None, timeout)?;
+    /// ureq's default, but what is held goes out first even when the
+    /// answer is buffered already (it would otherwise be skipped).
+    fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
+        self.flush()?;
+        if self.buffers.can_use_input() {
+            return Ok(true);
         }
+        self.await_input(timeout)
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
+        self.flush()?;
         if NO_WAIT.with(Cell::get) && !readable(&self.stream) {
             return Err(Error::Io(io::ErrorKind::WouldBlock.into()));
         }
         let timeout = timeout.for_read();
         let after = checked(timeout)?;
         set_timeout(&self.stream, &mut self.read_timeout, after, true)?;
+        let started = std::time::Instant::now();
         let input = self.buffers.input_append_buf();
         let n = loop {
             match (&*self.stream).read(input) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Interrupted by a signal: again, with only the time left
+                // (the one in place may be longer than asked).
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    if let Some(asked) = after {
+                        let left = asked.saturating_sub(started.elapsed());
+                        if left.is_zero() {
+                            return Err(Error::Timeout(timeout.reason));
+                        }
+                        self.stream.set_read_timeout(Some(left))?;
+                        self.read_timeout = Some(left);
+                    }
+                }
                 other => break other.map_err(|e| io_error(e, timeout.reason))?,
             }
         };
@@ -330,28 +424,59 @@ mod tests {
         Close,
         /// Sends bytes nobody asked for.
         Garbage,
+        /// Reads the next request and never answers it.
+        Silent,
+    }
+
+    /// A test server: its port, its accepts, the bytes of each
+    /// connection's first read, and a word after each answer and what
+    /// follows it (`After`) are done.
+    struct Server {
+        port: u16,
+        accepts: Arc<AtomicUsize>,
+        reads: mpsc::Receiver<Vec<u8>>,
+        answered: mpsc::Receiver<()>,
+    }
+
+    impl Server {
+        /// Waits until the server has answered (and closed, or sent its
+        /// garbage): what the client's probe will see is there.
+        fn answered(&self) {
+            self.answered.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
     }
 
     /// A server answering `OK` to each request (a head and a body of its
-    /// `Content-Length`); the bytes of each first read go to `reads`.
-    fn server(after: After) -> (u16, Arc<AtomicUsize>, mpsc::Receiver<Vec<u8>>) {
+    /// `Content-Length`).
+    fn server(after: After) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepts = Arc::new(AtomicUsize::new(0));
         let counter = accepts.clone();
         let (tx, reads) = mpsc::channel();
+        let (done, answered) = mpsc::channel();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 counter.fetch_add(1, Ordering::SeqCst);
-                let tx = tx.clone();
-                std::thread::spawn(move || serve(stream, after, tx));
+                let (tx, done) = (tx.clone(), done.clone());
+                std::thread::spawn(move || serve(stream, after, tx, done));
             }
         });
-        (port, accepts, reads)
+        Server {
+            port,
+            accepts,
+            reads,
+            answered,
+        }
     }
 
-    fn serve(mut stream: TcpStream, after: After, reads: mpsc::Sender<Vec<u8>>) {
+    fn serve(
+        mut stream: TcpStream,
+        after: After,
+        reads: mpsc::Sender<Vec<u8>>,
+        done: mpsc::Sender<()>,
+    ) {
         let mut buf = vec![0u8; 256 * 1024];
         let mut seen = Vec::new();
         loop {
@@ -381,11 +506,22 @@ mod tests {
             }
             match after {
                 After::KeepAlive => {}
-                After::Close => return,
+                After::Close => {
+                    drop(stream);
+                    let _ = done.send(());
+                    return;
+                }
                 After::Garbage => {
                     let _ = stream.write_all(b"surprise");
                 }
+                After::Silent => {
+                    let _ = done.send(());
+                    // Holds the connection open, reading, never answering.
+                    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+                    return;
+                }
             }
+            let _ = done.send(());
         }
     }
 
@@ -421,7 +557,12 @@ mod tests {
 
     #[test]
     fn a_request_goes_out_in_one_write_and_its_connection_is_reused() {
-        let (port, accepts, reads) = server(After::KeepAlive);
+        let Server {
+            port,
+            accepts,
+            reads,
+            ..
+        } = server(After::KeepAlive);
         let agent = agent();
         for _ in 0..3 {
             assert_eq!(
@@ -441,13 +582,19 @@ mod tests {
     /// Two calls to a server that treats its connections `after` each
     /// answer as said: both answered, on two connections.
     fn a_second_connection_after(after: After) {
-        let (port, accepts, _reads) = server(after);
+        let server = server(after);
         let agent = agent();
-        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
-        // Let the close (or the bytes) arrive: the probe sees it.
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(post(&agent, port, b"{}".to_vec(), None).unwrap(), 200);
-        assert_eq!(accepts.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            post(&agent, server.port, b"{}".to_vec(), None).unwrap(),
+            200
+        );
+        // The close (or the bytes) is there: the probe sees it.
+        server.answered();
+        assert_eq!(
+            post(&agent, server.port, b"{}".to_vec(), None).unwrap(),
+            200
+        );
+        assert_eq!(server.accepts.load(Ordering::SeqCst), 2);
     }
 
     #[test]
@@ -460,35 +607,29 @@ mod tests {
         a_second_connection_after(After::Garbage);
     }
 
-    /// The read timeout kept in place is never longer than a later, shorter
-    /// one asked for.
+    /// On one connection, the read timeout kept in place after a long one
+    /// is not kept for a much shorter one.
     #[test]
     fn a_shorter_timeout_after_a_long_one_still_fires() {
-        let (port, _, _reads) = server(After::KeepAlive);
-        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-        let silent_port = silent.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            let held: Vec<_> = silent.incoming().take(2).collect();
-            std::thread::sleep(Duration::from_secs(30));
-            drop(held);
-        });
+        let server = server(After::Silent);
         let agent = agent();
         let long = Some(Duration::from_secs(20));
-        assert_eq!(post(&agent, port, b"{}".to_vec(), long).unwrap(), 200);
+        assert_eq!(
+            post(&agent, server.port, b"{}".to_vec(), long).unwrap(),
+            200
+        );
+        server.answered();
         let started = Instant::now();
-        let err = post(
-            &agent,
-            silent_port,
-            b"{}".to_vec(),
-            Some(Duration::from_millis(300)),
-        )
-        .unwrap_err();
+        let short = Some(Duration::from_millis(300));
+        let err = post(&agent, server.port, b"{}".to_vec(), short).unwrap_err();
         assert!(matches!(err, ureq::Error::Timeout(_)), "{err:?}");
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
             started.elapsed()
         );
+        // The same connection: the long timeout had been set on it.
+        assert_eq!(server.accepts.load(Ordering::SeqCst), 1);
     }
 
     /// A server answering every request with a chunked body whose first
@@ -548,8 +689,7 @@ mod tests {
         let (port, accepts) = chunked_server(true);
         let agent = agent();
         for _ in 0..3 {
-            // Let the end arrive (it was written with the first chunk).
-            std::thread::sleep(Duration::from_millis(20));
+            // The end was written with the first chunk: it is here.
             assert!(first_chunk_then_the_rest_here(&agent, port));
         }
         assert_eq!(accepts.load(Ordering::SeqCst), 1);
@@ -574,20 +714,28 @@ mod tests {
     }
 
     #[test]
-    fn the_timeout_in_place_is_kept_only_when_no_shorter_and_at_most_an_eighth_longer() {
+    fn the_timeout_in_place_is_kept_only_when_no_shorter_and_a_little_longer() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let s = |ms| Some(Duration::from_millis(ms));
         let mut set = None;
         set_timeout(&stream, &mut set, s(8000), true).unwrap();
         assert_eq!(set, s(8000));
-        // A little shorter than asked before: kept.
-        set_timeout(&stream, &mut set, s(7500), true).unwrap();
+        // Shorter than the one in place by at most the slack: kept.
+        set_timeout(&stream, &mut set, s(7960), true).unwrap();
         assert_eq!(set, s(8000));
         assert_eq!(stream.read_timeout().unwrap(), s(8000));
-        // Much shorter, or longer: set.
+        // By more than the slack: set.
+        set_timeout(&stream, &mut set, s(7900), true).unwrap();
+        assert_eq!(set, s(7900));
+        // A short one is kept only within an eighth of it.
         set_timeout(&stream, &mut set, s(1000), true).unwrap();
         assert_eq!(stream.read_timeout().unwrap(), s(1000));
+        set_timeout(&stream, &mut set, s(900), true).unwrap();
+        assert_eq!(set, s(900));
+        set_timeout(&stream, &mut set, s(890), true).unwrap();
+        assert_eq!(set, s(900));
+        // Longer: set.
         set_timeout(&stream, &mut set, s(2000), true).unwrap();
         assert_eq!(stream.read_timeout().unwrap(), s(2000));
         set_timeout(&stream, &mut set, None, true).unwrap();
