@@ -37,7 +37,7 @@ use mcpwire::transport::stdio::ExitStatus;
 use mcpwire_adapter::session::{Effect, Info, Outcome, Session};
 use mcpwire_adapter::wait::thread_waker;
 
-use crate::http::{Exchange, Http, Report};
+use crate::http::{Drain, Exchange, Http, Report};
 use crate::lock;
 use crate::pipes::Pipes;
 
@@ -460,8 +460,10 @@ impl Shared {
             more.extend(inline);
             go_on
         });
-        if let Some(rest) = rest {
-            rest.here();
+        if let Some(rest) = rest.and_then(Drain::here) {
+            if let Some(http) = &self.lock().http {
+                http.drain(rest);
+            }
         }
         more
     }

@@ -199,6 +199,11 @@ impl Http {
         let exchange = self.inline(req);
         self.pool.submit(Job::Exchange { shared, exchange });
     }
+
+    /// Reads the rest of a body on a worker.
+    pub(crate) fn drain(&self, rest: Drain) {
+        self.pool.submit(Job::Drain(rest));
+    }
 }
 
 /// One exchange, ready to run.
@@ -367,18 +372,23 @@ impl Drain {
         let _ = std::io::copy(&mut (&mut self.0).take(MAX_DRAIN), &mut std::io::sink());
     }
 
-    /// Reads what of it is here already, without waiting (a call's own
-    /// thread, which must return the answer now): the end of an SSE
-    /// answer's stream comes with the answer, or right after it, so the
-    /// connection goes back to the pool at once. When the end is not here
-    /// yet (a server that keeps the stream open), the connection is
-    /// closed instead. Handing the rest to a worker, as before, cost a
-    /// thread wake-up and a hand-back each call (4.6 futex calls a call):
-    /// pinned, SSE sequential calls/s rose from 23k to 35k without it.
-    pub(crate) fn here(mut self) {
+    /// On a call's own thread, which must return the answer now: when the
+    /// rest is here already ([`tcp::rest_is_here`](crate::tcp::rest_is_here):
+    /// the end of an SSE answer's stream often comes with the answer), it
+    /// is read here without waiting and the connection goes back to the
+    /// pool at once; else it is given back, for a worker. Handing every
+    /// rest to a worker cost a thread wake-up and a hand-back each call
+    /// (4.6 futex calls a call): pinned, SSE sequential calls/s rose from
+    /// 23k to 35k without it. Should the rest stop short all the same (a
+    /// server that keeps writing), its connection is closed, not held.
+    pub(crate) fn here(mut self) -> Option<Drain> {
+        if !crate::tcp::rest_is_here() {
+            return Some(self);
+        }
         let _ = crate::tcp::without_waiting(|| {
             std::io::copy(&mut (&mut self.0).take(MAX_DRAIN), &mut std::io::sink())
         });
+        None
     }
 }
 
@@ -526,6 +536,8 @@ enum Job {
         shared: Weak<dyn Report>,
         exchange: Exchange,
     },
+    /// The end of a body to read.
+    Drain(Drain),
 }
 
 impl Job {
@@ -540,6 +552,7 @@ impl Job {
                     rest.run();
                 }
             }
+            Job::Drain(rest) => rest.run(),
         }
     }
 }

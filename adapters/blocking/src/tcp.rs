@@ -24,7 +24,7 @@
 //! Proxies (`CONNECT`) and TLS are still ureq's, chained around this
 //! transport as in its default connector.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
@@ -50,6 +50,25 @@ pub(crate) fn connector() -> impl Connector<()> {
 thread_local! {
     /// Set by [`without_waiting`]: a read that would wait fails instead.
     static NO_WAIT: Cell<bool> = const { Cell::new(false) };
+    /// The connection this thread last read from, and whether those bytes
+    /// ended with the end of a chunked body ([`rest_is_here`]).
+    static LAST_READ: RefCell<Option<(Weak<TcpStream>, bool)>> = const { RefCell::new(None) };
+}
+
+/// The end of a chunked body, after its last chunk's line end.
+const CHUNKED_END: &[u8] = b"\r\n0\r\n\r\n";
+
+/// Whether the rest of the body this thread is reading is here already:
+/// the last bytes read ended with the end of a chunked body (plain HTTP;
+/// ureq holds them), or the connection has bytes or its end waiting. Then
+/// [`without_waiting`] reads it to its end; otherwise it may come later
+/// (a server that writes a stream's end apart from its last event, as
+/// uvicorn does) and is better read where waiting costs nobody.
+pub(crate) fn rest_is_here() -> bool {
+    LAST_READ.with(|last| match &*last.borrow() {
+        Some((stream, ended)) => *ended || stream.upgrade().is_some_and(|s| readable(&s)),
+        None => false,
+    })
 }
 
 /// Runs `f` (reads through ureq on this thread) with reads that never
@@ -348,6 +367,10 @@ impl Transport for Tcp {
                 other => break other.map_err(|e| io_error(e, timeout.reason))?,
             }
         };
+        if n > 0 {
+            let ended = input[..n].ends_with(CHUNKED_END);
+            LAST_READ.with(|last| *last.borrow_mut() = Some((Arc::downgrade(&self.stream), ended)));
+        }
         self.buffers.input_appended(n);
         Ok(n > 0)
     }
@@ -632,10 +655,20 @@ mod tests {
         assert_eq!(server.accepts.load(Ordering::SeqCst), 1);
     }
 
+    /// When a test server writes the end of its chunked bodies.
+    #[derive(Clone, Copy, PartialEq)]
+    enum End {
+        /// With the first chunk, in one write.
+        With,
+        /// A moment later, in a write of its own.
+        Later,
+        /// Never: the stream stays open.
+        Never,
+    }
+
     /// A server answering every request with a chunked body whose first
-    /// chunk is `hello`; with `end`, the end of the body follows at once,
-    /// else the stream stays open.
-    fn chunked_server(end: bool) -> (u16, Arc<AtomicUsize>) {
+    /// chunk is `hello`, its end written as `end` says.
+    fn chunked_server(end: End) -> (u16, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepts = Arc::new(AtomicUsize::new(0));
@@ -653,15 +686,24 @@ mod tests {
                         let mut answer =
                             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
                                 .to_vec();
-                        if end {
+                        if end == End::With {
                             answer.extend_from_slice(b"0\r\n\r\n");
                         }
                         if stream.write_all(&answer).is_err() {
                             return;
                         }
-                        if !end {
-                            std::thread::sleep(Duration::from_secs(10));
-                            return;
+                        match end {
+                            End::With => {}
+                            End::Later => {
+                                std::thread::sleep(Duration::from_millis(300));
+                                if stream.write_all(b"0\r\n\r\n").is_err() {
+                                    return;
+                                }
+                            }
+                            End::Never => {
+                                std::thread::sleep(Duration::from_secs(10));
+                                return;
+                            }
                         }
                     }
                 });
@@ -670,9 +712,14 @@ mod tests {
         (port, accepts)
     }
 
-    /// Reads the first five bytes of a POST's body, then the rest without
-    /// waiting: whether that reached the end.
-    fn first_chunk_then_the_rest_here(agent: &ureq::Agent, port: u16) -> bool {
+    /// Reads the first five bytes of a POST's body; then, unless `later`
+    /// says to wait that long first, the rest without waiting: whether the
+    /// rest was here before the read, and whether the read reached its end.
+    fn first_chunk_then_the_rest(
+        agent: &ureq::Agent,
+        port: u16,
+        later: Option<Duration>,
+    ) -> (bool, bool) {
         let request = ureq::http::Request::post(format!("http://127.0.0.1:{port}/mcp"))
             .body(b"{}".to_vec())
             .unwrap();
@@ -681,27 +728,51 @@ mod tests {
         let mut first = [0u8; 5];
         body.read_exact(&mut first).unwrap();
         assert_eq!(&first, b"hello");
-        without_waiting(|| std::io::copy(&mut body, &mut std::io::sink())).is_ok()
+        let here = rest_is_here();
+        if let Some(wait) = later {
+            std::thread::sleep(wait);
+        }
+        let read = without_waiting(|| std::io::copy(&mut body, &mut std::io::sink())).is_ok();
+        (here, read)
     }
 
     #[test]
-    fn the_rest_read_without_waiting_keeps_the_connection_when_it_is_here() {
-        let (port, accepts) = chunked_server(true);
+    fn an_end_written_with_the_last_chunk_is_here_and_read_without_waiting() {
+        let (port, accepts) = chunked_server(End::With);
         let agent = agent();
         for _ in 0..3 {
-            // The end was written with the first chunk: it is here.
-            assert!(first_chunk_then_the_rest_here(&agent, port));
+            assert_eq!(first_chunk_then_the_rest(&agent, port, None), (true, true));
         }
+        assert_eq!(accepts.load(Ordering::SeqCst), 1);
+    }
+
+    /// The end written apart from the last chunk is not here at once (the
+    /// executor then has a worker wait for it); once it came, it is.
+    #[test]
+    fn an_end_written_later_is_not_here_until_it_came() {
+        let (port, accepts) = chunked_server(End::Later);
+        let agent = agent();
+        let (here, _) = first_chunk_then_the_rest(&agent, port, Some(Duration::from_secs(1)));
+        assert!(!here);
+        // After the wait it was read to its end: the connection is reused.
+        let (_, read) = first_chunk_then_the_rest(&agent, port, Some(Duration::from_secs(1)));
+        assert!(read);
         assert_eq!(accepts.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn the_rest_read_without_waiting_gives_up_on_an_open_stream_at_once() {
-        let (port, accepts) = chunked_server(false);
+        let (port, accepts) = chunked_server(End::Never);
         let agent = agent();
         let started = Instant::now();
-        assert!(!first_chunk_then_the_rest_here(&agent, port));
-        assert!(!first_chunk_then_the_rest_here(&agent, port));
+        assert_eq!(
+            first_chunk_then_the_rest(&agent, port, None),
+            (false, false)
+        );
+        assert_eq!(
+            first_chunk_then_the_rest(&agent, port, None),
+            (false, false)
+        );
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
