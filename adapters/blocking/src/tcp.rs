@@ -472,20 +472,9 @@ mod tests {
     /// A server answering `OK` to each request (a head and a body of its
     /// `Content-Length`).
     fn server(after: After) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let accepts = Arc::new(AtomicUsize::new(0));
-        let counter = accepts.clone();
         let (tx, reads) = mpsc::channel();
         let (done, answered) = mpsc::channel();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                counter.fetch_add(1, Ordering::SeqCst);
-                let (tx, done) = (tx.clone(), done.clone());
-                std::thread::spawn(move || serve(stream, after, tx, done));
-            }
-        });
+        let (port, accepts) = listen(move |stream| serve(stream, after, tx.clone(), done.clone()));
         Server {
             port,
             accepts,
@@ -669,44 +658,49 @@ mod tests {
     /// A server answering every request with a chunked body whose first
     /// chunk is `hello`, its end written as `end` says.
     fn chunked_server(end: End) -> (u16, Arc<AtomicUsize>) {
+        listen(move |mut stream| {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                let mut answer =
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n".to_vec();
+                if end == End::With {
+                    answer.extend_from_slice(b"0\r\n\r\n");
+                }
+                if stream.write_all(&answer).is_err() {
+                    return;
+                }
+                match end {
+                    End::With => {}
+                    End::Later => {
+                        std::thread::sleep(Duration::from_millis(300));
+                        if stream.write_all(b"0\r\n\r\n").is_err() {
+                            return;
+                        }
+                    }
+                    End::Never => {
+                        std::thread::sleep(Duration::from_secs(10));
+                        return;
+                    }
+                }
+            }
+        })
+    }
+
+    /// A loopback listener that runs `serve` on a thread of its own for
+    /// each connection: its port, and how many it accepted.
+    fn listen(serve: impl Fn(TcpStream) + Send + Clone + 'static) -> (u16, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepts = Arc::new(AtomicUsize::new(0));
         let counter = accepts.clone();
         std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
+            for stream in listener.incoming().map_while(Result::ok) {
                 counter.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n) = stream.read(&mut buf) {
-                        if n == 0 {
-                            return;
-                        }
-                        let mut answer =
-                            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
-                                .to_vec();
-                        if end == End::With {
-                            answer.extend_from_slice(b"0\r\n\r\n");
-                        }
-                        if stream.write_all(&answer).is_err() {
-                            return;
-                        }
-                        match end {
-                            End::With => {}
-                            End::Later => {
-                                std::thread::sleep(Duration::from_millis(300));
-                                if stream.write_all(b"0\r\n\r\n").is_err() {
-                                    return;
-                                }
-                            }
-                            End::Never => {
-                                std::thread::sleep(Duration::from_secs(10));
-                                return;
-                            }
-                        }
-                    }
-                });
+                let serve = serve.clone();
+                std::thread::spawn(move || serve(stream));
             }
         });
         (port, accepts)
