@@ -675,7 +675,7 @@ mod tests {
                 match end {
                     End::With => {}
                     End::Later => {
-                        std::thread::sleep(Duration::from_millis(300));
+                        std::thread::sleep(Duration::from_secs(1));
                         if stream.write_all(b"0\r\n\r\n").is_err() {
                             return;
                         }
@@ -706,14 +706,11 @@ mod tests {
         (port, accepts)
     }
 
-    /// Reads the first five bytes of a POST's body; then, unless `later`
-    /// says to wait that long first, the rest without waiting: whether the
-    /// rest was here before the read, and whether the read reached its end.
-    fn first_chunk_then_the_rest(
-        agent: &ureq::Agent,
-        port: u16,
-        later: Option<Duration>,
-    ) -> (bool, bool) {
+    /// Reads the first five bytes of a POST's body; then (with `wait`,
+    /// once [`rest_is_here`] says so) the rest without waiting: whether
+    /// the rest was here right after the first chunk, and whether the read
+    /// reached its end.
+    fn first_chunk_then_the_rest(agent: &ureq::Agent, port: u16, wait: bool) -> (bool, bool) {
         let request = ureq::http::Request::post(format!("http://127.0.0.1:{port}/mcp"))
             .body(b"{}".to_vec())
             .unwrap();
@@ -723,8 +720,9 @@ mod tests {
         body.read_exact(&mut first).unwrap();
         assert_eq!(&first, b"hello");
         let here = rest_is_here();
-        if let Some(wait) = later {
-            std::thread::sleep(wait);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while wait && !rest_is_here() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
         let read = without_waiting(|| std::io::copy(&mut body, &mut std::io::sink())).is_ok();
         (here, read)
@@ -735,22 +733,20 @@ mod tests {
         let (port, accepts) = chunked_server(End::With);
         let agent = agent();
         for _ in 0..3 {
-            assert_eq!(first_chunk_then_the_rest(&agent, port, None), (true, true));
+            assert_eq!(first_chunk_then_the_rest(&agent, port, false), (true, true));
         }
         assert_eq!(accepts.load(Ordering::SeqCst), 1);
     }
 
-    /// The end written apart from the last chunk is not here at once (the
-    /// executor then has a worker wait for it); once it came, it is.
+    /// The end written apart from the last chunk (a second later) is not
+    /// here at once (the executor then has a worker wait for it); once it
+    /// came, it is, and is read to its end: the connection is reused.
     #[test]
     fn an_end_written_later_is_not_here_until_it_came() {
         let (port, accepts) = chunked_server(End::Later);
         let agent = agent();
-        let (here, _) = first_chunk_then_the_rest(&agent, port, Some(Duration::from_secs(1)));
-        assert!(!here);
-        // After the wait it was read to its end: the connection is reused.
-        let (_, read) = first_chunk_then_the_rest(&agent, port, Some(Duration::from_secs(1)));
-        assert!(read);
+        assert_eq!(first_chunk_then_the_rest(&agent, port, true), (false, true));
+        assert_eq!(first_chunk_then_the_rest(&agent, port, true), (false, true));
         assert_eq!(accepts.load(Ordering::SeqCst), 1);
     }
 
@@ -760,11 +756,11 @@ mod tests {
         let agent = agent();
         let started = Instant::now();
         assert_eq!(
-            first_chunk_then_the_rest(&agent, port, None),
+            first_chunk_then_the_rest(&agent, port, false),
             (false, false)
         );
         assert_eq!(
-            first_chunk_then_the_rest(&agent, port, None),
+            first_chunk_then_the_rest(&agent, port, false),
             (false, false)
         );
         assert!(
