@@ -231,7 +231,7 @@ impl Exchange {
             agent,
             proxy,
             tls,
-            req,
+            mut req,
             abort,
             timeout,
         } = self;
@@ -248,7 +248,6 @@ impl Exchange {
         };
         // What a failure is explained with, borrowed: made into words only
         // if the exchange fails.
-        let mut req = req;
         let body = std::mem::take(&mut req.body);
         let failure = Failure {
             url: &req.url,
@@ -443,9 +442,7 @@ impl Failure<'_> {
     fn target(&self) -> String {
         format!("{}:{}", self.url.host(), self.url.port())
     }
-}
 
-impl Failure<'_> {
     /// A message for a ureq failure, worded as the async adapters word
     /// theirs: TLS's reason (which certificate, what is wrong), the
     /// proxy's refusal (named, without its password), or ureq's own text
