@@ -71,6 +71,9 @@ pub struct OutputSchemas {
     /// A list was recorded, or asked for to learn a schema: never asked
     /// for again on this connection just for that.
     listed: std::sync::atomic::AtomicBool,
+    /// Some tool of the last list has a schema: without one, a result
+    /// is not checked (and no lock is taken a call).
+    any_schema: std::sync::atomic::AtomicBool,
     /// The tool of each task started here lately (task id, tool; oldest
     /// first, at most [`MAX_TASKS`]): a task's result is checked as its
     /// tool's.
@@ -101,6 +104,7 @@ impl OutputSchemas {
             enabled: enabled && cfg!(feature = "validate"),
             by_tool: Mutex::new(HashMap::new()),
             listed: std::sync::atomic::AtomicBool::new(false),
+            any_schema: std::sync::atomic::AtomicBool::new(false),
             tasks: Mutex::new(std::collections::VecDeque::new()),
         }
     }
@@ -178,13 +182,19 @@ impl OutputSchemas {
                 Some((t.name.clone(), Arc::new(checker)))
             })
             .collect();
-        *self.by_tool.lock().unwrap_or_else(|p| p.into_inner()) = compiled;
+        let mut by_tool = self.by_tool.lock().unwrap_or_else(|p| p.into_inner());
+        self.any_schema
+            .store(!compiled.is_empty(), std::sync::atomic::Ordering::SeqCst);
+        *by_tool = compiled;
         notes
     }
 
     /// Checks `result` of tool `name` against its recorded schema.
     pub fn check(&self, name: &str, result: &CallToolResult) -> Result<(), OutputProblem> {
-        if !self.enabled || result.is_error() {
+        if !self.enabled
+            || result.is_error()
+            || !self.any_schema.load(std::sync::atomic::Ordering::SeqCst)
+        {
             return Ok(());
         }
         let checker = self

@@ -162,7 +162,9 @@ pub(crate) struct Pieces<'a> {
 
 impl Pieces<'_> {
     /// JSON text of the method's own, as it is: punctuation and keys it
-    /// knows need no escape (`{"name":`).
+    /// knows need no escape (`{"name":`). Inlined: its length is then a
+    /// constant, and the copy a few moves instead of a `memcpy` call.
+    #[inline(always)]
     pub(crate) fn literal(&mut self, json: &'static str) {
         self.out.push_str(json);
     }
