@@ -480,6 +480,9 @@ impl Shared {
         // The background stops leading once a call got its answer: that
         // caller leads its next call itself.
         let seen = state.session.completed();
+        // When the last poll(2) returned (the time the lead ends, near
+        // enough: microseconds before).
+        let mut woke = None;
         loop {
             let done = match me {
                 Leader::Waiter(wait) => state.satisfied(wait),
@@ -487,7 +490,13 @@ impl Shared {
                 Leader::Nobody => true,
             };
             let answered = me == Leader::Background && state.session.completed() != seen;
-            let expired = deadline.is_some_and(|d| Instant::now() >= d);
+            if done || answered {
+                break;
+            }
+            // The clock read once for the deadline, the read and the
+            // poll's timeout (microseconds apart: a wake-up that late is
+            // harmless), and not at all once the wait is over.
+            let now = Instant::now();
             let State {
                 session,
                 pipes,
@@ -497,14 +506,13 @@ impl Shared {
             let Some(pipes) = pipes.as_mut().filter(|p| p.open()) else {
                 break;
             };
-            if done || answered || expired {
+            if deadline.is_some_and(|d| now >= d) {
                 break;
             }
             // A read before the poll(2): the answer to a lone call just
             // written is often there already.
             let in_flight = session.calls_in_flight();
-            if pipes.read_after_write(buf, in_flight, |input| session.input(Instant::now(), input))
-            {
+            if pipes.read_after_write(buf, in_flight, |input| session.input(now, input)) {
                 self.perform(&mut state, None);
                 continue;
             }
@@ -518,10 +526,11 @@ impl Shared {
             pipes.polled_deadline = wake_at;
             pipes.polled_stdin = pipes.watches_stdin();
             drop(state);
-            let ready = set.poll(wake_at);
+            let ready = set.poll(wake_at, now);
             drop(set);
             state = self.lock();
             let now = Instant::now();
+            woke = Some(now);
             let State {
                 session,
                 pipes,
@@ -539,7 +548,7 @@ impl Shared {
         }
         state.leader = Leader::Nobody;
         if let Leader::Waiter(_) = me {
-            state.released = Instant::now();
+            state.released = woke.unwrap_or_else(Instant::now);
         }
         // The next waiting call leads.
         let except = match me {

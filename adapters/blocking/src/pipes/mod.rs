@@ -244,12 +244,17 @@ impl Pipes {
 }
 
 impl PollSet {
-    /// Waits until something is ready or `deadline` passes.
-    pub(crate) fn poll(&self, deadline: Option<Instant>) -> Ready {
+    /// Waits until something is ready or `deadline` passes (`now`: the
+    /// time read last, microseconds ago).
+    pub(crate) fn poll(&self, deadline: Option<Instant>, now: Instant) -> Ready {
         match self {
             #[cfg(unix)]
-            PollSet::Poll(set) => set.poll(deadline),
-            PollSet::Threads(waiter) => waiter.poll(deadline),
+            PollSet::Poll(set) => set.poll(deadline, now),
+            // The reader threads' wait reads the clock itself.
+            PollSet::Threads(waiter) => {
+                let _ = now;
+                waiter.poll(deadline)
+            }
         }
     }
 }

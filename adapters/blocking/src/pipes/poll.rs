@@ -258,8 +258,9 @@ fn read_pipe(pipe: &mut Option<Arc<File>>, buf: &mut [u8], mut data: impl FnMut(
 }
 
 impl PollSet {
-    /// Waits until something is ready or `deadline` passes.
-    pub(crate) fn poll(&self, deadline: Option<Instant>) -> Ready {
+    /// Waits until something is ready or `deadline` passes (`now`: the
+    /// time read last, microseconds ago).
+    pub(crate) fn poll(&self, deadline: Option<Instant>, now: Instant) -> Ready {
         let read = PollFlags::IN;
         // On the stack (this runs once per wait): the wake-up socket last,
         // the pipes still open before it.
@@ -282,7 +283,7 @@ impl PollSet {
         slots[3] = n;
         let fds = &mut fds[..=n];
         let timeout = deadline.map(|d| {
-            let left = d.saturating_duration_since(Instant::now());
+            let left = d.saturating_duration_since(now);
             Timespec {
                 tv_sec: left.as_secs() as _,
                 tv_nsec: left.subsec_nanos() as _,
