@@ -73,7 +73,9 @@ pub(crate) struct State {
     network: mcpwire_adapter::net::Network,
     http: Option<Http>,
     leader: Leader,
-    /// When a waiter last stopped leading.
+    /// When a waiter last stopped leading, or the background did (a call
+    /// got its answer): the background leads again only a [`LINGER`]
+    /// after it.
     released: Instant,
     /// The background thread sleeps until then (`Some(None)`: until woken).
     background_until: Option<Option<Instant>>,
@@ -480,9 +482,6 @@ impl Shared {
         // The background stops leading once a call got its answer: that
         // caller leads its next call itself.
         let seen = state.session.completed();
-        // When the last poll(2) returned (the time the lead ends, near
-        // enough: microseconds before).
-        let mut woke = None;
         loop {
             let done = match me {
                 Leader::Waiter(wait) => state.satisfied(wait),
@@ -530,7 +529,6 @@ impl Shared {
             drop(set);
             state = self.lock();
             let now = Instant::now();
-            woke = Some(now);
             let State {
                 session,
                 pipes,
@@ -548,7 +546,7 @@ impl Shared {
         }
         state.leader = Leader::Nobody;
         if let Leader::Waiter(_) = me {
-            state.released = woke.unwrap_or_else(Instant::now);
+            state.released = Instant::now();
         }
         // The next waiting call leads.
         let except = match me {
@@ -574,6 +572,11 @@ impl Shared {
             if pipes_open && state.leader == Leader::Nobody && now >= state.released + LINGER {
                 state.leader = Leader::Background;
                 state = self.lead(state, Leader::Background, None);
+                // A call got its answer: its caller leads its next call
+                // itself (and a waiting one was woken to lead). Leading
+                // again at once would keep every later call on this
+                // thread, a hop there and back a call, for good.
+                state.released = Instant::now();
                 continue;
             }
             // Keep the timers (the pipes' leader, if any, keeps them too).

@@ -87,6 +87,51 @@ fn the_pipes_are_waited_on_as_asked() {
     }
 }
 
+/// After an idle spell long enough for the background thread to take
+/// the pipes (its linger, 20 ms), the callers lead their own calls again:
+/// the background thread sleeps through them (it wakes for its linger
+/// checks only), instead of answering every later call itself, a hop to
+/// it and back a call. (Its wake-ups, from Linux's `/proc`: voluntary
+/// context switches.)
+#[cfg(target_os = "linux")]
+#[test]
+fn callers_lead_their_calls_again_after_an_idle_spell() {
+    let background_switches = || -> u64 {
+        let task = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .find(|t| {
+                // `comm` holds the first 15 bytes of a thread's name.
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|name| name.trim() == &"mcpwire-background"[..15])
+            })
+            .expect("the background thread");
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("voluntary_ctxt_switches")
+    };
+    let client = Client::connect(stdio(&[])).unwrap();
+    client.ping().unwrap();
+    // Idle: the background thread takes the pipes; the next call is
+    // answered while it leads.
+    thread::sleep(Duration::from_millis(100));
+    client.ping().unwrap();
+    let before = background_switches();
+    let calls = 400;
+    for _ in 0..calls {
+        client.ping().unwrap();
+    }
+    let woke = background_switches() - before;
+    assert!(
+        woke < calls / 2,
+        "the background thread woke {woke} times in {calls} calls"
+    );
+    client.close().unwrap();
+}
+
 // ----- call ------------------------------------------------------------------
 
 #[test]
