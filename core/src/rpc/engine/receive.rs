@@ -63,9 +63,10 @@ impl Engine {
     }
 
     /// [`handle_message`](Self::handle_message) for one line of a stream.
-    /// A line whose buffer is given ([`Line::Owned`]: a large one) and
-    /// that is the common response to a pending request becomes its
-    /// result in place: a large answer is held once, not copied out.
+    /// A line whose buffer is given ([`Line::Owned`]: a large one, or an
+    /// SSE event's data) and that is the common response to a pending
+    /// request becomes its result in place: a large answer is held once,
+    /// not copied out.
     pub fn handle_line(&mut self, now: Instant, line: Line<'_>) {
         let json = match line {
             Line::Borrowed(json) => return self.handle_message(now, json),

@@ -77,7 +77,10 @@ impl StreamableHttp {
                 preview(event.event.as_bytes(), 100)
             ));
         }
-        self.deliver_text(event.data.as_bytes(), deliver);
+        // The event's own buffer goes to the engine: a large result is
+        // then kept in it, not copied out.
+        self.note_answers(event.data.as_bytes());
+        deliver(Line::Owned(event.data.into_bytes()));
     }
 
     fn sse_error(&mut self, ex: ExchangeId, owner: &Owner, error: &SseError) {
@@ -101,6 +104,13 @@ impl StreamableHttp {
     /// Hands one JSON text to the engine, noting which of our requests it
     /// answers.
     fn deliver_text(&mut self, text: &[u8], deliver: &mut dyn FnMut(Line<'_>)) {
+        self.note_answers(text);
+        deliver(Line::Borrowed(text));
+    }
+
+    /// Notes which of our requests JSON `text` answers (before it goes to
+    /// the engine).
+    fn note_answers(&mut self, text: &[u8]) {
         if !self.pending.is_empty() {
             if let Ok(text) = std::str::from_utf8(text) {
                 let mut ids = Vec::new();
@@ -119,7 +129,6 @@ impl StreamableHttp {
                 }
             }
         }
-        deliver(Line::Borrowed(text));
     }
 
     /// A request's `application/json` answer is complete.
@@ -141,11 +150,17 @@ impl StreamableHttp {
                 "the server answered request {id} without a body; its response can only come on another stream"
             ));
         }
-        self.deliver_text(&body, deliver);
-        if self.pending.contains_key(&id) {
+        self.note_answers(&body);
+        // Not its response: told after the engine has had the text (the
+        // body itself goes to the engine, which keeps a large result in it).
+        let unanswered = self
+            .pending
+            .contains_key(&id)
+            .then(|| preview(body.trim_ascii(), 200));
+        deliver(Line::Borrowed(&body));
+        if let Some(preview) = unanswered {
             let failure = RequestFailure::Other(format!(
-                "the JSON answer to request {id} is not its response: {}",
-                preview(body.trim_ascii(), 200)
+                "the JSON answer to request {id} is not its response: {preview}"
             ));
             self.fail_pending(id, failure);
         }

@@ -79,6 +79,9 @@ struct Harness {
     t: StreamableHttp,
     now: Instant,
     delivered: Vec<String>,
+    /// Whether each text delivered by `body` or `end` came with its
+    /// buffer (`Line::Owned`).
+    owned: Vec<bool>,
 }
 
 impl Harness {
@@ -91,6 +94,7 @@ impl Harness {
             t: StreamableHttp::new(HttpUrl::parse(URL).unwrap(), config),
             now: Instant::now(),
             delivered: Vec::new(),
+            owned: Vec::new(),
         }
     }
 
@@ -138,8 +142,9 @@ impl Harness {
     }
 
     fn body(&mut self, ex: ExchangeId, data: impl AsRef<[u8]>) {
-        let d = &mut self.delivered;
+        let (d, owned) = (&mut self.delivered, &mut self.owned);
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            owned.push(matches!(b, crate::codec::jsonl::Line::Owned(_)));
             d.push(String::from_utf8_lossy(b.bytes()).into_owned())
         };
         self.t
@@ -147,8 +152,9 @@ impl Harness {
     }
 
     fn end(&mut self, ex: ExchangeId) {
-        let d = &mut self.delivered;
+        let (d, owned) = (&mut self.delivered, &mut self.owned);
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
+            owned.push(matches!(b, crate::codec::jsonl::Line::Owned(_)));
             d.push(String::from_utf8_lossy(b.bytes()).into_owned())
         };
         self.t.handle_end(self.now, ex, &mut deliver);

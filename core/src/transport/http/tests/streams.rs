@@ -42,6 +42,30 @@ fn sse_resume_waits_retry_then_sends_last_event_id() {
     assert_eq!(h.t.poll_timeout(), None);
 }
 
+/// An SSE event's data goes to the engine with its buffer (the engine
+/// keeps a large result in it instead of copying it out); a JSON answer's
+/// body is lent (kept in place, its doubled buffer would be shrunk, which
+/// costs more than the copy with glibc).
+#[test]
+fn an_sse_answer_is_handed_over_with_its_buffer_and_a_json_one_lent() {
+    let mut h = Harness::new();
+    h.handshake();
+    h.delivered.clear();
+    h.owned.clear();
+    h.request(1, "tools/call");
+    let r = h.one();
+    h.head(r.exchange, 200, &[SSE]);
+    h.body(r.exchange, ev(Some("e1"), &result(1)));
+    h.end(r.exchange);
+    h.request(2, "tools/call");
+    let r = h.one();
+    h.head(r.exchange, 200, &[("Content-Type", "application/json")]);
+    h.body(r.exchange, result(2));
+    h.end(r.exchange);
+    assert_eq!(h.delivered, [result(1), result(2)]);
+    assert_eq!(h.owned, [true, false]);
+}
+
 #[test]
 fn sse_resume_uses_default_retry_clamped_to_max_retry() {
     let mut h = Harness::with(HttpConfig {
