@@ -79,8 +79,7 @@ impl StreamableHttp {
         }
         // The event's own buffer goes to the engine: a large result is
         // then kept in it, not copied out.
-        self.note_answers(event.data.as_bytes());
-        deliver(Line::Owned(event.data.into_bytes()));
+        self.deliver_text(Line::Owned(event.data.into_bytes()), deliver);
     }
 
     fn sse_error(&mut self, ex: ExchangeId, owner: &Owner, error: &SseError) {
@@ -103,16 +102,9 @@ impl StreamableHttp {
 
     /// Hands one JSON text to the engine, noting which of our requests it
     /// answers.
-    fn deliver_text(&mut self, text: &[u8], deliver: &mut dyn FnMut(Line<'_>)) {
-        self.note_answers(text);
-        deliver(Line::Borrowed(text));
-    }
-
-    /// Notes which of our requests JSON `text` answers (before it goes to
-    /// the engine).
-    fn note_answers(&mut self, text: &[u8]) {
+    fn deliver_text(&mut self, text: Line<'_>, deliver: &mut dyn FnMut(Line<'_>)) {
         if !self.pending.is_empty() {
-            if let Ok(text) = std::str::from_utf8(text) {
+            if let Ok(text) = std::str::from_utf8(text.bytes()) {
                 let mut ids = Vec::new();
                 response_ids(text, |id| ids.push(id));
                 for id in ids {
@@ -129,6 +121,7 @@ impl StreamableHttp {
                 }
             }
         }
+        deliver(text);
     }
 
     /// A request's `application/json` answer is complete.
@@ -150,17 +143,14 @@ impl StreamableHttp {
                 "the server answered request {id} without a body; its response can only come on another stream"
             ));
         }
-        self.note_answers(&body);
-        // Not its response: told after the engine has had the text (the
-        // body itself goes to the engine, which keeps a large result in it).
-        let unanswered = self
-            .pending
-            .contains_key(&id)
-            .then(|| preview(body.trim_ascii(), 200));
-        deliver(Line::Borrowed(&body));
-        if let Some(preview) = unanswered {
+        // Lent, not handed over: the body grew by doubling, and the
+        // engine would shrink it to the result (dearer with glibc than
+        // the copy, see BENCHMARKS.md).
+        self.deliver_text(Line::Borrowed(&body), deliver);
+        if self.pending.contains_key(&id) {
             let failure = RequestFailure::Other(format!(
-                "the JSON answer to request {id} is not its response: {preview}"
+                "the JSON answer to request {id} is not its response: {}",
+                preview(body.trim_ascii(), 200)
             ));
             self.fail_pending(id, failure);
         }
@@ -190,7 +180,7 @@ impl StreamableHttp {
                     if let Some(p) = self.pending.get_mut(&id) {
                         p.exchange = None;
                     }
-                    self.deliver_text(&e.text, deliver);
+                    self.deliver_text(Line::Borrowed(&e.text), deliver);
                 } else {
                     let failure = RequestFailure::Http {
                         status: e.status,

@@ -44,8 +44,8 @@ fn sse_resume_waits_retry_then_sends_last_event_id() {
 
 /// An SSE event's data goes to the engine with its buffer (the engine
 /// keeps a large result in it instead of copying it out); a JSON answer's
-/// body is lent (kept in place, its doubled buffer would be shrunk, which
-/// costs more than the copy with glibc).
+/// body is lent (its doubled buffer would be shrunk, which costs more than
+/// the copy with glibc).
 #[test]
 fn an_sse_answer_is_handed_over_with_its_buffer_and_a_json_one_lent() {
     let mut h = Harness::new();
