@@ -10,10 +10,11 @@
 //! that quote is all the reading a string without escapes needs.
 //!
 //! ```text
-//!  RawValue ──common──► Some(CallToolResult)              one pass; a lone text takes the RawValue's own buffer
-//!           └─────────► None ──► serde_json::from_str ──► the same result, or the error
-//!  answer text ──common_end──► Some(end)   the same reading, each string checked: the engine's proof that a tools/call result is JSON
-//!              └─────────────► None        the general scan (codec::scan) decides
+//!  RawValue ──lone_plain──► one text without escapes: its ends compared, one scan for `"` and `\`
+//!           ──common──────► Some(CallToolResult)              one pass; a lone text takes the RawValue's own buffer
+//!           └─────────────► None ──► serde_json::from_str ──► the same result, or the error
+//!  answer text ──ends, then common_end──► Some(end)   the same reading, each string checked: the engine's proof that a tools/call result is JSON
+//!              └────────────────────────► None        the general scan (codec::scan) decides
 //! ```
 //!
 //! A result whose only content is a text without escapes (the common tool
@@ -29,7 +30,11 @@ impl CallToolResult {
     /// Reads a result from checked JSON: the common shape (see the
     /// module) directly, anything else through `Deserialize`.
     pub fn from_raw(raw: Box<RawValue>) -> serde_json::Result<CallToolResult> {
-        let Some((texts, is_error)) = common(raw.get()) else {
+        let read = match lone_plain(raw.get()) {
+            Some((start, end, is_error)) => Some((Texts::One(Text::Plain(start, end)), is_error)),
+            None => common(raw.get()),
+        };
+        let Some((texts, is_error)) = read else {
             return serde_json::from_str(raw.get());
         };
         let content = match texts {
@@ -79,6 +84,38 @@ enum Texts {
     Many(Vec<Text>),
 }
 
+/// How the commonest result of all starts: one text content, its text
+/// next.
+const LONE_HEAD: &[u8] = br#"{"content":[{"type":"text","text":""#;
+
+/// The commonest result of all by its two ends: one text, perhaps
+/// `isError` after it, in the order the SDKs write them
+/// (`{"content":[{"type":"text","text":"…"}]}`, `…}],"isError":b}`):
+/// what lies between the text's quotes if it is that one string (which
+/// the caller finds out), and `isError`.
+fn lone_ends(bytes: &[u8]) -> Option<(&[u8], Option<bool>)> {
+    let body = bytes.strip_prefix(LONE_HEAD)?;
+    if let Some(body) = body.strip_suffix(br#""}]}"#) {
+        Some((body, None))
+    } else if let Some(body) = body.strip_suffix(br#""}],"isError":false}"#) {
+        Some((body, Some(false)))
+    } else {
+        Some((body.strip_suffix(br#""}],"isError":true}"#)?, Some(true)))
+    }
+}
+
+/// [`lone_ends`] of checked JSON with a text without escapes: where the
+/// text stands, and `isError`. No quote and no backslash between the ends
+/// means the text is one string that closes where the end begins, so that
+/// one scan is all the reading.
+fn lone_plain(text: &str) -> Option<(usize, usize, Option<bool>)> {
+    let (body, is_error) = lone_ends(text.as_bytes())?;
+    let start = LONE_HEAD.len();
+    memchr::memchr2(b'"', b'\\', body)
+        .is_none()
+        .then_some((start, start + body.len(), is_error))
+}
+
 /// The texts and `isError` of the result `text` holds, when it has the
 /// common shape.
 fn common(text: &str) -> Option<(Texts, Option<bool>)> {
@@ -108,6 +145,18 @@ fn common(text: &str) -> Option<(Texts, Option<bool>)> {
 /// general scan because keys and literals are matched whole. `None` when
 /// it is not the common shape; the general scan then decides.
 pub(crate) fn common_end(text: &str) -> Option<usize> {
+    // The commonest answer first: that result as its last member, so that
+    // the answer's `}` ends the text. Its text checked as a string that
+    // closes where the result's end begins proves it all JSON.
+    let bytes = text.as_bytes();
+    if let Some((b'}', result)) = bytes.split_last() {
+        if let Some((body, _)) = lone_ends(result) {
+            let start = LONE_HEAD.len();
+            if crate::codec::scan::string(bytes, start) == Some(start + body.len() + 1) {
+                return Some(result.len());
+            }
+        }
+    }
     let mut r = Reader {
         text,
         at: 0,
@@ -344,6 +393,41 @@ mod tests {
         assert!(agrees(r#"{"content":[{"type":"text","text":"a\nb"}]}"#));
     }
 
+    /// The commonest result is read by its ends; text that only looks
+    /// like those ends (another member after the text, two texts, an
+    /// escape) is read member by member, and agrees with serde either way.
+    #[test]
+    fn the_lone_plain_text_is_read_by_its_ends() {
+        for (text, lone) in [
+            (
+                r#"{"content":[{"type":"text","text":"hi"}]}"#,
+                Some((35, 37, None)),
+            ),
+            (
+                r#"{"content":[{"type":"text","text":""}],"isError":false}"#,
+                Some((35, 35, Some(false))),
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"x"}],"isError":true}"#,
+                Some((35, 36, Some(true))),
+            ),
+            (r#"{"content":[{"type":"text","text":"a","x":"b"}]}"#, None),
+            (
+                r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#,
+                None,
+            ),
+            (r#"{"content":[{"type":"text","text":"a\"}]}"}]}"#, None),
+            (r#"{"content":[{"type":"text","text":"a\\"}]}"#, None),
+            (
+                r#"{"content":[{"type":"text","text":"a"}],"isError":false,"isError":true}"#,
+                None,
+            ),
+        ] {
+            assert_eq!(lone_plain(text), lone, "{text}");
+            agrees(text);
+        }
+    }
+
     #[test]
     fn anything_else_goes_through_serde() {
         for text in [
@@ -402,6 +486,34 @@ mod tests {
             };
             assert_eq!(common_end(&text), None, "{text:?}");
         }
+        // The commonest answer, its result last, checked by its ends; a
+        // text that only looks like them is read member by member.
+        for (text, end) in [
+            (r#"{"content":[{"type":"text","text":"a"}]}}"#, Some(40)),
+            (
+                r#"{"content":[{"type":"text","text":"a"}],"isError":true}}"#,
+                Some(55),
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"a\"}]}"}]}}"#,
+                Some(45),
+            ),
+            (r#"{"content":[{"type":"text","text":"a","x":"b"}]}}"#, None),
+            (r#"{"content":[{"type":"text","text":"a"}]}"}]}}"#, Some(40)),
+            (
+                r#"{"content":[{"type":"text","text":"a\u0001"}]}}"#,
+                Some(46),
+            ),
+            (
+                "{\"content\":[{\"type\":\"text\",\"text\":\"a\u{1}\"}]}}",
+                None,
+            ),
+        ] {
+            assert_eq!(common_end(text), end, "{text}");
+            if let Some(end) = end {
+                assert_eq!(value_end(text), Some(end), "{text}");
+            }
+        }
         // Not the shape: the general scan decides.
         assert_eq!(common_end(r#"{"content":[],"structuredContent":{}}"#), None);
         assert_eq!(common_end(r#" {"content":[]}"#), None);
@@ -425,6 +537,26 @@ mod tests {
                 // The scan's check and this one differ only on surrogate
                 // halves (both refuse them) or not at all.
                 proptest::prop_assert_eq!(common_end(&text), value, "{:?}", text);
+            }
+        }
+
+        /// Texts made of the bytes that make the commonest result's ends
+        /// ambiguous (quotes, backslashes, brackets, a control character):
+        /// the check by the ends gives the general scan's end or nothing,
+        /// and the reading by the ends agrees with serde.
+        #[test]
+        fn texts_that_look_like_the_ends_are_read_right(
+            body in "[a\"\\\\}\\],:x\\x01]{0,12}",
+            is_error in proptest::option::of(proptest::bool::ANY),
+        ) {
+            let tail = is_error.map_or(String::new(), |e| format!(r#","isError":{e}"#));
+            let result = format!(r#"{{"content":[{{"type":"text","text":"{body}"}}]{tail}}}"#);
+            let text = format!("{result}}}");
+            if let Some(end) = common_end(&text) {
+                proptest::prop_assert_eq!(Some(end), crate::codec::scan::value_end(&text), "{:?}", text);
+            }
+            if serde_json::from_str::<serde_json::Value>(&result).is_ok() {
+                agrees(&result);
             }
         }
 
