@@ -83,11 +83,15 @@ pub(crate) fn check_params(params: Option<Json<'_>>, progress: bool) -> Result<(
 }
 
 /// `{"jsonrpc":"2.0","id":ID,"method":M[,"params":P]}`; with `progress`, the
-/// id is also written as `params._meta.progressToken`.
+/// id is also written as `params._meta.progressToken`. A known method
+/// comes `quoted` already ([`MethodId::quoted`]).
+///
+/// [`MethodId::quoted`]: crate::mcp::methods::MethodId::quoted
 pub(crate) fn request(
     out: &mut Vec<u8>,
     id: u64,
     method: &str,
+    quoted: Option<&'static str>,
     params: Option<Json<'_>>,
     progress: bool,
 ) -> Result<(), LocalError> {
@@ -95,7 +99,10 @@ pub(crate) fn request(
     out.extend_from_slice(br#","id":"#);
     write_u64(out, id);
     out.extend_from_slice(br#","method":"#);
-    write_str(out, method);
+    match quoted {
+        Some(quoted) => out.extend_from_slice(quoted.as_bytes()),
+        None => write_str(out, method),
+    }
     match (params, progress) {
         (Some(p), false) => {
             out.extend_from_slice(br#","params":"#);
@@ -322,17 +329,24 @@ mod tests {
 
     #[test]
     fn progress_token_insertion() {
+        // The same whether the name comes quoted already or not.
         let req = |p: Option<&str>| {
             let p = p.map(raw);
-            let mut out = Vec::new();
-            request(
-                &mut out,
-                5,
-                "tools/call",
-                p.as_deref().map(Json::from),
-                true,
-            )
-            .map(|()| String::from_utf8(out).unwrap())
+            let written = [None, Some(r#""tools/call""#)].map(|quoted| {
+                let mut out = Vec::new();
+                request(
+                    &mut out,
+                    5,
+                    "tools/call",
+                    quoted,
+                    p.as_deref().map(Json::from),
+                    true,
+                )
+                .map(|()| String::from_utf8(out).unwrap())
+            });
+            let [a, b] = written;
+            assert_eq!(a, b);
+            a
         };
         assert_eq!(
             req(None).unwrap(),

@@ -288,6 +288,15 @@ macro_rules! methods {
                 }
             }
 
+            /// Its name as a JSON string, quotes included (no name of the
+            /// table has anything to escape): written into a request as
+            /// it is.
+            pub(crate) fn quoted(self) -> &'static str {
+                match self {
+                    $(MethodId::$id => concat!("\"", $name, "\""),)*
+                }
+            }
+
             /// The check of its result's usual shape, for a method whose
             /// result has a reader of its own: the engine proves an answer
             /// of that shape JSON with it instead of the general scan.

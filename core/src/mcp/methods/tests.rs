@@ -49,6 +49,14 @@ fn params_are_the_spec_shapes() {
     assert!(RootsListChanged.params().unwrap().is_none());
 }
 
+/// Each name as a request writes it: the JSON string serde_json writes.
+#[test]
+fn each_name_is_quoted_as_serde_json_writes_it() {
+    for m in METHODS {
+        assert_eq!(m.id.quoted(), serde_json::to_string(m.name).unwrap());
+    }
+}
+
 #[test]
 fn the_table_has_each_method_once_with_its_capability() {
     let mut names: Vec<_> = METHODS.iter().map(|m| m.name).collect();

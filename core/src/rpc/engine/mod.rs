@@ -290,7 +290,8 @@ impl Engine {
         let progress = opts.progress || opts.reset_timeout_on_progress;
         encode::check_params(params, progress)?;
         let mut bytes = self.line_buffer(64 + method.len() + params.map_or(0, |p| p.get().len()));
-        encode::request(&mut bytes, id, method, params, progress)?;
+        let quoted = method_id.map(MethodId::quoted);
+        encode::request(&mut bytes, id, method, quoted, params, progress)?;
         self.admit(bytes.len())?;
 
         self.next_id += 1;
