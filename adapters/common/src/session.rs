@@ -219,9 +219,12 @@ impl<T: HoldsSession> Drop for Guard<'_, T> {
         let Some(mut inner) = self.inner.take() else {
             return;
         };
+        // Mostly none: a call that drives reads its own outcome.
         let wakers = inner.session_mut().take_wakers();
         drop(inner);
-        wakers.into_iter().for_each(Waker::wake);
+        if let Some(wakers) = wakers {
+            wakers.into_iter().for_each(Waker::wake);
+        }
     }
 }
 
@@ -592,8 +595,9 @@ impl Session {
     /// The wakers of the calls completed since the last time, to wake
     /// after releasing the lock the session is kept behind (woken under
     /// it, a thousand waiting threads would wake only to wait for it).
-    pub fn take_wakers(&mut self) -> Vec<Waker> {
-        std::mem::take(&mut self.wake)
+    /// `None` when there are none (no buffer taken).
+    pub fn take_wakers(&mut self) -> Option<Vec<Waker>> {
+        (!self.wake.is_empty()).then(|| std::mem::take(&mut self.wake))
     }
 
     /// Whether effects wait to be performed.

@@ -249,7 +249,13 @@ impl Engine {
         params: Option<&RawValue>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(now, method, params.map(Json::from), opts, None)
+        self.request_json(
+            now,
+            method,
+            params.map(Json::from),
+            opts,
+            MethodId::of(method),
+        )
     }
 
     /// [`request`](Self::request) with params as [`Params`].
@@ -260,7 +266,13 @@ impl Engine {
         params: Option<&Params>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(now, method, params.map(Json::from), opts, None)
+        self.request_json(
+            now,
+            method,
+            params.map(Json::from),
+            opts,
+            MethodId::of(method),
+        )
     }
 
     /// The request of [`request`](Self::request) and its kin; `method_id`
@@ -303,7 +315,7 @@ impl Engine {
                 None
             });
         let mut flags = 0;
-        if opts.quiet || method == MethodId::Initialize.name() {
+        if opts.quiet || method_id == Some(MethodId::Initialize) {
             flags |= F_QUIET;
         }
         if progress {
