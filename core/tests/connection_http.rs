@@ -419,6 +419,52 @@ fn http_json_tool_call_completes() {
     assert_eq!(sim.conn.pending(), 0);
 }
 
+/// A JSON answer is read once, by the engine, which tells the transport
+/// which request it answered: a body that is not a response (malformed,
+/// or another request's) fails its call when the body ends, not at its
+/// timeout; a response in any layout completes it.
+#[test]
+fn http_json_answer_that_is_not_the_response_fails_at_once() {
+    let (mut sim, _) = Sim::ready(ConnectionConfig::default());
+    let call = |sim: &mut Sim| {
+        let id = sim.conn.send(sim.now, &Ping, opts()).unwrap();
+        sim.drain();
+        (id, sim.next_request().exchange)
+    };
+    for bad in [
+        r#"{"jsonrpc":"2.0","id":ID,"result":"#.to_owned(),
+        "not json".to_owned(),
+        r#"{"jsonrpc":"2.0","id":999,"result":{}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#
+            .to_owned(),
+    ] {
+        let (id, ex) = call(&mut sim);
+        sim.json(ex, &[], &bad.replace("ID", &id.to_string()));
+        let failed = sim.completion(id);
+        assert!(
+            matches!(&failed, Err(RequestError::Transport { message }) if message.contains("is not its response")),
+            "{bad}: {failed:?}"
+        );
+        sim.drop_diagnostics();
+        sim.take_events();
+    }
+    for good in [
+        r#"{"jsonrpc":"2.0","id":ID,"result":{}}"#,
+        r#" { "result" : {} , "id" : ID , "jsonrpc" : "2.0" } "#,
+        r#"{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"no"}}"#,
+    ] {
+        let (id, ex) = call(&mut sim);
+        sim.json(ex, &[], &good.replace("ID", &id.to_string()));
+        let outcome = sim.completion(id);
+        assert!(
+            outcome.is_ok()
+                || matches!(&outcome, Err(RequestError::Remote(e)) if e.message == "no"),
+            "{good}: {outcome:?}"
+        );
+    }
+    assert_eq!(sim.conn.pending(), 0);
+}
+
 #[test]
 fn http_sse_tool_call_with_server_request_first() {
     let mut config = ConnectionConfig::default();

@@ -184,16 +184,24 @@ impl Wire {
 
     // ---- inputs ---------------------------------------------------------
 
-    /// Feeds one input; messages go to `deliver`.
+    /// Feeds one input; messages go to `deliver`, which gives the id of
+    /// the response each was ([`Engine::handle_line`]).
+    ///
+    /// [`Engine::handle_line`]: crate::rpc::Engine::handle_line
     pub(super) fn handle_input(
         &mut self,
         now: Instant,
         input: Input<'_>,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) -> Fed {
         let mut death = None;
+        // Only the Streamable HTTP transport follows which request a
+        // message answers (what `deliver` gives back).
+        let mut lines = |line: Line<'_>| {
+            deliver(line);
+        };
         match (&mut self.transport, input) {
-            (Transport::Stdio(s), Input::Stdout(bytes)) => s.handle_stdout(bytes, deliver),
+            (Transport::Stdio(s), Input::Stdout(bytes)) => s.handle_stdout(bytes, lines),
             (Transport::Stdio(s), Input::StdoutEof) => death = s.handle_stdout_eof(now),
             (Transport::Stdio(s), Input::Stderr(bytes)) => s.handle_stderr(bytes),
             (Transport::Stdio(s), Input::StderrEof) => death = s.handle_stderr_eof(now),
@@ -220,16 +228,16 @@ impl Wire {
                 h.handle_failed(now, exchange, error, deliver)
             }
             (Transport::Legacy(l), Input::HttpHead { exchange, head }) => {
-                l.handle_head(now, exchange, head, deliver)
+                l.handle_head(now, exchange, head, &mut lines)
             }
             (Transport::Legacy(l), Input::HttpBody { exchange, data }) => {
-                l.handle_body(now, exchange, data, deliver)
+                l.handle_body(now, exchange, data, &mut lines)
             }
             (Transport::Legacy(l), Input::HttpEnd { exchange }) => {
-                l.handle_end(now, exchange, deliver)
+                l.handle_end(now, exchange, &mut lines)
             }
             (Transport::Legacy(l), Input::HttpFailed { exchange, error }) => {
-                l.handle_failed(now, exchange, error, deliver)
+                l.handle_failed(now, exchange, error, &mut lines)
             }
             _ => return Fed::Foreign,
         }

@@ -50,10 +50,13 @@ impl Engine {
     ///
     /// Timeouts are not checked here: a response handled before
     /// `handle_timeout` saw its deadline completes the request.
-    pub fn handle_message(&mut self, now: Instant, json: &[u8]) {
-        let Some(text) = self.text_of(json) else {
-            return;
-        };
+    ///
+    /// Gives the id of the response it was, if it was one with a
+    /// non-negative integer id (ours or not, late or not; a batch gives
+    /// `None`): a transport that follows its requests learns from it which
+    /// one is answered without reading the text a second time.
+    pub fn handle_message(&mut self, now: Instant, json: &[u8]) -> Option<u64> {
+        let text = self.text_of(json)?;
         // The common response first (its reader leaves a text with a
         // surrogate escape to the general way, which mends lone halves).
         match read_response(text, |id| self.result_check(id)) {
@@ -66,15 +69,13 @@ impl Engine {
     /// A line whose buffer is given ([`Line::Owned`]: a large one, or an
     /// SSE event's data) and that is the common response to a pending
     /// request becomes its result in place: a large answer is held once,
-    /// not copied out.
-    pub fn handle_line(&mut self, now: Instant, line: Line<'_>) {
+    /// not copied out. Gives what `handle_message` gives.
+    pub fn handle_line(&mut self, now: Instant, line: Line<'_>) -> Option<u64> {
         let json = match line {
             Line::Borrowed(json) => return self.handle_message(now, json),
             Line::Owned(json) => json,
         };
-        let Some(text) = self.text_of(&json) else {
-            return;
-        };
+        let text = self.text_of(&json)?;
         let (id, start, end) = match read_response(text, |id| self.result_check(id)) {
             Some(Message::Response {
                 id,
@@ -92,6 +93,7 @@ impl Engine {
         // Checked as UTF-8 and JSON above (and cut at ASCII bytes), so
         // this cannot fail; were it to, the request fails rather than
         // waits for its timeout.
+        let answered = answered(&id);
         match String::from_utf8(json).ok().and_then(scan::raw_owned) {
             Some(raw) => self.on_response(id, Ok(move || raw)),
             None => {
@@ -102,6 +104,7 @@ impl Engine {
                 }
             }
         }
+        answered
     }
 
     /// The result check of pending request `id`, if it has one.
@@ -131,7 +134,7 @@ impl Engine {
     /// A text that is not the common response (the fast reader was tried
     /// on it): lone surrogate halves mended, then framed and read the
     /// general way.
-    fn handle_general(&mut self, now: Instant, text: &str) {
+    fn handle_general(&mut self, now: Instant, text: &str) -> Option<u64> {
         // A lone UTF-16 surrogate escape (JavaScript's JSON.stringify of a
         // sliced emoji) is mended here, once, for every reader after.
         let repaired = message::repair_lone_surrogates(text);
@@ -151,8 +154,12 @@ impl Engine {
                     let text = item.get();
                     self.dispatch(now, text, message::parse_message(text));
                 }
+                None
             }
-            Err(err) => self.parse_failed(err, text.as_bytes()),
+            Err(err) => {
+                self.parse_failed(err, text.as_bytes());
+                None
+            }
         }
     }
 
@@ -177,11 +184,19 @@ impl Engine {
         }
     }
 
-    /// One message read from `text` (or why it could not be).
-    fn dispatch(&mut self, now: Instant, text: &str, read: Result<Message<'_>, ParseError>) {
+    /// One message read from `text` (or why it could not be): the id of
+    /// the response it was (see [`handle_message`](Self::handle_message)).
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        text: &str,
+        read: Result<Message<'_>, ParseError>,
+    ) -> Option<u64> {
         match read {
             Ok(Message::Response { id, outcome }) => {
-                self.on_response(id, outcome.map(|raw| move || raw.to_owned()))
+                let answered = answered(&id);
+                self.on_response(id, outcome.map(|raw| move || raw.to_owned()));
+                return answered;
             }
             Ok(Message::Request { id, method, params }) => {
                 self.on_request(text, id, &method, params)
@@ -191,6 +206,7 @@ impl Engine {
             }
             Err(err) => self.parse_failed(err, text.as_bytes()),
         }
+        None
     }
 
     /// A response: its result (made owned only if a request waits for
@@ -380,4 +396,13 @@ fn empty_object() -> &'static RawValue {
     // A valid JSON text, so this never fails; `{}` is the ping result.
     const EMPTY: &str = "{}";
     serde_json::from_str::<&RawValue>(EMPTY).unwrap_or(RawValue::NULL)
+}
+
+/// A response's id as [`Engine::handle_message`] gives it: a non-negative
+/// integer.
+fn answered(id: &RequestId) -> Option<u64> {
+    match *id {
+        RequestId::Number(n) => u64::try_from(n).ok(),
+        RequestId::String(_) => None,
+    }
 }

@@ -282,3 +282,59 @@ fn an_owned_line_becomes_its_result_in_place() {
     assert_eq!(h.e.stats().late_responses, 1);
     assert_eq!(h.e.stats().completed_ok, 2);
 }
+
+/// What a handled text gives back: the id of the response it was (the
+/// common one or any other, ours, late or unknown, borrowed or handed
+/// over), and nothing for anything else (a batch, a request, a
+/// notification, a string id, text that is not JSON-RPC).
+#[test]
+fn a_handled_response_gives_its_id() {
+    use crate::codec::jsonl::Line;
+    let mut h = H::new(EngineConfig {
+        accept_batches: true,
+        ..EngineConfig::default()
+    });
+    h.drain();
+    let id = h.req("tools/call", RequestOptions::default());
+    let common = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+    assert_eq!(h.e.handle_message(h.t0, common.as_bytes()), Some(id));
+    h.drain();
+    let id = h.req("ping", RequestOptions::default());
+    let spaced = format!(r#"{{ "jsonrpc": "2.0", "id": {id}, "result": {{}} }}"#);
+    assert_eq!(
+        h.e.handle_line(h.t0, Line::Owned(spaced.into_bytes())),
+        Some(id)
+    );
+    h.drain();
+    let id = h.req("ping", RequestOptions::default());
+    let owned = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+    assert_eq!(
+        h.e.handle_line(h.t0, Line::Owned(owned.into_bytes())),
+        Some(id)
+    );
+    h.drain();
+    let id = h.req("ping", RequestOptions::default());
+    let error = format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#);
+    assert_eq!(
+        h.e.handle_line(h.t0, Line::Borrowed(error.as_bytes())),
+        Some(id)
+    );
+    // Late (answered above), and an id never used: responses all the same.
+    assert_eq!(h.e.handle_message(h.t0, error.as_bytes()), Some(id));
+    let unknown = br#"{"jsonrpc":"2.0","id":999,"result":{}}"#;
+    assert_eq!(h.e.handle_message(h.t0, unknown), Some(999));
+    for other in [
+        &br#"[{"jsonrpc":"2.0","id":0,"result":{}}]"#[..],
+        br#"{"jsonrpc":"2.0","id":"s","result":{}}"#,
+        br#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+        br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        br#"{"jsonrpc":"2.0","id":0,"result":"#,
+        b"not json",
+        b"\xff",
+    ] {
+        let line = Line::Owned(other.to_vec());
+        assert_eq!(h.e.handle_line(h.t0, line), None, "{other:?}");
+        assert_eq!(h.e.handle_message(h.t0, other), None, "{other:?}");
+    }
+}

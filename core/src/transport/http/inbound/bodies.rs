@@ -17,7 +17,7 @@ impl StreamableHttp {
         ex: ExchangeId,
         owner: &Owner,
         data: &[u8],
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         let mut items = Vec::new();
         let config = &self.config;
@@ -55,7 +55,12 @@ impl StreamableHttp {
         }
     }
 
-    fn sse_event(&mut self, owner: &Owner, event: SseEvent, deliver: &mut dyn FnMut(Line<'_>)) {
+    fn sse_event(
+        &mut self,
+        owner: &Owner,
+        event: SseEvent,
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
+    ) {
         match owner {
             Owner::Request(id) | Owner::Resume(id) => {
                 if let Some(p) = self.pending.get_mut(id) {
@@ -101,27 +106,39 @@ impl StreamableHttp {
     }
 
     /// Hands one JSON text to the engine, noting which of our requests it
-    /// answers.
-    fn deliver_text(&mut self, text: Line<'_>, deliver: &mut dyn FnMut(Line<'_>)) {
-        if !self.pending.is_empty() {
-            if let Ok(text) = std::str::from_utf8(text.bytes()) {
-                let mut ids = Vec::new();
-                response_ids(text, |id| ids.push(id));
-                for id in ids {
-                    if let Phase::Initializing { id: init, answered } = &mut self.phase {
-                        *answered |= *init == id;
-                    }
-                    if let Some(p) = self.pending.get_mut(&id) {
-                        p.answered = true;
-                        p.resume_at = None;
-                        if p.exchange.is_none() {
-                            self.pending.remove(&id);
-                        }
-                    }
-                }
-            }
+    /// answers: the one whose response the engine read in it (the text
+    /// is read once), or, in a batch, each whose response is in it.
+    fn deliver_text(&mut self, text: Line<'_>, deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>) {
+        if self.pending.is_empty() {
+            deliver(text);
+            return;
+        }
+        if text.bytes().trim_ascii_start().first() != Some(&b'[') {
+            let answered = deliver(text);
+            self.answered(answered);
+            return;
+        }
+        let mut ids = Vec::new();
+        if let Ok(text) = std::str::from_utf8(text.bytes()) {
+            response_ids(text, |id| ids.push(id));
         }
         deliver(text);
+        ids.into_iter().for_each(|id| self.answered(Some(id)));
+    }
+
+    /// The response to request `id` was delivered.
+    fn answered(&mut self, id: Option<u64>) {
+        let Some(id) = id else { return };
+        if let Phase::Initializing { id: init, answered } = &mut self.phase {
+            *answered |= *init == id;
+        }
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.answered = true;
+            p.resume_at = None;
+            if p.exchange.is_none() {
+                self.pending.remove(&id);
+            }
+        }
     }
 
     /// A request's `application/json` answer is complete.
@@ -129,7 +146,7 @@ impl StreamableHttp {
         &mut self,
         owner: Owner,
         body: Vec<u8>,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         let Owner::Request(id) = owner else {
             return;
@@ -161,7 +178,7 @@ impl StreamableHttp {
         &mut self,
         owner: Owner,
         e: ErrorBody,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         if let (Owner::Request(id), Some(init)) = (&owner, self.refused_init) {
             if *id == init {

@@ -17,7 +17,7 @@ impl StreamableHttp {
         owner: Owner,
         body: Body,
         error: &str,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         match (owner, body) {
             (owner, Body::Error(e)) => self.finish_error(owner, e, deliver),

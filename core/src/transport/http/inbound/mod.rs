@@ -28,7 +28,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         self.take_head(now, ex, head, deliver);
         self.drained(now);
@@ -40,7 +40,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         head: &ResponseHead,
-        _deliver: &mut dyn FnMut(Line<'_>),
+        _deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         self.touch(now);
         let Some(x) = self.exchanges.get_mut(&ex) else {
@@ -127,13 +127,17 @@ impl StreamableHttp {
     }
 
     /// A chunk of exchange `ex`'s response body. Every complete JSON-RPC
-    /// text in it (SSE `message` events) goes to `deliver`.
+    /// text in it (SSE `message` events) goes to `deliver`, which gives
+    /// the id of the response the text was, if it was one
+    /// ([`Engine::handle_line`]): that request is answered.
+    ///
+    /// [`Engine::handle_line`]: crate::rpc::Engine::handle_line
     pub fn handle_body(
         &mut self,
         _now: Instant,
         ex: ExchangeId,
         data: &[u8],
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         let max_body = self.config.max_body;
         let Some(x) = self.exchanges.get_mut(&ex) else {
@@ -184,7 +188,12 @@ impl StreamableHttp {
     }
 
     /// Exchange `ex`'s response ended normally.
-    pub fn handle_end(&mut self, now: Instant, ex: ExchangeId, deliver: &mut dyn FnMut(Line<'_>)) {
+    pub fn handle_end(
+        &mut self,
+        now: Instant,
+        ex: ExchangeId,
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
+    ) {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;
         };
@@ -213,7 +222,7 @@ impl StreamableHttp {
         now: Instant,
         ex: ExchangeId,
         error: &str,
-        deliver: &mut dyn FnMut(Line<'_>),
+        deliver: &mut dyn FnMut(Line<'_>) -> Option<u64>,
     ) {
         let Some(x) = self.exchanges.remove(&ex) else {
             return;

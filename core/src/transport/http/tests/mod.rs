@@ -16,6 +16,20 @@ mod streams;
 const URL: &str = "http://127.0.0.1:3001/mcp";
 const V: &str = "2025-11-25";
 
+/// What the engine gives back for a delivered text: the id of the
+/// response it is, if it is one with a non-negative integer id (a batch
+/// gives none).
+fn answer_of(text: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    match crate::rpc::parse_message(text) {
+        Ok(crate::rpc::Message::Response {
+            id: crate::rpc::RequestId::Number(n),
+            ..
+        }) => u64::try_from(n).ok(),
+        _ => None,
+    }
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -135,7 +149,8 @@ impl Harness {
     fn head(&mut self, ex: ExchangeId, status: u16, headers: &[(&str, &str)]) {
         let d = &mut self.delivered;
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
-            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned());
+            answer_of(b.bytes())
         };
         self.t
             .handle_head(self.now, ex, &head(status, headers), &mut deliver);
@@ -145,7 +160,8 @@ impl Harness {
         let (d, owned) = (&mut self.delivered, &mut self.owned);
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
             owned.push(matches!(b, crate::codec::jsonl::Line::Owned(_)));
-            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned());
+            answer_of(b.bytes())
         };
         self.t
             .handle_body(self.now, ex, data.as_ref(), &mut deliver);
@@ -155,7 +171,8 @@ impl Harness {
         let (d, owned) = (&mut self.delivered, &mut self.owned);
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
             owned.push(matches!(b, crate::codec::jsonl::Line::Owned(_)));
-            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned());
+            answer_of(b.bytes())
         };
         self.t.handle_end(self.now, ex, &mut deliver);
     }
@@ -163,7 +180,8 @@ impl Harness {
     fn failed(&mut self, ex: ExchangeId, error: &str) {
         let d = &mut self.delivered;
         let mut deliver = |b: crate::codec::jsonl::Line<'_>| {
-            d.push(String::from_utf8_lossy(b.bytes()).into_owned())
+            d.push(String::from_utf8_lossy(b.bytes()).into_owned());
+            answer_of(b.bytes())
         };
         self.t.handle_failed(self.now, ex, error, &mut deliver);
     }
