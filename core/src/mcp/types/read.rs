@@ -519,6 +519,13 @@ mod tests {
         assert_eq!(common_end(r#" {"content":[]}"#), None);
     }
 
+    /// The commonest result around `body` (as it is, unescaped), with
+    /// `isError` after the text when given.
+    fn lone(body: &str, is_error: Option<bool>) -> String {
+        let tail = is_error.map_or(String::new(), |e| format!(r#","isError":{e}"#));
+        format!(r#"{{"content":[{{"type":"text","text":"{body}"}}]{tail}}}"#)
+    }
+
     proptest::proptest! {
         /// Any text in the common shape: the check gives the general
         /// scan's end or nothing, never an end the scan would not.
@@ -527,8 +534,7 @@ mod tests {
             body in "(\\PC|[\\x00-\\x1f\"\\\\]|\\\\u[0-9a-fA-FdD]{0,4}){0,40}",
             is_error in proptest::option::of(proptest::bool::ANY),
         ) {
-            let tail = is_error.map_or(String::new(), |e| format!(r#","isError":{e}"#));
-            let text = format!(r#"{{"content":[{{"type":"text","text":"{body}"}}]{tail}}}}}"#);
+            let text = format!("{}}}", lone(&body, is_error));
             let value = crate::codec::scan::value_end(&text);
             if let Some(end) = common_end(&text) {
                 proptest::prop_assert_eq!(Some(end), value, "{:?}", text);
@@ -549,8 +555,7 @@ mod tests {
             body in "[a\"\\\\}\\],:x\\x01]{0,12}",
             is_error in proptest::option::of(proptest::bool::ANY),
         ) {
-            let tail = is_error.map_or(String::new(), |e| format!(r#","isError":{e}"#));
-            let result = format!(r#"{{"content":[{{"type":"text","text":"{body}"}}]{tail}}}"#);
+            let result = lone(&body, is_error);
             let text = format!("{result}}}");
             if let Some(end) = common_end(&text) {
                 proptest::prop_assert_eq!(Some(end), crate::codec::scan::value_end(&text), "{:?}", text);

@@ -249,13 +249,18 @@ impl Engine {
         params: Option<&RawValue>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(
-            now,
-            method,
-            params.map(Json::from),
-            opts,
-            MethodId::of(method),
-        )
+        self.request_named(now, method, params.map(Json::from), opts)
+    }
+
+    /// A request by the method's name alone (resolved here, once).
+    fn request_named(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<Json<'_>>,
+        opts: RequestOptions,
+    ) -> Result<u64, LocalError> {
+        self.request_json(now, method, params, opts, MethodId::of(method))
     }
 
     /// [`request`](Self::request) with params as [`Params`].
@@ -266,13 +271,7 @@ impl Engine {
         params: Option<&Params>,
         opts: RequestOptions,
     ) -> Result<u64, LocalError> {
-        self.request_json(
-            now,
-            method,
-            params.map(Json::from),
-            opts,
-            MethodId::of(method),
-        )
+        self.request_named(now, method, params.map(Json::from), opts)
     }
 
     /// The request of [`request`](Self::request) and its kin; `method_id`

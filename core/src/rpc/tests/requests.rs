@@ -294,31 +294,40 @@ fn a_handled_response_gives_its_id() {
         accept_batches: true,
         ..EngineConfig::default()
     });
-    h.drain();
-    let id = h.req("tools/call", RequestOptions::default());
-    let common = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
-    assert_eq!(h.e.handle_message(h.t0, common.as_bytes()), Some(id));
-    h.drain();
-    let id = h.req("ping", RequestOptions::default());
-    let spaced = format!(r#"{{ "jsonrpc": "2.0", "id": {id}, "result": {{}} }}"#);
-    assert_eq!(
-        h.e.handle_line(h.t0, Line::Owned(spaced.into_bytes())),
-        Some(id)
-    );
-    h.drain();
-    let id = h.req("ping", RequestOptions::default());
-    let owned = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
-    assert_eq!(
-        h.e.handle_line(h.t0, Line::Owned(owned.into_bytes())),
-        Some(id)
-    );
-    h.drain();
-    let id = h.req("ping", RequestOptions::default());
-    let error = format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#);
-    assert_eq!(
-        h.e.handle_line(h.t0, Line::Borrowed(error.as_bytes())),
-        Some(id)
-    );
+    // The common response lent, a spaced one and the common one handed
+    // over, an error lent.
+    let cases = [
+        (
+            "tools/call",
+            r#"{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}"#,
+            false,
+        ),
+        (
+            "ping",
+            r#"{ "jsonrpc": "2.0", "id": ID, "result": {} }"#,
+            true,
+        ),
+        ("ping", r#"{"jsonrpc":"2.0","id":ID,"result":{}}"#, true),
+        (
+            "ping",
+            r#"{"jsonrpc":"2.0","id":ID,"error":{"code":-1,"message":"no"}}"#,
+            false,
+        ),
+    ];
+    let mut error = String::new();
+    let mut id = 0;
+    for (method, text, owned) in cases {
+        h.drain();
+        id = h.req(method, RequestOptions::default());
+        let text = text.replace("ID", &id.to_string());
+        let line = if owned {
+            Line::Owned(text.clone().into_bytes())
+        } else {
+            Line::Borrowed(text.as_bytes())
+        };
+        assert_eq!(h.e.handle_line(h.t0, line), Some(id), "{text}");
+        error = text;
+    }
     // Late (answered above), and an id never used: responses all the same.
     assert_eq!(h.e.handle_message(h.t0, error.as_bytes()), Some(id));
     let unknown = br#"{"jsonrpc":"2.0","id":999,"result":{}}"#;
