@@ -324,7 +324,12 @@ fuzz_target!(|input: Input| {
                 let params = params_raw(params);
                 let _ = h.engine.notify(method, params.as_deref());
             }
-            Op::Bytes(bytes) => h.engine.handle_message(now, bytes),
+            Op::Bytes(bytes) => {
+                // A response's id is given back only for text that is one.
+                if let Some(id) = h.engine.handle_message(now, bytes) {
+                    assert!(std::str::from_utf8(bytes).is_ok(), "id {id} from non-UTF-8");
+                }
+            }
             Op::Json(members) => {
                 let mut text = String::new();
                 write_obj(&mut text, members);
