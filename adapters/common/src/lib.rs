@@ -55,6 +55,7 @@ pub mod process;
 pub mod runtime;
 pub mod session;
 pub mod setup;
+mod slots;
 #[doc(hidden)]
 pub mod surface;
 mod sync;

@@ -23,8 +23,7 @@
 //! serve `async` callers and blocking ones. No protocol decision is made
 //! here; every MCP rule is the [`Connection`]'s.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Poll, Waker};
@@ -34,7 +33,7 @@ use mcpwire::connection::{CallError, CloseReason, Connection, Input, Output};
 use mcpwire::exchange::{ExchangeId, HttpRequest};
 use mcpwire::mcp::types::InitializeResult;
 use mcpwire::mcp::{ServerNotification, ServerRequestKind};
-use mcpwire::rpc::{ErrorObject, IdHasher, Params, RequestError, RequestId, RequestOptions, Stats};
+use mcpwire::rpc::{ErrorObject, Params, RequestError, RequestId, RequestOptions, Stats};
 use mcpwire::transport::stdio::Signal;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -245,7 +244,7 @@ enum Handshake {
 pub struct Session {
     conn: Connection,
     info: Arc<Info>,
-    calls: HashMap<u64, Slot, BuildHasherDefault<IdHasher>>,
+    calls: crate::slots::Slots<Slot>,
     effects: VecDeque<Effect>,
     /// Bytes of the `Write` effects not yet taken by the executor, and
     /// what the executor holds unwritten: both count against the
@@ -292,7 +291,7 @@ impl Session {
                 pins: setup.pins.clone(),
                 ..Info::default()
             }),
-            calls: HashMap::default(),
+            calls: Default::default(),
             effects: VecDeque::new(),
             effect_bytes: 0,
             executor_unwritten: 0,
@@ -345,13 +344,13 @@ impl Session {
     /// until then `waker` is woken when it comes. A call the session does
     /// not know (taken already) reads as closed.
     pub fn poll_call(&mut self, id: u64, waker: &Waker) -> Poll<Outcome> {
-        let Some(slot) = self.calls.get_mut(&id) else {
+        let Some(slot) = self.calls.get_mut(id) else {
             return Poll::Ready(Err(RequestError::Closed {
                 reason: self.closed_reason().unwrap_or("call already ended").into(),
             }));
         };
         if slot.outcome.is_some() {
-            let slot = self.calls.remove(&id).expect("present");
+            let slot = self.calls.remove(id).expect("present");
             return Poll::Ready(slot.outcome.expect("checked"));
         }
         match &mut slot.waker {
@@ -365,23 +364,23 @@ impl Session {
     /// connection itself and reads the outcome right after (waking it from
     /// its own drive would only make its task run once more for nothing).
     pub fn unregister(&mut self, id: u64) {
-        if let Some(slot) = self.calls.get_mut(&id) {
+        if let Some(slot) = self.calls.get_mut(id) {
             slot.waker = None;
         }
     }
 
     /// Whether call `id` has its outcome (or is unknown).
     pub fn is_done(&self, id: u64) -> bool {
-        !matches!(self.calls.get(&id), Some(s) if s.outcome.is_none())
+        !matches!(self.calls.get(id), Some(s) if s.outcome.is_none())
     }
 
     /// The caller of `id` went away before its outcome: the call is
     /// cancelled (the server is told) and forgotten.
     pub fn abandon(&mut self, now: Instant, id: u64, reason: &str) {
-        if self.calls.get(&id).is_some_and(|s| s.outcome.is_none()) {
+        if self.calls.get(id).is_some_and(|s| s.outcome.is_none()) {
             self.conn_mut().cancel(now, id, reason);
         }
-        self.calls.remove(&id);
+        self.calls.remove(id);
         self.pump(now);
     }
 
@@ -509,8 +508,8 @@ impl Session {
     pub fn other_waiter(&self, except: Option<u64>) -> Option<(u64, Waker)> {
         self.calls
             .iter()
-            .filter(|(id, s)| Some(**id) != except && s.outcome.is_none())
-            .find_map(|(id, s)| s.waker.clone().map(|w| (*id, w)))
+            .filter(|(id, s)| Some(*id) != except && s.outcome.is_none())
+            .find_map(|(id, s)| s.waker.clone().map(|w| (id, w)))
     }
 
     // ----- handlers -------------------------------------------------------
@@ -627,14 +626,14 @@ impl Session {
                 Output::AbortHttp(x) => self.effects.push_back(Effect::AbortHttp(x)),
                 Output::Ready => self.on_ready(),
                 Output::Complete { id, outcome } => {
-                    if let Some(slot) = self.calls.get_mut(&id) {
+                    if let Some(slot) = self.calls.get_mut(id) {
                         self.completed += 1;
                         slot.outcome = Some(outcome);
                         self.wake.extend(slot.waker.take());
                     }
                 }
                 Output::Progress { id, progress } => {
-                    if let Some(f) = self.calls.get(&id).and_then(|s| s.progress.as_ref()) {
+                    if let Some(f) = self.calls.get(id).and_then(|s| s.progress.as_ref()) {
                         f(&progress);
                     }
                 }
