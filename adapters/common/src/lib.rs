@@ -55,7 +55,6 @@ pub mod process;
 pub mod runtime;
 pub mod session;
 pub mod setup;
-mod slots;
 #[doc(hidden)]
 pub mod surface;
 mod sync;

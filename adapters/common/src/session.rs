@@ -244,7 +244,7 @@ enum Handshake {
 pub struct Session {
     conn: Connection,
     info: Arc<Info>,
-    calls: crate::slots::Slots<Slot>,
+    calls: mcpwire::rpc::IdSlots<Slot>,
     effects: VecDeque<Effect>,
     /// Bytes of the `Write` effects not yet taken by the executor, and
     /// what the executor holds unwritten: both count against the

@@ -61,6 +61,7 @@ mod error;
 mod message;
 mod output;
 mod response;
+mod slots;
 
 #[cfg(test)]
 mod tests;
@@ -77,3 +78,4 @@ pub use message::{
     METHOD_NOT_FOUND, PARSE_ERROR,
 };
 pub use output::{Diagnostic, Output, Progress, SendKind, Stats};
+pub use slots::IdSlots;

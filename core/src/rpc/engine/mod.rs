@@ -32,6 +32,7 @@ use super::encode;
 use super::error::{LocalError, RequestError};
 use super::message::{ErrorObject, RequestId, INVALID_REQUEST};
 use super::output::{Diagnostic, Output, SendKind, Stats};
+use super::slots::IdSlots;
 use crate::codec::glimpse::Glimpse;
 use crate::codec::json::{Json, Params};
 use crate::mcp::methods::MethodId;
@@ -138,7 +139,7 @@ pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 pub struct Engine {
     config: EngineConfig,
     next_id: u64,
-    pending: HashMap<u64, Pending, BuildHasherDefault<IdHasher>>,
+    pending: IdSlots<Pending>,
     deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Server requests surfaced and not yet answered.
     server_open: HashSet<RequestId>,
@@ -172,7 +173,7 @@ impl Engine {
         Engine {
             config,
             next_id: 0,
-            pending: HashMap::default(),
+            pending: IdSlots::default(),
             deadlines: BinaryHeap::new(),
             server_open: HashSet::new(),
             withdrawn: VecDeque::new(),
@@ -400,7 +401,7 @@ impl Engine {
         if self.closed {
             return false;
         }
-        let Some(pending) = self.pending.remove(&id) else {
+        let Some(pending) = self.pending.remove(id) else {
             return false;
         };
         if pending.flags & F_QUIET == 0 {
@@ -428,7 +429,7 @@ impl Engine {
         if self.closed {
             return false;
         }
-        if self.pending.remove(&id).is_none() {
+        if self.pending.remove(id).is_none() {
             return false;
         }
         self.stats.failed += 1;
@@ -452,7 +453,7 @@ impl Engine {
         let id = |text: Option<&str>| serde_json::from_str::<RequestId>(text?).ok();
         if let Some(id) = id(glimpse.response_id()) {
             let key = our_key(&id);
-            if self.pending.contains_key(&key) {
+            if self.pending.contains(key) {
                 return self.fail(now, key, error);
             }
         }
@@ -485,10 +486,10 @@ impl Engine {
         }
         self.closed = true;
         let reason = reason.into();
-        let mut ids: Vec<u64> = self.pending.keys().copied().collect();
+        let mut ids: Vec<u64> = self.pending.iter().map(|(id, _)| id).collect();
         ids.sort_unstable();
         for id in ids {
-            self.pending.remove(&id);
+            self.pending.remove(id);
             self.stats.closed += 1;
             self.complete(
                 id,
@@ -497,7 +498,7 @@ impl Engine {
                 }),
             );
         }
-        self.pending = HashMap::default();
+        self.pending = IdSlots::default();
         self.deadlines = BinaryHeap::new();
         self.server_open = HashSet::new();
         self.withdrawn = VecDeque::new();

@@ -80,7 +80,7 @@ impl Engine {
             Some(Message::Response {
                 id,
                 outcome: Ok(raw),
-            }) if self.pending.contains_key(&our_key(&id)) => {
+            }) if self.pending.contains(our_key(&id)) => {
                 let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
                 (id, start, start + raw.get().len())
             }
@@ -98,7 +98,7 @@ impl Engine {
             Some(raw) => self.on_response(id, Ok(move || raw)),
             None => {
                 let key = our_key(&id);
-                if self.pending.remove(&key).is_some() {
+                if self.pending.remove(key).is_some() {
                     let message = "the answer's result could not be kept".into();
                     self.complete(key, Err(RequestError::Transport { message }));
                 }
@@ -111,7 +111,7 @@ impl Engine {
     fn result_check(&self, id: i64) -> Option<ShapeCheck> {
         let id = u64::try_from(id).ok()?;
         self.pending
-            .get(&id)
+            .get(id)
             .and_then(|p| p.method)
             .and_then(MethodId::result_check)
     }
@@ -217,7 +217,7 @@ impl Engine {
         outcome: Result<impl FnOnce() -> Box<RawValue>, ErrorObject>,
     ) {
         let key = our_key(&id);
-        if self.pending.remove(&key).is_some() {
+        if self.pending.remove(key).is_some() {
             let outcome = match outcome {
                 Ok(result) => {
                     self.stats.completed_ok += 1;
@@ -306,7 +306,7 @@ impl Engine {
             self.stats.progress_ignored += 1;
             return;
         };
-        let Some(pending) = self.pending.get_mut(&key) else {
+        let Some(pending) = self.pending.get_mut(key) else {
             return self.lingering_progress(key, parsed);
         };
         // `!(a > b)` also rejects a NaN, should one ever get through.

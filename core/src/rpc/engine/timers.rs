@@ -2,7 +2,6 @@
 //! timeouts it fires, and suspending a request's clock.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use super::{Engine, F_QUIET, SHRINK_ABOVE};
@@ -14,7 +13,7 @@ impl Engine {
     /// authorization, which has timeouts of its own). False if it is not
     /// pending.
     pub fn suspend_timeout(&mut self, id: u64) -> bool {
-        match self.pending.get_mut(&id) {
+        match self.pending.get_mut(id) {
             Some(p) => {
                 p.deadline = None;
                 true
@@ -26,7 +25,7 @@ impl Engine {
     /// Restarts request `id`'s clock from `now` (its timeout and hard
     /// maximum both count from here). False if it is not pending.
     pub fn resume_timeout(&mut self, now: Instant, id: u64) -> bool {
-        let Some(p) = self.pending.get_mut(&id) else {
+        let Some(p) = self.pending.get_mut(id) else {
             return false;
         };
         p.start = now;
@@ -49,13 +48,16 @@ impl Engine {
                 break;
             }
             self.deadlines.pop();
-            let Entry::Occupied(entry) = self.pending.entry(id) else {
-                continue;
-            };
-            if entry.get().deadline != Some(deadline) {
+            if self
+                .pending
+                .get(id)
+                .is_none_or(|p| p.deadline != Some(deadline))
+            {
                 continue;
             }
-            let pending = entry.remove();
+            let Some(pending) = self.pending.remove(id) else {
+                continue;
+            };
             let error = RequestError::Timeout {
                 ms: pending.expired_ms(deadline),
             };
@@ -92,7 +94,7 @@ impl Engine {
 
     fn is_live(&self, deadline: Instant, id: u64) -> bool {
         self.pending
-            .get(&id)
+            .get(id)
             .is_some_and(|p| p.deadline == Some(deadline))
     }
 
@@ -101,7 +103,7 @@ impl Engine {
     fn compact_deadlines(&mut self) {
         let pending = &self.pending;
         self.deadlines
-            .retain(|Reverse((d, id))| pending.get(id).is_some_and(|p| p.deadline == Some(*d)));
+            .retain(|Reverse((d, id))| pending.get(*id).is_some_and(|p| p.deadline == Some(*d)));
     }
 
     /// After a burst (e.g. many requests that all timed out), gives the
