@@ -27,7 +27,6 @@ impl<T> Default for IdSlots<T> {
 }
 
 impl<T> IdSlots<T> {
-    /// Adds call `id` (a new id).
     /// Adds request `id` (a new id: one already in is the caller's bug,
     /// and would then be found twice).
     pub fn insert(&mut self, id: u64, value: T) {

@@ -84,9 +84,13 @@ enum Texts {
     Many(Vec<Text>),
 }
 
-/// How the commonest result of all starts: one text content, its text
-/// next.
-const LONE_HEAD: &[u8] = br#"{"content":[{"type":"text","text":""#;
+/// How the commonest result of all starts: one text content, the key of
+/// its text last (the text's opening quote follows).
+const LONE_KEYS: &[u8; 34] = br#"{"content":[{"type":"text","text":"#;
+
+/// Where the text of the commonest result starts: after [`LONE_KEYS`]
+/// and its opening quote.
+const LONE_TEXT_START: usize = LONE_KEYS.len() + 1;
 
 /// The commonest result of all by its two ends: one text, perhaps
 /// `isError` after it, in the order the SDKs write them
@@ -94,7 +98,7 @@ const LONE_HEAD: &[u8] = br#"{"content":[{"type":"text","text":""#;
 /// what lies between the text's quotes if it is that one string (which
 /// the caller finds out), and `isError`.
 fn lone_ends(bytes: &[u8]) -> Option<(&[u8], Option<bool>)> {
-    let body = bytes.strip_prefix(LONE_HEAD)?;
+    let body = bytes.strip_prefix(LONE_KEYS)?.strip_prefix(b"\"")?;
     if let Some(body) = body.strip_suffix(br#""}]}"#) {
         Some((body, None))
     } else if let Some(body) = body.strip_suffix(br#""}],"isError":false}"#) {
@@ -110,7 +114,7 @@ fn lone_ends(bytes: &[u8]) -> Option<(&[u8], Option<bool>)> {
 /// one scan is all the reading.
 fn lone_plain(text: &str) -> Option<(usize, usize, Option<bool>)> {
     let (body, is_error) = lone_ends(text.as_bytes())?;
-    let start = LONE_HEAD.len();
+    let start = LONE_TEXT_START;
     memchr::memchr2(b'"', b'\\', body)
         .is_none()
         .then_some((start, start + body.len(), is_error))
@@ -151,7 +155,7 @@ pub(crate) fn common_end(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     if let Some((b'}', result)) = bytes.split_last() {
         if let Some((body, _)) = lone_ends(result) {
-            let start = LONE_HEAD.len();
+            let start = LONE_TEXT_START;
             if crate::codec::scan::string(bytes, start) == Some(start + body.len() + 1) {
                 return Some(result.len());
             }
@@ -210,8 +214,7 @@ impl Reader<'_> {
     /// comparisons: `{"content":[{"type":"text","text":"…"}]}` or
     /// `…}],"isError":b}`. Anything else is read member by member.
     fn lone_text(&mut self, text: &mut impl FnMut(Text)) -> Option<Option<bool>> {
-        self.take(br#"{"content":[{"type":"text","text":"#)
-            .then_some(())?;
+        self.take(LONE_KEYS).then_some(())?;
         let t = self.string()?;
         self.take(b"}]").then_some(())?;
         let is_error = if self.eat(b'}') {

@@ -398,11 +398,8 @@ fn empty_object() -> &'static RawValue {
     serde_json::from_str::<&RawValue>(EMPTY).unwrap_or(RawValue::NULL)
 }
 
-/// A response's id as [`Engine::handle_message`] gives it: a non-negative
-/// integer.
+/// A response's id as [`Engine::handle_message`] gives it: its pending-map
+/// key, when it can be one of ours (a non-negative integer).
 fn answered(id: &RequestId) -> Option<u64> {
-    match *id {
-        RequestId::Number(n) => u64::try_from(n).ok(),
-        RequestId::String(_) => None,
-    }
+    Some(our_key(id)).filter(|&key| key != u64::MAX)
 }
