@@ -31,11 +31,22 @@ impl Stream {
     }
 
     /// Whether an idle connection still looks usable, without waiting: a
-    /// peek polled once finds nothing to read (no EOF, no stray bytes).
+    /// peek finds nothing to read (no EOF, no stray bytes). The peek is
+    /// made on the socket itself (non-blocking), not through the reactor:
+    /// async-net's `peek` polled once registers interest when it finds
+    /// nothing, which costs an `epoll_ctl` on every reuse and leaves a
+    /// waker behind that the response's arrival then wakes for nothing.
     pub(crate) fn looks_alive(&self) -> bool {
+        let tcp: std::sync::Arc<smol::Async<std::net::TcpStream>> = self.tcp().clone().into();
         let mut probe = [0u8; 1];
-        let peek = smol::future::poll_once(self.tcp().peek(&mut probe));
-        smol::future::block_on(peek).is_none()
+        loop {
+            match tcp.get_ref().peek(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+                // EOF, or bytes nobody asked for.
+                Ok(_) => return false,
+            }
+        }
     }
 }
 
