@@ -92,6 +92,7 @@ macro_rules! adapter_suite {
             stdio_close_ends_a_server_that_ignores_eof_and_sigterm,
             stdio_100_concurrent_calls_with_a_crash_complete_exactly_once,
             stdio_100_calls_from_8_tasks_with_a_crash_complete_exactly_once,
+            stdio_a_call_held_unpolled_holds_up_no_other_call,
             stdio_server_requests_use_the_handlers_and_undeclared_ones_get_method_not_found,
             stdio_notifications_stream_and_callback,
             stdio_missing_binary_is_a_spawn_error,

@@ -19,8 +19,9 @@
 //! decoded and completed on its own task, with no hop through the driver
 //! (on smol, whose spawned tasks run on other threads, that hop was most
 //! of the cost of a call). The driver task serves when no call waits, and
-//! as a fallback when a leader does not answer its wake-up before the
-//! next one (a call future held but not polled).
+//! as a fallback when a leader has not answered a wake-up by the next
+//! beat of the timer, nobody else having served meanwhile (a call future
+//! held but not polled; see `Owes`).
 
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
@@ -29,7 +30,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_io::{AsyncRead, AsyncWrite};
 use mcpwire::connection::{CloseReason, Input};
@@ -60,20 +61,50 @@ const ALL: u32 = (1 << 7) - 1;
 const MAX_ROUNDS: usize = 64;
 /// Reads of one pipe per round.
 const MAX_READS: usize = 16;
+/// While calls wait, the timer fires at least this often: a leader woken
+/// before a beat that nobody served since is taken for lost, and the
+/// driver task serves in its place (see [`Owes`]).
+const HEARTBEAT: Duration = Duration::from_millis(100);
 
 /// Where source wake-ups go.
 pub(crate) struct Router {
     bits: AtomicU32,
+    /// Times anyone took the bits to serve the sources (a wake-up owed
+    /// before the last one was answered by whoever took them).
+    takes: AtomicU32,
     http_ready: Mutex<Vec<ExchangeId>>,
     target: Mutex<Target>,
+}
+
+/// What the leader owes since it was last woken.
+///
+/// A leader may be late (its task polls many calls, and another of them
+/// served the sources meanwhile) or lost (a call future polled once and
+/// then held, not polled: a `select!` that another branch won). Only the
+/// timer tells them apart: a leader woken before a beat of the timer
+/// ([`HEARTBEAT`], while calls wait) that nobody served since is taken
+/// for lost, and the driver task is woken with it from then on, until it
+/// polls again. A burst of wake-ups (many exchanges ready at once) or a
+/// late leader calls the driver in no more: on smol, whose driver runs
+/// on another thread, that only had it contend for the lock.
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Owes {
+    /// It polled since (or was never woken).
+    #[default]
+    Nothing,
+    /// It was woken when [`Router::takes`] was this, and nobody has
+    /// served the sources since (neither it nor another task).
+    Since(u32),
+    /// Taken for lost: the driver task is woken with it.
+    Stuck,
 }
 
 #[derive(Default)]
 struct Target {
     /// The call that drives when woken, and its task's waker.
     leader: Option<(u64, Waker)>,
-    /// The leader was woken and has not polled since.
-    leader_owes: bool,
+    /// Whether the leader answered its last wake-up.
+    owes: Owes,
     driver: Option<Waker>,
 }
 
@@ -81,6 +112,7 @@ impl Router {
     fn new() -> Self {
         Router {
             bits: AtomicU32::new(ALL),
+            takes: AtomicU32::new(0),
             http_ready: Mutex::new(Vec::new()),
             target: Mutex::new(Target::default()),
         }
@@ -88,20 +120,24 @@ impl Router {
 
     /// Source `bit` may be ready: wake whoever drives.
     fn signal(&self, bit: u32) {
-        self.bits.fetch_or(bit, Ordering::AcqRel);
+        self.bits.fetch_or(bit, Ordering::SeqCst);
         let (first, second) = {
             let mut t = lock(&self.target);
             match &t.leader {
                 Some((_, leader)) => {
                     let leader = leader.clone();
-                    // A leader that did not answer the last wake-up may
-                    // never poll again: let the driver serve too.
-                    let fallback = if t.leader_owes {
+                    let takes = self.takes.load(Ordering::SeqCst);
+                    t.owes = match t.owes {
+                        Owes::Since(at) if at == takes && bit == TIMER => Owes::Stuck,
+                        Owes::Since(at) if at == takes => Owes::Since(at),
+                        Owes::Stuck => Owes::Stuck,
+                        _ => Owes::Since(takes),
+                    };
+                    let fallback = if t.owes == Owes::Stuck {
                         t.driver.clone()
                     } else {
                         None
                     };
-                    t.leader_owes = true;
                     (Some(leader), fallback)
                 }
                 None => (t.driver.clone(), None),
@@ -111,27 +147,34 @@ impl Router {
     }
 
     fn take_bits(&self) -> u32 {
-        self.bits.swap(0, Ordering::AcqRel)
+        // Counted before the swap: a signal that saw the count before this
+        // one set its bit before this swap, which serves it.
+        self.takes.fetch_add(1, Ordering::SeqCst);
+        self.bits.swap(0, Ordering::SeqCst)
     }
 
     fn pending_bits(&self) -> bool {
         self.bits.load(Ordering::Acquire) != 0
     }
 
-    /// Call `id`, waiting with `waker`, drives from now on if nobody does.
-    fn claim(&self, id: u64, waker: &Waker) {
+    /// Call `id`, waiting with `waker`, drives from now on if nobody does,
+    /// or in any case if it `drove` (its task was just polled and served
+    /// the sources: a live leader, where the one it replaces may not have
+    /// answered its wake-up yet — which would call the driver task in,
+    /// on another thread for smol, to contend for the lock).
+    fn claim(&self, id: u64, waker: &Waker, drove: bool) {
         let mut t = lock(&self.target);
         match &mut t.leader {
             Some((lead, w)) if *lead == id => {
                 if !w.will_wake(waker) {
                     *w = waker.clone();
                 }
-                t.leader_owes = false;
+                t.owes = Owes::Nothing;
             }
-            Some(_) => {}
-            None => {
+            Some(_) if !drove => {}
+            _ => {
                 t.leader = Some((id, waker.clone()));
-                t.leader_owes = false;
+                t.owes = Owes::Nothing;
             }
         }
     }
@@ -145,7 +188,7 @@ impl Router {
                 return;
             }
             t.leader = next;
-            t.leader_owes = false;
+            t.owes = Owes::Nothing;
             // A source may have signalled the leader after it last looked
             // at the bits: whoever drives now must not miss that.
             if !self.pending_bits() {
@@ -237,6 +280,14 @@ struct ChildIo {
     after_write: crate::process::AfterWrite,
 }
 
+/// The armed timer.
+struct Timer {
+    at: Instant,
+    /// Armed while calls waited: no later than a [`HEARTBEAT`] from then.
+    beats: bool,
+    sleep: BoxFuture<()>,
+}
+
 struct Exchange {
     future: BoxFuture<()>,
     inbox: Arc<Inbox>,
@@ -271,7 +322,7 @@ pub(crate) struct State<R: Runtime> {
     server: Option<ServerConfig>,
     http: HttpClient<R>,
     exchanges: HashMap<ExchangeId, Exchange>,
-    timer: Option<(Instant, BoxFuture<()>)>,
+    timer: Option<Timer>,
     handlers: HashMap<RequestId, AbortHandle>,
     buf: Box<[u8]>,
     wakers: [Waker; 5],
@@ -439,7 +490,8 @@ impl<R: Runtime> Future for CallFuture<R> {
         let this = &mut *self;
         let shared = &this.shared;
         let mut state = shared.lock();
-        if shared.router.pending_bits() || state.session.has_effects() {
+        let drove = shared.router.pending_bits() || state.session.has_effects();
+        if drove {
             state.session.unregister(this.id);
             shared.drive_or_poke(&mut state);
         }
@@ -454,7 +506,7 @@ impl<R: Runtime> Future for CallFuture<R> {
                 // Only a task that may drive leads (a tokio client polled
                 // outside its runtime is served by the driver).
                 if R::in_context() {
-                    shared.router.claim(this.id, cx.waker());
+                    shared.router.claim(this.id, cx.waker(), drove);
                 }
                 Poll::Pending
             }
@@ -862,11 +914,11 @@ impl<R: Runtime> State<R> {
     }
 
     fn poll_timer(&mut self, now: Instant) {
-        let Some((_, sleep)) = &mut self.timer else {
+        let Some(timer) = &mut self.timer else {
             return;
         };
         let mut cx = Context::from_waker(&self.wakers[4]);
-        if sleep.as_mut().poll(&mut cx).is_ready() {
+        if timer.sleep.as_mut().poll(&mut cx).is_ready() {
             self.timer = None;
             self.session.timeout(now);
         }
@@ -875,22 +927,34 @@ impl<R: Runtime> State<R> {
     /// Arms a timer for the core's next deadline when it is earlier than
     /// the armed one. A timer that fires early is harmless (the session
     /// ignores an early timeout and the next one is armed), and keeping it
-    /// saves a timer per call: each call's new deadline is later.
+    /// saves a timer per call: each call's new deadline is later. While
+    /// calls wait, the timer beats at least every [`HEARTBEAT`] (for a
+    /// lost leader, see [`Owes`]).
     fn arm_timer(&mut self, router: &Router) {
-        match (self.session.poll_timeout(), &self.timer) {
-            (Some(d), Some((armed, _))) if *armed <= d => {}
-            (Some(d), _) => {
-                let mut sleep = R::sleep_until(d);
-                let mut cx = Context::from_waker(&self.wakers[4]);
-                if sleep.as_mut().poll(&mut cx).is_ready() {
-                    router.bits.fetch_or(TIMER, Ordering::AcqRel);
-                    self.timer = Some((d, Box::pin(std::future::ready(()))));
-                } else {
-                    self.timer = Some((d, sleep));
-                }
+        let due = self.session.poll_timeout();
+        // Most rounds: a timer armed no later than the deadline, beating
+        // if calls wait.
+        if let Some(t) = &self.timer {
+            if due.is_none_or(|d| d >= t.at) && (t.beats || !self.session.has_calls()) {
+                return;
             }
-            (None, _) => {}
         }
+        let beats = self.session.has_calls();
+        let at = if beats {
+            let beat = Instant::now() + HEARTBEAT;
+            due.map_or(beat, |d| d.min(beat))
+        } else if let Some(d) = due {
+            d
+        } else {
+            return;
+        };
+        let mut sleep = R::sleep_until(at);
+        let mut cx = Context::from_waker(&self.wakers[4]);
+        if sleep.as_mut().poll(&mut cx).is_ready() {
+            router.bits.fetch_or(TIMER, Ordering::AcqRel);
+            sleep = Box::pin(std::future::ready(()));
+        }
+        self.timer = Some(Timer { at, beats, sleep });
     }
 
     /// The session is closed and nothing of it runs any more.

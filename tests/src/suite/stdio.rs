@@ -779,6 +779,43 @@ pub async fn stdio_100_concurrent_calls_with_a_crash_complete_exactly_once<A: Ad
     assert!(closed >= 1);
 }
 
+/// A call polled once and then held without being polled (a `select!`
+/// that another branch won, its future kept for later) holds nobody up:
+/// the calls other tasks make meanwhile are answered at once, though the
+/// held one led the reading of stdout when it was last polled; and it
+/// completes when polled again. (The async clients let a waiting call's
+/// task read the answers; one that does not come back for its wake-up is
+/// replaced.)
+pub async fn stdio_a_call_held_unpolled_holds_up_no_other_call<A: Adapter>(era: Era) {
+    let client = A::connect(stdio_in(era, &[])).await.unwrap();
+    let mut held = Box::pin(client.call_tool("slow", json!({"ms": 300, "steps": 1})));
+    assert!(
+        futures_lite::future::poll_once(&mut held).await.is_none(),
+        "answered before it was sent"
+    );
+    for i in 0..20 {
+        let c = client.clone();
+        let call = A::spawn(async move {
+            c.call_tool("echo", json!({"message": format!("call {i}")}))
+                .await
+        });
+        let started = Instant::now();
+        let out = A::timeout(Duration::from_secs(10), call)
+            .await
+            .unwrap_or_else(|| panic!("call {i} was held up past 10 s"));
+        out.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "call {i} took {:?}",
+            started.elapsed()
+        );
+    }
+    A::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the held call, polled again")
+        .unwrap();
+}
+
 /// 100 calls taken in turn by 8 tasks (threads, for the blocking client)
 /// sharing the client, the 51st crashing the server.
 pub async fn stdio_100_calls_from_8_tasks_with_a_crash_complete_exactly_once<A: Adapter>(era: Era) {
