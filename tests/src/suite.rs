@@ -108,6 +108,7 @@ macro_rules! adapter_suite {
             http_errors_are_clear,
             http_connection_refused_is_a_connect_error,
             http_8_tasks_share_one_client,
+            http_a_call_held_unpolled_holds_up_no_other_call,
             http_an_oversize_reply_fails_its_call_at_once,
             http_redirects_stop_after_5_hops_and_at_a_loop,
             http_a_303_on_a_post_is_an_error_naming_the_location,

@@ -284,6 +284,16 @@ pub async fn http_8_tasks_share_one_client<A: Adapter>(era: Era) {
     client.close().await.unwrap();
 }
 
+/// Over HTTP, as over stdio: a call polled once and then held without
+/// being polled holds up no other task's call (the exchanges' wake-ups go
+/// to the same leader).
+pub async fn http_a_call_held_unpolled_holds_up_no_other_call<A: Adapter>(era: Era) {
+    let server = http_server_in(Some(era), &[]);
+    let client = A::connect(ServerConfig::http(&server.url)).await.unwrap();
+    super::stdio::a_call_held_unpolled_holds_up_no_other_call(&client).await;
+    client.close().await.unwrap();
+}
+
 /// A response over `max_event` (an SSE answer) or `max_body` (a JSON
 /// answer) fails its call at once, typed, and the session goes on.
 pub async fn http_an_oversize_reply_fails_its_call_at_once<A: Adapter>(era: Era) {

@@ -782,12 +782,17 @@ pub async fn stdio_100_concurrent_calls_with_a_crash_complete_exactly_once<A: Ad
 /// A call polled once and then held without being polled (a `select!`
 /// that another branch won, its future kept for later) holds nobody up:
 /// the calls other tasks make meanwhile are answered at once, though the
-/// held one led the reading of stdout when it was last polled; and it
-/// completes when polled again. (The async clients let a waiting call's
-/// task read the answers; one that does not come back for its wake-up is
-/// replaced.)
+/// held one led the reading of the answers when it was last polled; and
+/// it completes when polled again. (The async clients let a waiting
+/// call's task read the answers; one that a beat of the timer finds owing
+/// a wake-up nobody served is replaced.)
 pub async fn stdio_a_call_held_unpolled_holds_up_no_other_call<A: Adapter>(era: Era) {
     let client = A::connect(stdio_in(era, &[])).await.unwrap();
+    a_call_held_unpolled_holds_up_no_other_call(&client).await;
+}
+
+/// The body of the `*_a_call_held_unpolled_holds_up_no_other_call` cases.
+pub(super) async fn a_call_held_unpolled_holds_up_no_other_call<A: Adapter>(client: &A) {
     let mut held = Box::pin(client.call_tool("slow", json!({"ms": 300, "steps": 1})));
     assert!(
         futures_lite::future::poll_once(&mut held).await.is_none(),
