@@ -84,7 +84,8 @@ pub(crate) struct Router {
 /// timer tells them apart: a leader woken before a beat of the timer
 /// ([`HEARTBEAT`], while calls wait) that nobody served since is taken
 /// for lost, and the driver task is woken with it from then on, until it
-/// polls again. A burst of wake-ups (many exchanges ready at once) or a
+/// polls again. (Every wake-up of the timer reaches the driver as well,
+/// so that the beats go on whoever leads.) A burst of wake-ups (many exchanges ready at once) or a
 /// late leader calls the driver in no more: on smol, whose driver runs
 /// on another thread, that only had it contend for the lock.
 #[derive(Default, Clone, Copy, PartialEq)]
@@ -133,7 +134,11 @@ impl Router {
                         Owes::Stuck => Owes::Stuck,
                         _ => Owes::Since(takes),
                     };
-                    let fallback = if t.owes == Owes::Stuck {
+                    // The timer's wake-ups reach the driver too: if the
+                    // leader is lost, nobody else would poll the fired
+                    // timer and arm the next beat (they are rare: a beat
+                    // or a deadline).
+                    let fallback = if t.owes == Owes::Stuck || bit == TIMER {
                         t.driver.clone()
                     } else {
                         None
@@ -172,9 +177,19 @@ impl Router {
                 t.owes = Owes::Nothing;
             }
             Some(_) if !drove => {}
-            _ => {
+            None => {
                 t.leader = Some((id, waker.clone()));
                 t.owes = Owes::Nothing;
+            }
+            Some(_) => {
+                t.leader = Some((id, waker.clone()));
+                t.owes = Owes::Nothing;
+                // A source that signalled since this call drove woke the
+                // leader replaced: the new one must not miss it.
+                if self.pending_bits() {
+                    drop(t);
+                    waker.wake_by_ref();
+                }
             }
         }
     }

@@ -798,6 +798,15 @@ pub(super) async fn a_call_held_unpolled_holds_up_no_other_call<A: Adapter>(clie
         futures_lite::future::poll_once(&mut held).await.is_none(),
         "answered before it was sent"
     );
+    // A call answered after the timer has beaten (every 100 ms while
+    // calls wait) at least once: a beat that woke only the held call must
+    // not leave the timer unarmed.
+    let c = client.clone();
+    let slow = A::spawn(async move { c.call_tool("slow", json!({"ms": 350, "steps": 1})).await });
+    A::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("a slow call was held up past 10 s")
+        .unwrap();
     for i in 0..20 {
         let c = client.clone();
         let call = A::spawn(async move {
