@@ -85,9 +85,10 @@ pub(crate) struct Router {
 /// ([`HEARTBEAT`], while calls wait) that nobody served since is taken
 /// for lost, and the driver task is woken with it from then on, until it
 /// polls again. (Every wake-up of the timer reaches the driver as well,
-/// so that the beats go on whoever leads.) A burst of wake-ups (many exchanges ready at once) or a
-/// late leader calls the driver in no more: on smol, whose driver runs
-/// on another thread, that only had it contend for the lock.
+/// so that the beats go on whoever leads.) A burst of wake-ups (many
+/// exchanges ready at once) or a late leader calls the driver in no more:
+/// on smol, whose driver runs on another thread, that only had it contend
+/// for the lock.
 #[derive(Default, Clone, Copy, PartialEq)]
 enum Owes {
     /// It polled since (or was never woken).
@@ -177,16 +178,12 @@ impl Router {
                 t.owes = Owes::Nothing;
             }
             Some(_) if !drove => {}
-            None => {
-                t.leader = Some((id, waker.clone()));
-                t.owes = Owes::Nothing;
-            }
-            Some(_) => {
-                t.leader = Some((id, waker.clone()));
+            _ => {
+                let replaced = t.leader.replace((id, waker.clone())).is_some();
                 t.owes = Owes::Nothing;
                 // A source that signalled since this call drove woke the
                 // leader replaced: the new one must not miss it.
-                if self.pending_bits() {
+                if replaced && self.pending_bits() {
                     drop(t);
                     waker.wake_by_ref();
                 }
@@ -950,11 +947,11 @@ impl<R: Runtime> State<R> {
         // Most rounds: a timer armed no later than the deadline, beating
         // if calls wait.
         if let Some(t) = &self.timer {
-            if due.is_none_or(|d| d >= t.at) && (t.beats || !self.session.has_calls()) {
+            if due.is_none_or(|d| d >= t.at) && (t.beats || self.session.calls_in_flight() == 0) {
                 return;
             }
         }
-        let beats = self.session.has_calls();
+        let beats = self.session.calls_in_flight() > 0;
         let at = if beats {
             let beat = Instant::now() + HEARTBEAT;
             due.map_or(beat, |d| d.min(beat))

@@ -503,11 +503,6 @@ impl Session {
         }
     }
 
-    /// Whether any call is started and its outcome not taken yet.
-    pub fn has_calls(&self) -> bool {
-        !self.calls.is_empty()
-    }
-
     /// The waker of some call still waiting other than `except` (to hand
     /// a role over to it).
     pub fn other_waiter(&self, except: Option<u64>) -> Option<(u64, Waker)> {
